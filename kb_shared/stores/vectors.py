@@ -1,0 +1,313 @@
+"""Vector index role: chunk and figure points with a dense vector, a sparse side and a payload.
+
+One interface, two backends:
+
+* ``kb_shared.stores.vectors_sqlite.SqliteVectorIndex`` — sqlite-vec ``vec0`` (cosine) for the
+  dense side, FTS5 BM25 over ``kb_shared.sparse`` terms for the sparse side. Embedded default.
+* ``kb_shared.stores.vectors_qdrant.QdrantVectorIndex`` — Qdrant named dense + sparse vectors
+  (sparse with ``Modifier.IDF``), server or local mode (``QdrantClient(":memory:")`` in tests).
+
+Both derive the sparse side from ``Point.sparse_text`` with ``kb_shared.sparse`` so codes such
+as ``IN008-24`` are one term on every backend. Hybrid search fuses dense and sparse candidate
+lists with reciprocal rank fusion (``reciprocal_rank_fusion`` below) in our code, not the
+backend's, so the ranking is identical whichever store is live.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kb_shared.errors import EmbeddingMismatchError
+
+#: Point kinds. ``text`` and ``table`` come from the chunks asset, ``figure`` from figures.
+KIND_TEXT = "text"
+KIND_TABLE = "table"
+KIND_FIGURE = "figure"
+KINDS = (KIND_TEXT, KIND_TABLE, KIND_FIGURE)
+
+#: RRF constant k from Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms
+#: Condorcet and individual Rank Learning Methods" (SIGIR 2009), which found k=60 robust.
+RRF_K = 60
+
+#: Candidates fetched from each side before fusion, as a multiple of the requested limit
+#: (never fewer than ``MIN_CANDIDATES``).
+CANDIDATE_FACTOR = 4
+MIN_CANDIDATES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One item to index.
+
+    Attributes:
+        id: chunk id (``{doc_id}-{i}``) or figure id (``{doc_id}#figure-{n}``); the key.
+        document: the ``doc_id`` it belongs to.
+        kind: one of ``KINDS``.
+        text: the text stored and returned to readers (chunk text or figure description).
+        dense: the embedding, shape ``(dimension,)``, float; stored L2-normalised.
+        payload: JSON-serialisable citation data (title, version, page_start, page_end,
+            section, blob keys, …). Never contains ``text`` again.
+        sparse_text: the text the sparse side indexes; defaults to ``text``. The embeddings
+            asset passes heading path + text so section words match too.
+    """
+
+    id: str
+    document: str
+    kind: str
+    text: str
+    dense: Sequence[float] | np.ndarray
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    sparse_text: str | None = None
+
+    @property
+    def terms_source(self) -> str:
+        """The text the sparse side tokenises."""
+        return self.text if self.sparse_text is None else self.sparse_text
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPoint:
+    """A point as read back (no dense vector: readers never need it)."""
+
+    id: str
+    document: str
+    kind: str
+    text: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result.
+
+    Attributes:
+        point: the stored point.
+        score: higher is better. Dense: cosine similarity in [-1, 1]. Sparse: the backend's
+            relevance (BM25 on SQLite, IDF-weighted dot product on Qdrant), not comparable
+            across backends. Hybrid: the RRF score, ``sum(1 / (RRF_K + rank))``.
+        dense_rank / sparse_rank: 1-based rank on each side, ``None`` when absent there.
+        dense_score: cosine similarity when the point was a dense candidate (hybrid keeps it
+            so callers can apply a "nothing relevant" threshold).
+    """
+
+    point: StoredPoint
+    score: float
+    dense_rank: int | None = None
+    sparse_rank: int | None = None
+    dense_score: float | None = None
+
+    @property
+    def id(self) -> str:
+        """The point id."""
+        return self.point.id
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    """What a collection records about the vectors in it."""
+
+    model: str
+    dimension: int
+
+
+def reciprocal_rank_fusion(
+    ranked_lists: Sequence[Sequence[str]], k: int = RRF_K
+) -> list[tuple[str, float]]:
+    """Fuse ranked id lists with RRF: ``score(d) = sum over lists of 1 / (k + rank(d))``.
+
+    Args:
+        ranked_lists: each a list of ids, best first (rank 1 = index 0). Duplicates inside one
+            list count at their first position only.
+        k: the RRF constant (Cormack et al. 2009; 60 by default).
+
+    Returns:
+        ``[(id, score), …]`` best first; ties broken by best single rank, then by id so the
+        order is deterministic.
+    """
+    scores: dict[str, float] = {}
+    best_rank: dict[str, int] = {}
+    for ranked in ranked_lists:
+        seen: set[str] = set()
+        for position, item in enumerate(ranked, start=1):
+            if item in seen:
+                continue
+            seen.add(item)
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + position)
+            best_rank[item] = min(best_rank.get(item, position), position)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], best_rank[kv[0]], kv[0]))
+
+
+def check_collection(recorded: CollectionInfo, model: str, dimension: int, where: str) -> None:
+    """Raise ``EmbeddingMismatchError`` unless ``recorded`` matches ``model``/``dimension``.
+
+    Args:
+        recorded: what the index says its vectors are.
+        model, dimension: what the caller is about to write or query with.
+        where: the index's name for the message (a path or a collection name).
+    """
+    if recorded.model != model or recorded.dimension != dimension:
+        raise EmbeddingMismatchError(
+            f"the vector index {where} holds embeddings from {recorded.model!r} "
+            f"({recorded.dimension} dimensions), but the live embedding model is {model!r} "
+            f"({dimension} dimensions). Vectors from different models cannot be compared: "
+            "re-embed the corpus with `kb rebuild embeddings --all` (or set the embedding "
+            "settings back to the recorded model)."
+        )
+
+
+class VectorIndex(ABC):
+    """The vector index role. Constructors do no I/O; call ``open`` before anything else.
+
+    Every method that takes ``documents``/``kinds`` treats ``None`` as "no filter" and an
+    empty sequence as "matches nothing" (returns empty / zero, never everything).
+
+    Errors: ``StoreUnavailableError`` when the backend cannot be reached;
+    ``EmbeddingMismatchError`` from ``open`` on a model/dimension mismatch; ``ValueError`` for
+    a vector of the wrong length or an unknown kind.
+    """
+
+    #: set by ``open``
+    info: CollectionInfo | None = None
+
+    @abstractmethod
+    def open(self, model: str, dimension: int, *, create: bool = True) -> CollectionInfo:
+        """Create (if ``create`` and absent) or open the collection for ``model``/``dimension``.
+
+        Returns the recorded ``CollectionInfo``. Raises ``EmbeddingMismatchError`` when the
+        collection exists with another model or dimension, and ``StoreError`` when it is
+        absent and ``create`` is false.
+        """
+
+    @abstractmethod
+    def describe(self) -> CollectionInfo | None:
+        """The recorded model and dimension, or ``None`` when no collection exists yet."""
+
+    @abstractmethod
+    def upsert(self, points: Sequence[Point]) -> int:
+        """Insert or replace points by id (re-upserting the same id replaces it). Returns count."""
+
+    @abstractmethod
+    def delete_ids(self, ids: Iterable[str]) -> int:
+        """Delete points by id; unknown ids are ignored. Returns how many were deleted."""
+
+    @abstractmethod
+    def delete_document(self, document: str) -> int:
+        """Delete every point of a document (none is fine). Returns how many were deleted."""
+
+    @abstractmethod
+    def fetch(self, ids: Sequence[str]) -> list[StoredPoint]:
+        """Points for ``ids`` in the order asked; ids not stored are skipped."""
+
+    @abstractmethod
+    def count(self, document: str | None = None, kind: str | None = None) -> int:
+        """Number of points, optionally for one document and/or kind."""
+
+    @abstractmethod
+    def list_ids(self, document: str | None = None, kind: str | None = None) -> list[str]:
+        """Point ids, sorted, optionally for one document and/or kind."""
+
+    @abstractmethod
+    def dense_search(
+        self,
+        vector: Sequence[float] | np.ndarray,
+        limit: int,
+        documents: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """Nearest points by cosine similarity, best first; ``Hit.score`` = cosine."""
+
+    @abstractmethod
+    def sparse_search(
+        self,
+        text: str,
+        limit: int,
+        documents: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """Best points by term match over ``kb_shared.sparse`` terms of ``text``, best first.
+
+        A query with no usable terms returns ``[]``. Raw user text is never handed to a
+        query parser (FTS5 syntax in it is matched as words).
+        """
+
+    def hybrid_search(
+        self,
+        vector: Sequence[float] | np.ndarray,
+        text: str,
+        limit: int,
+        documents: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        candidates: int | None = None,
+    ) -> list[Hit]:
+        """Dense and sparse candidates fused by reciprocal rank fusion, best first.
+
+        Args:
+            candidates: how many to take from each side; default
+                ``max(MIN_CANDIDATES, CANDIDATE_FACTOR * limit)``.
+
+        Returns:
+            At most ``limit`` hits with ``score`` = RRF score and both side ranks filled in.
+        """
+        if limit <= 0:
+            return []
+        depth = candidates or max(MIN_CANDIDATES, CANDIDATE_FACTOR * limit)
+        dense = self.dense_search(vector, depth, documents, kinds)
+        sparse = self.sparse_search(text, depth, documents, kinds)
+        by_id: dict[str, Hit] = {}
+        dense_rank: dict[str, int] = {}
+        sparse_rank: dict[str, int] = {}
+        dense_score: dict[str, float] = {}
+        for rank, hit in enumerate(dense, start=1):
+            by_id.setdefault(hit.id, hit)
+            dense_rank[hit.id] = rank
+            dense_score[hit.id] = hit.score
+        for rank, hit in enumerate(sparse, start=1):
+            by_id.setdefault(hit.id, hit)
+            sparse_rank[hit.id] = rank
+        fused = reciprocal_rank_fusion([[h.id for h in dense], [h.id for h in sparse]])
+        return [
+            Hit(
+                point=by_id[item].point,
+                score=score,
+                dense_rank=dense_rank.get(item),
+                sparse_rank=sparse_rank.get(item),
+                dense_score=dense_score.get(item),
+            )
+            for item, score in fused[:limit]
+        ]
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections. Safe to call twice."""
+
+    def __enter__(self) -> VectorIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def as_unit_vector(vector: Sequence[float] | np.ndarray, dimension: int) -> np.ndarray:
+    """Return ``vector`` as a float32 array of shape ``(dimension,)`` scaled to unit length.
+
+    Raises:
+        ValueError: wrong length, or a zero / non-finite vector.
+    """
+    array = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if array.shape[0] != dimension:
+        raise ValueError(f"expected a vector of {dimension} dimensions, got {array.shape[0]}")
+    norm = float(np.linalg.norm(array))
+    if not np.isfinite(norm) or norm == 0.0:
+        raise ValueError("cannot index a zero or non-finite vector")
+    return array / norm
+
+
+def check_kind(kind: str) -> str:
+    """Return ``kind`` or raise ``ValueError`` naming the allowed kinds."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown point kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return kind

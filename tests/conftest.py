@@ -1,0 +1,74 @@
+"""Shared test helpers: where the real services and the shared corpus are, and what to do
+when they are absent.
+
+* ``KB_TEST_POSTGRES_URL`` — a SQLAlchemy URL of a Postgres superuser (``.ci/run`` sets it);
+  Postgres suites skip without it.
+* ``KB_TEST_NEO4J_URI`` (+ optional ``KB_TEST_NEO4J_USER``/``KB_TEST_NEO4J_PASSWORD``) — a
+  Bolt URI; Neo4j suites skip without it.
+* ``../shared/corpus`` (or ``KB_CORPUS_DIR``) — real PDFs; corpus tests skip without it.
+
+Under ``KB_REQUIRE_SERVICES=1`` (set by ``.ci/run``) each of those skips is a failure, so CI
+cannot pass with a suite silently not run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def require_services() -> bool:
+    """True when skipping a service or corpus suite must fail the run instead."""
+    return os.environ.get("KB_REQUIRE_SERVICES", "").strip().lower() in {"1", "true", "yes"}
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip with ``reason``, or fail with it under ``KB_REQUIRE_SERVICES=1``."""
+    if require_services():
+        pytest.fail(f"KB_REQUIRE_SERVICES=1 but: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def postgres_url() -> str:
+    """The test Postgres URL, or skip/fail with the reason."""
+    url = os.environ.get("KB_TEST_POSTGRES_URL")
+    if not url:
+        skip_or_fail("Postgres suite needs KB_TEST_POSTGRES_URL (set by .ci/run)")
+    return url  # type: ignore[return-value]
+
+
+def neo4j_uri() -> str:
+    """The test Neo4j Bolt URI, or skip/fail with the reason."""
+    uri = os.environ.get("KB_TEST_NEO4J_URI")
+    if not uri:
+        skip_or_fail("Neo4j suite needs KB_TEST_NEO4J_URI (set by .ci/run)")
+    return uri  # type: ignore[return-value]
+
+
+def corpus_dir() -> Path:
+    """The shared corpus folder, or skip/fail with the reason."""
+    path = Path(os.environ.get("KB_CORPUS_DIR", REPO_ROOT.parent / "shared" / "corpus"))
+    if not (path / "pdfs").is_dir():
+        skip_or_fail(f"shared corpus not found at {path} (expected ../shared/corpus)")
+    return path
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """Path of ``../shared/corpus``; skips (or fails under CI) when absent."""
+    return corpus_dir()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Keep tests from reading a developer's real stores or keys."""
+    for name in list(os.environ):
+        if name.startswith("KB_") and not name.startswith(("KB_TEST_", "KB_REQUIRE", "KB_CORPUS")):
+            monkeypatch.delenv(name, raising=False)
+    for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "COHERE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KB_HOME", str(tmp_path / "kbhome"))
