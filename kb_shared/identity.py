@@ -56,34 +56,47 @@ def normalize_name(name: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", trimmed).casefold())
 
 
+#: Latin letters that NFKD does not decompose, spelled out so they survive slugging.
+_TRANSLITERATE = str.maketrans(
+    {"æ": "ae", "œ": "oe", "ø": "o", "đ": "d", "ð": "d", "ł": "l", "þ": "th", "ı": "i"}
+)
+_EXTENSION = re.compile(r"\.[a-z0-9]{1,8}$")
+
+
+def _slug(text: str) -> str:
+    ascii_form = "".join(
+        ch
+        for ch in unicodedata.normalize("NFKD", text.translate(_TRANSLITERATE))
+        if not unicodedata.combining(ch)
+    )
+    return _DASH_RUNS.sub("-", _SLUG_DROP.sub("-", ascii_form.lower())).strip("-._")
+
+
 def doc_id(name: str) -> str:
     """Return the partition-safe slug of a document name.
 
-    Steps: ``normalize_name``; NFKD and drop combining marks (``é`` → ``e``); every run of
-    characters outside ``[a-z0-9._-]`` becomes ``-``; dash runs collapse; leading/trailing
-    ``-._`` are stripped. A name longer than ``MAX_DOC_ID_LENGTH`` keeps its head and gets
-    ``-`` + the first 10 hex chars of the SHA-256 of the normalised name.
+    Steps: ``normalize_name``; split off a short extension (``.pdf``); transliterate Latin
+    letters NFKD keeps whole (``æ`` → ``ae``), NFKD and drop combining marks (``é`` → ``e``);
+    every run of characters outside ``[a-z0-9._-]`` becomes ``-``; dash runs collapse;
+    leading/trailing ``-._`` are stripped. A stem with nothing left (a name in a non-Latin
+    script, or only punctuation) becomes ``doc-`` + 10 hex chars of the SHA-256 of the
+    normalised name, so such names stay distinct. A result longer than
+    ``MAX_DOC_ID_LENGTH`` keeps its head and gets ``-`` + the same 10-char hash.
 
     Returns:
         A string matching ``^[a-z0-9][a-z0-9._-]*$``, e.g. ``"Rule 3.1, v2.PDF"`` →
         ``"rule-3.1-v2.pdf"``.
 
     Raises:
-        IdentityError: nothing usable is left (e.g. a name made only of ``"???"`` or of
-            non-Latin script); the caller should ask for a name with Latin letters or digits.
+        IdentityError: the name is empty or whitespace.
     """
     normal = normalize_name(name)
-    ascii_form = "".join(
-        ch for ch in unicodedata.normalize("NFKD", normal) if not unicodedata.combining(ch)
-    )
-    slug = _DASH_RUNS.sub("-", _SLUG_DROP.sub("-", ascii_form.lower())).strip("-._")
-    if not slug:
-        raise IdentityError(
-            f"the name {name!r} has no letters or digits in [a-z0-9]; rename the file "
-            "so it contains some before adding it"
-        )
+    digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()[:10]
+    match = _EXTENSION.search(normal)
+    stem, extension = (normal[: match.start()], match.group()) if match else (normal, "")
+    stem_slug = _slug(stem) or f"doc-{digest}"
+    slug = stem_slug + extension
     if len(slug) > MAX_DOC_ID_LENGTH:
-        digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()[:10]
         slug = slug[: MAX_DOC_ID_LENGTH - 11].rstrip("-._") + "-" + digest
     return slug
 
