@@ -1,0 +1,565 @@
+"""The embedded vector index: one SQLite file with sqlite-vec (dense) and FTS5 (sparse).
+
+Tables, all prefixed with the index ``name`` (default ``chunks``):
+
+* ``{name}_meta(key, value)`` — the embedding ``model`` and ``dimension`` the file was built
+  with (``open`` refuses another model with ``EmbeddingMismatchError``).
+* ``{name}_points(rowid INTEGER PRIMARY KEY, id TEXT UNIQUE, document, kind, text, payload)``
+  — the stored point; ``payload`` is JSON text.
+* ``{name}_vec`` — a sqlite-vec ``vec0`` virtual table, ``embedding float[DIM]
+  distance_metric=cosine`` plus ``document`` and ``kind`` *metadata columns*. sqlite-vec
+  0.1.9 applies ``document IN (…)`` / ``kind IN (…)`` constraints on metadata columns inside
+  the KNN scan, so a filtered search returns the ``k`` nearest points *that match* (measured:
+  a document whose points are the farthest from the query still fills ``k``). Partition-key
+  columns were probed too and rejected: with ``IN (a, b)`` on a partition key 0.1.9 returned
+  ``k`` rows per partition (2k in all). vec0 caps ``k`` at 4096, so a search returns at most
+  ``MAX_KNN`` hits.
+* ``{name}_fts`` — a contentless FTS5 table (``contentless_delete=1``, SQLite >= 3.43) over
+  ``kb_shared.sparse.fts_document(point.terms_source)``. Its tokenizer is ``unicode61`` with
+  ``tokenchars '-_./'`` (joiners stay inside a token), ``categories 'L* M* N* Co'`` (marks
+  are token characters, so Arabic harakat do not split a word) and ``remove_diacritics 0``
+  (``ä`` stays ``ä``), so every term of our tokenizer is exactly one FTS5 token — the FTS5
+  vocabulary equals the set of ``kb_shared.sparse.tokenize`` terms (tested). Ranked by
+  FTS5's ``bm25()`` (k1=1.2, b=0.75; FTS5 returns it negated, so ``Hit.score = -bm25``).
+
+The rowid of a point is shared by the three tables. Writes run in one ``BEGIN IMMEDIATE``
+transaction each (all or nothing); the file is in WAL mode, so readers in other threads and
+processes keep reading the last committed state while a writer commits. Each thread gets its
+own connection (``check_same_thread`` semantics of sqlite3 are kept per thread).
+
+``pysqlite3`` (the pysqlite3-binary wheel, SQLite 3.51) is used instead of the standard
+library ``sqlite3`` because the latter cannot load extensions on this Python build.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pysqlite3.dbapi2 as sqlite3
+import sqlite_vec
+
+from kb_shared.errors import StoreError, StoreUnavailableError
+from kb_shared.sparse import fts_document, fts_query
+from kb_shared.stores.vectors import (
+    CollectionInfo,
+    Hit,
+    Point,
+    StoredPoint,
+    VectorIndex,
+    as_unit_vector,
+    check_collection,
+    check_kind,
+)
+
+#: vec0's upper bound on ``k`` in a KNN query (sqlite-vec 0.1.9: "k value in knn query too
+#: large, … the limit is 4096").
+MAX_KNN = 4096
+
+#: How long a connection waits for another writer's lock before failing (SQLite
+#: ``busy_timeout``), in milliseconds.
+BUSY_TIMEOUT_MS = 30_000
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+_FTS_TOKENIZER = "unicode61 remove_diacritics 0 categories 'L* M* N* Co' tokenchars '-_./'"
+
+
+class SqliteVectorIndex(VectorIndex):
+    """``VectorIndex`` over one SQLite file (sqlite-vec ``vec0`` + FTS5).
+
+    Args:
+        path: the SQLite file; created with its parent folder by ``open(create=True)``.
+        name: table prefix, ``[a-z][a-z0-9_]*``; several indexes can share one file.
+
+    The constructor does no I/O. Errors: ``StoreUnavailableError`` when the file cannot be
+    opened or stays locked longer than ``BUSY_TIMEOUT_MS``; ``StoreError`` for other SQLite
+    failures and for use before ``open``; ``ValueError`` for bad input (nothing is written).
+    """
+
+    def __init__(self, path: str | Path, name: str = "chunks") -> None:
+        if not _NAME.match(name):
+            raise ValueError(f"index name {name!r} must match [a-z][a-z0-9_]* (max 41 chars)")
+        self.path = Path(path)
+        self.name = name
+        self.info = None
+        self._meta = f"{name}_meta"
+        self._points = f"{name}_points"
+        self._vec = f"{name}_vec"
+        self._fts = f"{name}_fts"
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection, opened (extension loaded, WAL, busy timeout) on first use."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        try:
+            conn = sqlite3.connect(
+                str(self.path),
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+                check_same_thread=False,  # only so close() may run on another thread
+            )
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise StoreUnavailableError(
+                f"cannot open the SQLite vector index {self.path}: {exc}"
+            ) from exc
+        self._local.conn = conn
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Turn SQLite errors into ``StoreError``s that name the file and the action."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreUnavailableError(
+                    f"the SQLite vector index {self.path} stayed locked by another writer "
+                    f"for {BUSY_TIMEOUT_MS // 1000} s while {action}: {exc}"
+                ) from exc
+            raise StoreError(f"SQLite vector index {self.path}: {action} failed: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite vector index {self.path}: {action} failed: {exc}") from exc
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on any error."""
+        conn = self._connection()
+        with self._errors(action):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:  # SQLite may already have rolled back (e.g. disk full)
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection this object opened (on any thread). Safe to call twice."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+    # -- collection ----------------------------------------------------------------------
+
+    def _read_info(self, conn: sqlite3.Connection) -> CollectionInfo | None:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (self._meta,)
+        ).fetchone()
+        if not exists:
+            return None
+        rows = dict(conn.execute(f"SELECT key, value FROM {self._meta}").fetchall())
+        if "model" not in rows or "dimension" not in rows:
+            return None
+        return CollectionInfo(model=rows["model"], dimension=int(rows["dimension"]))
+
+    def describe(self) -> CollectionInfo | None:
+        """The recorded model and dimension; ``None`` for a missing file or an empty one.
+
+        A missing file is not created.
+        """
+        if not self.path.exists():
+            return None
+        with self._errors("reading the recorded model"):
+            return self._read_info(self._connection())
+
+    def open(self, model: str, dimension: int, *, create: bool = True) -> CollectionInfo:
+        """Create the tables for ``model``/``dimension`` or check the recorded ones.
+
+        Raises:
+            ValueError: empty ``model`` or ``dimension`` < 1.
+            EmbeddingMismatchError: the file records another model or dimension (the message
+                says to re-embed).
+            StoreError: the index does not exist and ``create`` is false.
+        """
+        if not model:
+            raise ValueError("the embedding model name cannot be empty")
+        if int(dimension) < 1:
+            raise ValueError(f"dimension must be >= 1, got {dimension}")
+        dimension = int(dimension)
+        recorded = self.describe()
+        if recorded is None:
+            if not create:
+                raise StoreError(
+                    f"no vector index {self.name!r} in {self.path}; build it first "
+                    "(materialise the embeddings asset)"
+                )
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._write("creating the index") as conn:
+                recorded = self._read_info(conn)  # another process may have won the race
+                if recorded is None:
+                    self._create_schema(conn, model, dimension)
+                    recorded = CollectionInfo(model=model, dimension=dimension)
+        check_collection(recorded, model, dimension, str(self.path))
+        self.info = recorded
+        return recorded
+
+    def _create_schema(self, conn: sqlite3.Connection, model: str, dimension: int) -> None:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {self._meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        )
+        conn.execute(
+            f"""CREATE TABLE IF NOT EXISTS {self._points} (
+                rowid INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                document TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                text TEXT NOT NULL,
+                payload TEXT NOT NULL CHECK (json_valid(payload))
+            )"""
+        )
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {self._points}_document_kind "
+            f"ON {self._points}(document, kind)"
+        )
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vec} USING vec0("
+            f"embedding float[{dimension}] distance_metric=cosine, document text, kind text)"
+        )
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._fts} USING fts5("
+            f"terms, content='', contentless_delete=1, tokenize=\"{_FTS_TOKENIZER}\")"
+        )
+        conn.executemany(
+            f"INSERT INTO {self._meta}(key, value) VALUES (?, ?)",
+            [("model", model), ("dimension", str(dimension)), ("schema_version", "1")],
+        )
+
+    def _require_open(self) -> CollectionInfo:
+        if self.info is None:
+            raise StoreError(f"vector index {self.path} used before open(model, dimension)")
+        return self.info
+
+    # -- writes --------------------------------------------------------------------------
+
+    def upsert(self, points: Sequence[Point]) -> int:
+        """Insert or replace ``points`` by id in one transaction (all or nothing).
+
+        Every point is validated before anything is written. When the same id appears twice
+        in ``points`` the last one wins.
+
+        Returns:
+            The number of distinct ids written.
+
+        Raises:
+            ValueError: a vector of the wrong length or zero/non-finite, an unknown kind, an
+                empty id or document, or a payload that is not JSON-serialisable.
+        """
+        info = self._require_open()
+        rows = _prepare(points, info.dimension)
+        if not rows:
+            return 0
+        with self._write(f"upserting {len(rows)} points") as conn:
+            ids = json.dumps([row.id for row in rows])
+            existing = dict(
+                conn.execute(
+                    f"SELECT id, rowid FROM {self._points} "
+                    "WHERE id IN (SELECT value FROM json_each(?))",
+                    (ids,),
+                ).fetchall()
+            )
+            self._delete_rowids(conn, list(existing.values()), points_too=False)
+            next_rowid = conn.execute(
+                f"SELECT coalesce(max(rowid), 0) FROM {self._points}"
+            ).fetchone()[0]
+            rowids: list[int] = []
+            for row in rows:
+                if row.id in existing:
+                    rowids.append(existing[row.id])
+                else:
+                    next_rowid += 1
+                    rowids.append(next_rowid)
+            conn.executemany(
+                f"INSERT OR REPLACE INTO {self._points}"
+                "(rowid, id, document, kind, text, payload) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (rowid, r.id, r.document, r.kind, r.text, r.payload)
+                    for rowid, r in zip(rowids, rows, strict=True)
+                ],
+            )
+            conn.executemany(
+                f"INSERT INTO {self._vec}(rowid, embedding, document, kind) VALUES (?, ?, ?, ?)",
+                [
+                    (rowid, r.dense.tobytes(), r.document, r.kind)
+                    for rowid, r in zip(rowids, rows, strict=True)
+                ],
+            )
+            conn.executemany(
+                f"INSERT INTO {self._fts}(rowid, terms) VALUES (?, ?)",
+                [(rowid, r.terms) for rowid, r in zip(rowids, rows, strict=True)],
+            )
+        return len(rows)
+
+    def _delete_rowids(
+        self, conn: sqlite3.Connection, rowids: list[int], *, points_too: bool
+    ) -> None:
+        if not rowids:
+            return
+        params = [(rowid,) for rowid in rowids]
+        conn.executemany(f"DELETE FROM {self._vec} WHERE rowid = ?", params)
+        conn.executemany(f"DELETE FROM {self._fts} WHERE rowid = ?", params)
+        if points_too:
+            conn.executemany(f"DELETE FROM {self._points} WHERE rowid = ?", params)
+
+    def delete_ids(self, ids: Iterable[str]) -> int:
+        """Delete points by id in one transaction; unknown ids are ignored.
+
+        Returns:
+            How many stored points were deleted.
+        """
+        self._require_open()
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return 0
+        with self._write(f"deleting {len(wanted)} ids") as conn:
+            rowids = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT rowid FROM {self._points} "
+                    "WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(wanted),),
+                )
+            ]
+            self._delete_rowids(conn, rowids, points_too=True)
+        return len(rowids)
+
+    def delete_document(self, document: str) -> int:
+        """Delete every point of ``document`` in one transaction; returns how many (0 if none)."""
+        self._require_open()
+        with self._write(f"deleting document {document!r}") as conn:
+            rowids = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT rowid FROM {self._points} WHERE document = ?", (document,)
+                )
+            ]
+            self._delete_rowids(conn, rowids, points_too=True)
+        return len(rowids)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def fetch(self, ids: Sequence[str]) -> list[StoredPoint]:
+        """Stored points for ``ids`` in the order asked; unknown ids are skipped."""
+        self._require_open()
+        if not ids:
+            return []
+        with self._errors("fetching points"):
+            rows = (
+                self._connection()
+                .execute(
+                    f"SELECT p.id, p.document, p.kind, p.text, p.payload "
+                    f"FROM json_each(?) AS wanted JOIN {self._points} AS p ON p.id = wanted.value "
+                    "ORDER BY wanted.key",
+                    (json.dumps(list(ids)),),
+                )
+                .fetchall()
+            )
+        return [_stored(row) for row in rows]
+
+    def count(self, document: str | None = None, kind: str | None = None) -> int:
+        """Number of points, optionally of one document and/or one kind."""
+        self._require_open()
+        where, params = _equals_filter(document, kind)
+        with self._errors("counting points"):
+            return (
+                self._connection()
+                .execute(f"SELECT count(*) FROM {self._points}{where}", params)
+                .fetchone()[0]
+            )
+
+    def list_ids(self, document: str | None = None, kind: str | None = None) -> list[str]:
+        """Point ids sorted ascending, optionally of one document and/or one kind."""
+        self._require_open()
+        where, params = _equals_filter(document, kind)
+        with self._errors("listing ids"):
+            rows = (
+                self._connection()
+                .execute(f"SELECT id FROM {self._points}{where} ORDER BY id", params)
+                .fetchall()
+            )
+        return [row[0] for row in rows]
+
+    def dense_search(
+        self,
+        vector: Sequence[float] | np.ndarray,
+        limit: int,
+        documents: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """The ``limit`` (at most ``MAX_KNN``) nearest points that pass the filters.
+
+        ``Hit.score`` is the cosine similarity ``1 - cosine distance``; ties are ordered by id.
+
+        Raises:
+            ValueError: a vector of the wrong length, or an unknown kind in ``kinds``.
+        """
+        info = self._require_open()
+        query = as_unit_vector(vector, info.dimension)
+        filters = _in_filters(documents, kinds)
+        if limit <= 0 or filters is None:
+            return []
+        clauses, params = filters
+        sql = (
+            f"WITH knn AS (SELECT rowid, distance FROM {self._vec} "
+            f"WHERE embedding MATCH ? AND k = ?{''.join(' AND ' + c for c in clauses)}) "
+            f"SELECT p.id, p.document, p.kind, p.text, p.payload, knn.distance "
+            f"FROM knn JOIN {self._points} AS p ON p.rowid = knn.rowid "
+            "ORDER BY knn.distance, p.id"
+        )
+        with self._errors("dense search"):
+            rows = (
+                self._connection()
+                .execute(sql, (query.tobytes(), min(limit, MAX_KNN), *params))
+                .fetchall()
+            )
+        return [Hit(point=_stored(row[:5]), score=1.0 - float(row[5])) for row in rows]
+
+    def sparse_search(
+        self,
+        text: str,
+        limit: int,
+        documents: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """Best points by FTS5 BM25 over the terms of ``text`` (OR of quoted terms).
+
+        ``Hit.score`` is ``-bm25()`` (higher is better); ties are ordered by id (without
+        filters, which of several tied points makes the cut at ``limit`` follows rowid). A
+        text with no terms returns ``[]``. Without filters the top ``limit`` rowids are taken
+        from FTS5 before the join, so the texts of the other matches are never read (about
+        half the time of join-then-sort on 20k chunks).
+
+        Raises:
+            ValueError: an unknown kind in ``kinds``.
+        """
+        self._require_open()
+        filters = _in_filters(documents, kinds, prefix="p.")
+        match = fts_query(text)
+        if limit <= 0 or filters is None or match is None:
+            return []
+        clauses, params = filters
+        if clauses:
+            sql = (
+                f"SELECT p.id, p.document, p.kind, p.text, p.payload, bm25({self._fts}) AS rank "
+                f"FROM {self._fts} JOIN {self._points} AS p ON p.rowid = {self._fts}.rowid "
+                f"WHERE {self._fts} MATCH ?{''.join(' AND ' + c for c in clauses)} "
+                "ORDER BY rank, p.id LIMIT ?"
+            )
+        else:
+            sql = (
+                f"WITH top AS (SELECT rowid, bm25({self._fts}) AS rank FROM {self._fts} "
+                f"WHERE {self._fts} MATCH ? ORDER BY rank, rowid LIMIT ?) "
+                "SELECT p.id, p.document, p.kind, p.text, p.payload, top.rank "
+                f"FROM top JOIN {self._points} AS p ON p.rowid = top.rowid "
+                "ORDER BY top.rank, p.id"
+            )
+        with self._errors("sparse search"):
+            rows = self._connection().execute(sql, (match, *params, limit)).fetchall()
+        return [Hit(point=_stored(row[:5]), score=-float(row[5])) for row in rows]
+
+
+class _Row:
+    """A validated point ready for SQL."""
+
+    __slots__ = ("id", "document", "kind", "text", "payload", "dense", "terms")
+
+    def __init__(self, point: Point, dimension: int) -> None:
+        if not isinstance(point.id, str) or not point.id:
+            raise ValueError(f"a point id must be a non-empty string, got {point.id!r}")
+        if not isinstance(point.document, str) or not point.document:
+            raise ValueError(f"point {point.id!r} has no document id")
+        if not isinstance(point.text, str):
+            raise ValueError(f"point {point.id!r}: text must be a string")
+        self.id = point.id
+        self.document = point.document
+        self.kind = check_kind(point.kind)
+        self.text = point.text
+        try:
+            self.dense = as_unit_vector(point.dense, dimension)
+        except ValueError as exc:
+            raise ValueError(f"point {point.id!r}: {exc}") from exc
+        self.payload = _payload_json(point.id, point.payload)
+        self.terms = fts_document(point.terms_source)
+
+
+def _prepare(points: Sequence[Point], dimension: int) -> list[_Row]:
+    """Validate every point (raising before any write); the last of repeated ids wins."""
+    rows: dict[str, _Row] = {}
+    for point in points:
+        row = _Row(point, dimension)
+        rows.pop(row.id, None)
+        rows[row.id] = row
+    return list(rows.values())
+
+
+def _payload_json(point_id: str, payload: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(dict(payload), ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"point {point_id!r}: payload is not JSON-serialisable: {exc}") from exc
+
+
+def _stored(row: Sequence[Any]) -> StoredPoint:
+    point_id, document, kind, text, payload = row
+    return StoredPoint(
+        id=point_id, document=document, kind=kind, text=text, payload=json.loads(payload)
+    )
+
+
+def _equals_filter(document: str | None, kind: str | None) -> tuple[str, tuple[str, ...]]:
+    clauses: list[str] = []
+    params: list[str] = []
+    if document is not None:
+        clauses.append("document = ?")
+        params.append(document)
+    if kind is not None:
+        clauses.append("kind = ?")
+        params.append(check_kind(kind))
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), tuple(params)
+
+
+def _in_filters(
+    documents: Sequence[str] | None, kinds: Sequence[str] | None, prefix: str = ""
+) -> tuple[list[str], list[str]] | None:
+    """SQL ``IN`` clauses for the filters; ``None`` when a filter is empty (matches nothing).
+
+    Values travel as one JSON array parameter each (``json_each``), so any number of
+    documents fits without hitting SQLite's bound-parameter limit.
+    """
+    if kinds is not None:
+        kinds = [check_kind(kind) for kind in kinds]
+    clauses: list[str] = []
+    params: list[str] = []
+    for column, values in (("document", documents), ("kind", kinds)):
+        if values is None:
+            continue
+        if isinstance(values, str):
+            raise ValueError(f"{column} filter must be a sequence of strings, not one string")
+        if len(values) == 0:
+            return None
+        clauses.append(f"{prefix}{column} IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(values)))
+    return clauses, params
