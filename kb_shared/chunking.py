@@ -1,14 +1,124 @@
 """Chunking: the single source of truth for chunk boundaries and ids.
 
-(Being implemented — see the docstring of ``chunk_markdown`` for the contract.)
+``chunk_markdown`` turns a converted document's Markdown into the chunks that are embedded,
+fed to graph extraction and cited. The embeddings and graph assets both derive from its
+output, so every ``chunk_id`` stored on a graph edge resolves in the vector index
+(``DESIGN.md``, "Identity"). Changing a rule here moves chunk ids: it needs a full re-ingest,
+not a re-embed. The rules, all deterministic (same Markdown -> byte-identical chunks):
+
+**Input.** Markdown as our converters emit it (``providers.base.ConvertedDocument``):
+``<!-- page N -->`` lines (1-based) before each page's content, ATX headings ``#``..``######``,
+paragraphs, lists, pipe tables (header row, alignment row such as ``|---|:--:|``, body rows),
+``[Figure: …]`` marker lines and possibly fenced code blocks. ``\\r\\n`` and lone ``\\r``
+become ``\\n``. Setext headings and indented code blocks are not recognised (the converters do
+not emit them); their lines are treated as paragraph text.
+
+**Words.** A *word* is a maximal run of characters that are neither whitespace nor ``|``
+(``count_words``). For prose that is exactly the whitespace-separated token. The ``|`` rule
+matters for tables: pymupdf4llm writes rows without spaces (``|**Bulli Creek**|132|QBK2|``),
+so a whitespace count sees a 5-column row as ~4 "words". Measured on the 2020-21 loss-factor
+report at budget 300: table parts of up to 5,344 characters with a whitespace count against
+2,193 with this one (prose chunks reach ~2,000), and a part covering ~100 rows is the
+oversized-table problem the budget exists to prevent (``reference/mcp-utilities-README.txt``,
+"Chunking, and the table problem"). Cells count as words; a bare ``|`` does not.
+
+**Page markers.** A line that is only ``<!-- page N -->`` (any case, any surrounding
+whitespace; ``N`` >= 1) sets the current page and is removed from chunk text, wherever it is:
+between blocks, inside a paragraph (the paragraph continues across the page break), between
+table rows, even inside a fenced code block (the converter writes markers between pages
+regardless of what is open). Content before the first marker counts as page 1 when the
+Markdown has markers; with no markers at all every chunk has ``page_start = page_end = None``.
+A chunk's span is the smallest and largest page of the lines its text came from.
+
+**Blocks.** Lines are grouped into blocks: a heading line (always its own block); a fenced
+code block (```` ``` ```` or ``~~~`` to the matching closing fence, or to the end of the
+document when unclosed, blank lines included); a pipe table (see below); otherwise a run of
+non-blank lines (a paragraph or a list), ended by a blank line or by a heading, fence or table
+that starts on the next line. Every line keeps its own text except that trailing whitespace is
+trimmed, so quotes taken from the document still match chunk text.
+
+**Packing.** Blocks are packed greedily, in order, into a chunk while its word count stays
+<= ``budget_words``; blocks in one chunk are joined by a blank line. Each heading starts a new
+chunk and its line is the first line of that chunk, except that a chunk holding nothing but
+heading lines so far is not closed by a deeper heading (``## 3 Dispatch`` directly followed by
+``### 3.1 Bids`` gives one chunk starting with both, not a chunk that is only a heading; its
+path is the deeper one). A heading of the same or a higher level does close it. A heading
+directly before a table still ends up alone, because table chunks hold nothing but the table.
+``heading_path`` is the stack of headings in force, outermost first, including the chunk's
+own heading: a heading of level L pops every heading of level >= L, then is pushed. Titles are
+the heading text without the ``#`` marks (nor an optional closing ``#`` sequence), with one
+wrapping emphasis (``**…**``, ``__…__``, ``*…*``, ``_…_``) removed because pymupdf4llm bolds
+every heading; an empty title pops but is not shown. A heading is prose for splitting. A block
+that does not fit in the room left starts a new chunk.
+
+**Long prose.** A non-table, non-code block over the budget is cut, each level used only on
+parts still over the budget: (1) a list between its top-level items; (2) sentences: after
+``.``, ``!`` or ``?`` (plus closing quotes, brackets or emphasis marks) followed by whitespace
+and then an upper-case letter or a digit (optionally behind an opening quote, bracket or
+emphasis mark), so ``e.g. the`` and ``3.1.2`` never cut; (3) line breaks; (4) as the last
+resort, runs of exactly ``budget_words`` words. The pieces are then packed like blocks, so the
+first sentences of a long paragraph may fill the room left in the previous chunk. Pieces are
+substrings of the block; two pieces of one block in one chunk are rendered as the original
+substring between them. No text chunk exceeds the budget, except a chunk that is one fenced
+code block larger than the budget: code is the only unsplittable unit (cutting it would leave
+an unbalanced fence and code that means something else).
+
+**Tables.** A table starts at a line containing ``|`` followed by an alignment row (a row of
+``-``/``:`` cells containing ``|``). Body rows follow: non-blank lines containing ``|``. After
+blank lines and at least one page marker (and nothing else), the table continues when the next
+line starts with ``|`` and is either a row without an alignment row under it, or a header row
+identical (trimmed) to this table's header followed by an alignment row: a table the converter
+cut at a page break is merged back into one logical table, and the repeated header and
+alignment rows are dropped (every part repeats them anyway). A table is never mixed with prose:
+the chunk in progress is closed and every table part is its own chunk of kind ``"table"``.
+A table whose words fit the budget, or with fewer than 3 body rows, is one part. Otherwise it
+is split between rows, never within one: each part is the header row, the alignment row and as
+many following rows as fit the budget (greedy), so each part is still a readable table; one row
+that alone with the header busts the budget is a part of its own. A part's page span comes
+from its own body rows (the header's page only for a table without body rows), so a cited part
+names the page the matched rows are on.
+
+**Ids.** ``identity.chunk_id(document, index)`` with ``index`` 0, 1, … in text order. Empty or
+whitespace-only Markdown (or Markdown of page markers only) gives ``[]``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+import itertools
+import re
+from dataclasses import dataclass, field
+
+from kb_shared.identity import chunk_id
 
 KIND_TEXT = "text"
 KIND_TABLE = "table"
+
+#: Separator of the contextual prefix (``"Title › Section › Subsection"``, DESIGN.md's
+#: contextualisation row).
+PATH_SEPARATOR = " › "
+
+#: Below this many body rows a table is never split: with one or two rows there is nothing to
+#: gain and each part would be mostly header (mcp-utilities README, "the table problem").
+MIN_ROWS_TO_SPLIT = 3
+
+_WORD = re.compile(r"[^\s|]+")
+_PAGE_MARKER = re.compile(r"^\s*<!--\s*page\s+(\d+)\s*-->\s*$", re.IGNORECASE)
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
+_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+_ALIGNMENT_ROW = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_PIPE_ROW_START = re.compile(r"^ {0,3}\|")
+_LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]*_]*(\s+)[\"“‘'(\[*_]*([^\W_])")
+_EMPHASIS_WRAPPERS = ("**", "__", "*", "_")
+
+
+def count_words(text: str) -> int:
+    """Number of words in ``text``: maximal runs of characters that are neither whitespace nor
+    ``|`` (module docstring, "Words"). ``"| a | b c |"`` -> 3; ``"|x|y|"`` -> 2; ``""`` -> 0."""
+    return len(_WORD.findall(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +146,461 @@ class Chunk:
     kind: str
 
 
+# --------------------------------------------------------------------------- parsing
+
+
+@dataclass(slots=True)
+class _Block:
+    """A Markdown block: its content lines (markers removed, right-trimmed) and their pages.
+
+    For a table, ``lines[0]`` is the header row, ``lines[1]`` the alignment row and the rest
+    the body rows (the repeated header/alignment rows of a merged continuation are dropped).
+    """
+
+    kind: str  # "heading" | "code" | "table" | "prose"
+    lines: list[str]
+    pages: list[int | None]
+    level: int = 0
+    title: str = ""
+    is_list: bool = False
+    text: str = ""
+    line_starts: list[int] = field(default_factory=list)
+
+    def finish(self) -> _Block:
+        """Compute ``text`` (lines joined by ``\\n``) and the offset of each line in it."""
+        self.text = "\n".join(self.lines)
+        offset = 0
+        self.line_starts = []
+        for line in self.lines:
+            self.line_starts.append(offset)
+            offset += len(line) + 1
+        return self
+
+    def page_span(self, start: int, end: int) -> tuple[int | None, int | None]:
+        """Smallest and largest page of the lines overlapping ``text[start:end]``."""
+        first = bisect.bisect_right(self.line_starts, start) - 1
+        last = bisect.bisect_right(self.line_starts, max(start, end - 1)) - 1
+        pages = [p for p in self.pages[first : last + 1] if p is not None]
+        if not pages:
+            return None, None
+        return min(pages), max(pages)
+
+
+class _Lines:
+    """The document's lines with, for each, whether it is a page marker, whether it is blank,
+    and the page its content is on."""
+
+    def __init__(self, markdown: str) -> None:
+        self.raw = markdown.split("\n")
+        self.marker: list[bool] = []
+        self.page: list[int | None] = []
+        has_markers = any(_PAGE_MARKER.match(line) for line in self.raw)
+        page: int | None = 1 if has_markers else None
+        for number, line in enumerate(self.raw, start=1):
+            match = _PAGE_MARKER.match(line)
+            if match:
+                page = int(match.group(1))
+                if page < 1:
+                    raise ValueError(
+                        f"page markers are 1-based, but line {number} is {line.strip()!r}; "
+                        "the converter must number pages from 1"
+                    )
+            self.marker.append(match is not None)
+            self.page.append(page)
+        self.text = [line.rstrip() for line in self.raw]
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def blank(self, i: int) -> bool:
+        return not self.marker[i] and not self.text[i]
+
+    def content(self, i: int) -> bool:
+        return not self.marker[i] and bool(self.text[i])
+
+    def heading(self, i: int) -> re.Match[str] | None:
+        return _HEADING.match(self.text[i]) if self.content(i) else None
+
+    def fence(self, i: int) -> re.Match[str] | None:
+        if not self.content(i):
+            return None
+        match = _FENCE_OPEN.match(self.text[i])
+        if match and match.group(1)[0] == "`" and "`" in match.group(2):
+            return None  # a backtick fence's info string cannot contain a backtick
+        return match
+
+    def table_start(self, i: int) -> bool:
+        """Line ``i`` is a header row: it holds ``|`` and the next line is an alignment row."""
+        return (
+            self.content(i)
+            and "|" in self.text[i]
+            and i + 1 < len(self)
+            and self.content(i + 1)
+            and "|" in self.text[i + 1]
+            and _ALIGNMENT_ROW.match(self.text[i + 1]) is not None
+        )
+
+    def interrupts(self, i: int) -> bool:
+        """Line ``i`` starts a block that ends a paragraph or a table."""
+        return bool(self.heading(i) or self.fence(i) or self.table_start(i))
+
+
+def _heading_title(raw: str | None) -> str:
+    """A heading's title: no closing ``#`` run, trimmed, one wrapping emphasis removed."""
+    title = _CLOSING_HASHES.sub("", (raw or "").strip()).strip()
+    for mark in _EMPHASIS_WRAPPERS:
+        inner = title[len(mark) : -len(mark)]
+        if len(title) > 2 * len(mark) and title.startswith(mark) and title.endswith(mark):
+            if mark not in inner:
+                title = inner.strip()
+            break
+    return title
+
+
+def _parse(lines: _Lines) -> list[_Block]:
+    """Group the document's lines into blocks (module docstring, "Blocks" and "Tables")."""
+    blocks: list[_Block] = []
+    i, n = 0, len(lines)
+    while i < n:
+        if not lines.content(i):
+            i += 1
+            continue
+        heading = lines.heading(i)
+        fence = lines.fence(i)
+        if heading:
+            blocks.append(
+                _Block(
+                    "heading",
+                    [lines.text[i]],
+                    [lines.page[i]],
+                    level=len(heading.group(1)),
+                    title=_heading_title(heading.group(2)),
+                )
+            )
+            i += 1
+        elif fence:
+            i = _parse_fence(lines, i, fence.group(1), blocks)
+        elif lines.table_start(i):
+            i = _parse_table(lines, i, blocks)
+        else:
+            i = _parse_prose(lines, i, blocks)
+    return [block.finish() for block in blocks]
+
+
+def _parse_fence(lines: _Lines, i: int, opener: str, blocks: list[_Block]) -> int:
+    block = _Block("code", [lines.text[i]], [lines.page[i]])
+    j = i + 1
+    while j < len(lines):
+        if lines.marker[j]:
+            j += 1
+            continue
+        block.lines.append(lines.text[j])
+        block.pages.append(lines.page[j])
+        close = _FENCE_CLOSE.match(lines.text[j])
+        j += 1
+        if close and close.group(1)[0] == opener[0] and len(close.group(1)) >= len(opener):
+            break
+    while block.lines and not block.lines[-1]:  # an unclosed fence running into blank lines
+        block.lines.pop()
+        block.pages.pop()
+    blocks.append(block)
+    return j
+
+
+def _parse_prose(lines: _Lines, i: int, blocks: list[_Block]) -> int:
+    block = _Block("prose", [], [])
+    j = i
+    while j < len(lines):
+        if lines.marker[j]:
+            j += 1
+            continue
+        if lines.blank(j) or (j > i and lines.interrupts(j)):
+            break
+        block.lines.append(lines.text[j])
+        block.pages.append(lines.page[j])
+        j += 1
+    block.is_list = _LIST_ITEM.match(block.lines[0]) is not None
+    blocks.append(block)
+    return j
+
+
+def _parse_table(lines: _Lines, i: int, blocks: list[_Block]) -> int:
+    header = lines.text[i]
+    block = _Block("table", [header, lines.text[i + 1]], [lines.page[i], lines.page[i + 1]])
+    j = i + 2
+    n = len(lines)
+    while j < n:
+        k, saw_marker, saw_blank = j, False, False
+        while k < n and not lines.content(k):
+            saw_marker = saw_marker or lines.marker[k]
+            saw_blank = saw_blank or lines.blank(k)
+            k += 1
+        if k >= n:
+            break
+        if saw_marker and _PIPE_ROW_START.match(lines.text[k]):
+            if lines.table_start(k):
+                if lines.text[k].strip() != header.strip():
+                    break  # a different table begins on the next page
+                j = k + 2  # the same table continued: drop its repeated header rows
+                continue
+        elif saw_blank or saw_marker or "|" not in lines.text[k] or lines.interrupts(k):
+            break
+        block.lines.append(lines.text[k])
+        block.pages.append(lines.page[k])
+        j = k + 1
+    blocks.append(block)
+    return j
+
+
+# --------------------------------------------------------------------------- splitting
+
+
+def _sentence_cuts(text: str, start: int, end: int) -> list[int]:
+    """Starts of the sentences after the first (a match must go on with an upper-case
+    letter or a digit; matches may not overlap, which is fine: a sentence has >= 1 word)."""
+    return [
+        m.end(1)
+        for m in _SENTENCE_END.finditer(text, start, end)
+        if m.group(2).isupper() or m.group(2).isdigit()
+    ]
+
+
+def _line_cuts(text: str, start: int, end: int) -> list[int]:
+    cuts = []
+    position = text.find("\n", start, end)
+    while position != -1:
+        first = position + 1
+        while first < end and text[first].isspace():
+            first += 1
+        if first < end:
+            cuts.append(first)
+        position = text.find("\n", position + 1, end)
+    return cuts
+
+
+def _item_cuts(text: str, start: int, end: int) -> list[int]:
+    """Starts of the top-level list items (indent <= the first item's) after the first."""
+    first = _LIST_ITEM.match(text, start)
+    if first is None:
+        return []
+    base = len(first.group(1).expandtabs(4))
+    cuts = []
+    position = text.find("\n", start, end)
+    while position != -1:
+        item = _LIST_ITEM.match(text, position + 1, end)
+        if item and len(item.group(1).expandtabs(4)) <= base:
+            cuts.append(position + 1 + len(item.group(1)))
+        position = text.find("\n", position + 1, end)
+    return cuts
+
+
+def _word_cuts(text: str, start: int, end: int, budget: int) -> list[int]:
+    words = list(_WORD.finditer(text, start, end))
+    return [words[k].start() for k in range(budget, len(words), budget)]
+
+
+def _split(
+    text: str, start: int, end: int, budget: int, levels: tuple[str, ...]
+) -> list[tuple[int, int]]:
+    """Cut ``text[start:end]`` into spans of <= ``budget`` words, trying the cut levels in
+    order and using each only on the spans still over budget. Spans start on a non-space
+    character and are right-trimmed, so only whitespace is left between them."""
+    if not levels or count_words(text[start:end]) <= budget:
+        return [(start, end)]
+    level, rest = levels[0], levels[1:]
+    if level == "items":
+        cuts = _item_cuts(text, start, end)
+    elif level == "sentences":
+        cuts = _sentence_cuts(text, start, end)
+    elif level == "lines":
+        cuts = _line_cuts(text, start, end)
+    else:
+        cuts = _word_cuts(text, start, end, budget)
+    bounds = [start, *[c for c in cuts if start < c < end], end]
+    spans: list[tuple[int, int]] = []
+    for left, right in itertools.pairwise(bounds):
+        right = left + len(text[left:right].rstrip())
+        if right > left:
+            spans.extend(_split(text, left, right, budget, rest))
+    return spans
+
+
+# --------------------------------------------------------------------------- assembling
+
+
+@dataclass(slots=True)
+class _Piece:
+    block: _Block
+    start: int
+    end: int
+    words: int
+
+
+class _Builder:
+    """Packs pieces into chunks and numbers them."""
+
+    def __init__(self, document: str, budget: int) -> None:
+        self.document = document
+        self.budget = budget
+        self.chunks: list[Chunk] = []
+        self.pending: list[_Piece] = []
+        self.words = 0
+        self.path: tuple[str, ...] = ()
+
+    def add(self, piece: _Piece, path: tuple[str, ...]) -> None:
+        """Add a piece to the chunk in progress, closing it first when the piece won't fit."""
+        if self.pending and self.words + piece.words > self.budget:
+            self.flush()
+        if not self.pending or (piece.block.kind == "heading" and self.only_headings()):
+            self.path = path
+        self.pending.append(piece)
+        self.words += piece.words
+
+    def only_headings(self) -> bool:
+        """The chunk in progress holds heading lines and nothing else (or nothing at all)."""
+        return all(piece.block.kind == "heading" for piece in self.pending)
+
+    def last_heading_level(self) -> int:
+        """Level of the last heading in the chunk in progress, 0 when it holds none."""
+        levels = [piece.block.level for piece in self.pending if piece.block.kind == "heading"]
+        return levels[-1] if levels else 0
+
+    def flush(self) -> None:
+        """Close the chunk in progress (if any) as a text chunk."""
+        if not self.pending:
+            return
+        # Consecutive pieces of one block are rendered as the block's text from the first
+        # piece's start to the last one's end, so the whitespace between them is the original.
+        runs: list[list[_Piece]] = []
+        for piece in self.pending:
+            if runs and runs[-1][0].block is piece.block:
+                runs[-1].append(piece)
+            else:
+                runs.append([piece])
+        parts: list[str] = []
+        pages: list[int] = []
+        for run in runs:
+            block, start, end = run[0].block, run[0].start, run[-1].end
+            parts.append(block.text[start:end])
+            pages.extend(p for p in block.page_span(start, end) if p is not None)
+        self._emit("\n\n".join(parts), self.path, pages, KIND_TEXT)
+        self.pending = []
+        self.words = 0
+
+    def table(self, block: _Block, path: tuple[str, ...]) -> None:
+        """Emit a table as one or more table chunks (module docstring, "Tables")."""
+        self.flush()
+        head, rows = block.lines[:2], block.lines[2:]
+        row_pages = block.pages[2:]
+        head_words = count_words("\n".join(head))
+        row_words = [count_words(row) for row in rows]
+        if len(rows) < MIN_ROWS_TO_SPLIT or head_words + sum(row_words) <= self.budget:
+            groups = [list(range(len(rows)))]
+        else:
+            groups, current, words = [], [], head_words
+            for index, size in enumerate(row_words):
+                if current and words + size > self.budget:
+                    groups.append(current)
+                    current, words = [], head_words
+                current.append(index)
+                words += size
+            groups.append(current)
+        for group in groups:
+            text = "\n".join(head + [rows[index] for index in group])
+            pages = [row_pages[index] for index in group] if group else block.pages[:1]
+            self._emit(text, path, [p for p in pages if p is not None], KIND_TABLE)
+
+    def _emit(self, text: str, path: tuple[str, ...], pages: list[int], kind: str) -> None:
+        index = len(self.chunks)
+        self.chunks.append(
+            Chunk(
+                id=chunk_id(self.document, index),
+                document=self.document,
+                index=index,
+                text=text,
+                heading_path=path,
+                page_start=min(pages) if pages else None,
+                page_end=max(pages) if pages else None,
+                kind=kind,
+            )
+        )
+
+
 def chunk_markdown(markdown: str, document: str, budget_words: int = 300) -> list[Chunk]:
-    """Split a document's Markdown into chunks (contract in the module docstring)."""
-    raise NotImplementedError
+    """Split a document's Markdown into chunks (rules in the module docstring).
+
+    Args:
+        markdown: converter output with ``<!-- page N -->`` markers (may have none).
+        document: the document's ``doc_id``; chunk ids are ``f"{document}-{index}"``.
+        budget_words: the most words (``count_words``) a chunk may hold. The default 300 is
+            about 2,000 characters of prose, the chunk size of the reference system
+            (mcp-utilities README) and what ``sparse.AVERAGE_DOCUMENT_TOKENS`` assumes.
+            Exceptions: an oversized fenced code block, a table with fewer than 3 body rows,
+            and a table part made of the header rows plus one body row.
+
+    Returns:
+        The chunks in text order, ``index`` 0, 1, …; ``[]`` for empty or whitespace-only
+        Markdown or Markdown of page markers only.
+
+    Raises:
+        ValueError: ``budget_words`` < 1, or a page marker numbered 0.
+    """
+    if budget_words < 1:
+        raise ValueError(f"budget_words must be >= 1, got {budget_words}")
+    markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
+    if not markdown.strip():
+        return []
+    builder = _Builder(document, budget_words)
+    headings: list[tuple[int, str]] = []
+    path: tuple[str, ...] = ()
+    for block in _parse(_Lines(markdown)):
+        if block.kind == "table":
+            builder.table(block, path)
+            continue
+        if block.kind == "heading":
+            if not builder.only_headings() or builder.last_heading_level() >= block.level:
+                builder.flush()
+            while headings and headings[-1][0] >= block.level:
+                headings.pop()
+            headings.append((block.level, block.title))
+            path = tuple(title for _, title in headings if title)
+        if block.kind == "code":
+            spans = [(0, len(block.text))]
+        else:
+            levels = (
+                ("items", "sentences", "lines", "words")
+                if block.is_list
+                else (
+                    "sentences",
+                    "lines",
+                    "words",
+                )
+            )
+            spans = _split(block.text, 0, len(block.text), budget_words, levels)
+        for start, end in spans:
+            builder.add(_Piece(block, start, end, count_words(block.text[start:end])), path)
+    builder.flush()
+    return builder.chunks
+
+
+def section_label(chunk: Chunk) -> str:
+    """The chunk's heading path joined with ``" › "`` (``""`` for a chunk under no heading),
+    e.g. ``"3 Dispatch › 3.1 Bids"``; used in citations."""
+    return PATH_SEPARATOR.join(chunk.heading_path)
+
+
+def embedding_text(chunk: Chunk, title: str = "") -> str:
+    """The text to embed for a chunk: a contextual prefix, a blank line, then the chunk text.
+
+    The prefix is the document ``title`` (when given) followed by the heading path, joined
+    with ``" › "``, e.g. ``"SO_OP_3705 Dispatch › 3 Dispatch › 3.1 Bids"`` (DESIGN.md,
+    contextualisation: "heading path (Title › Section › Subsection)"). A title equal to the
+    outermost heading is not repeated. With neither title nor headings the result is the
+    chunk text alone.
+    """
+    parts = list(chunk.heading_path)
+    title = title.strip()
+    if title and (not parts or parts[0] != title):
+        parts.insert(0, title)
+    prefix = PATH_SEPARATOR.join(parts)
+    return f"{prefix}\n\n{chunk.text}" if prefix else chunk.text

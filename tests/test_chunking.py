@@ -1,0 +1,774 @@
+"""Tests of ``kb_shared.chunking``: chunk boundaries, heading paths, page spans, table parts
+and ids (rules in the module docstring of ``kb_shared/chunking.py``)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kb_shared.chunking import (
+    KIND_TABLE,
+    KIND_TEXT,
+    Chunk,
+    chunk_markdown,
+    count_words,
+    embedding_text,
+    section_label,
+)
+from tests.conftest import corpus_dir
+
+
+def _summary(chunks: list[Chunk]) -> list[tuple]:
+    """(id, kind, text, heading_path, page_start, page_end) of each chunk."""
+    return [(c.id, c.kind, c.text, c.heading_path, c.page_start, c.page_end) for c in chunks]
+
+
+# --------------------------------------------------------------------------- words
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", 0),
+        ("  \n ", 0),
+        ("The Retailer must notify.", 4),
+        ("| a | b c |", 3),
+        ("|**Bulli Creek**|132|QBK2|", 4),
+        ("|---|:--:|", 2),
+        ("SO_OP_3705 3.1.2", 2),
+    ],
+)
+def test_count_words_counts_runs_without_whitespace_or_pipes(text: str, words: int) -> None:
+    assert count_words(text) == words
+
+
+# --------------------------------------------------------------------------- basics
+
+
+@pytest.mark.parametrize(
+    "markdown", ["", "   ", "\n\n\t\n", "<!-- page 1 -->\n\n<!-- page 2 -->\n"]
+)
+def test_empty_or_marker_only_markdown_gives_no_chunks(markdown: str) -> None:
+    assert chunk_markdown(markdown, "doc") == []
+
+
+def test_budget_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="budget_words must be >= 1, got 0"):
+        chunk_markdown("Some text.", "doc", budget_words=0)
+
+
+def test_page_zero_marker_is_refused_with_its_line() -> None:
+    with pytest.raises(
+        ValueError, match=r"page markers are 1-based, but line 3 is '<!-- page 0 -->'"
+    ):
+        chunk_markdown("Intro.\n\n<!-- page 0 -->\n\nText.", "doc")
+
+
+def test_headings_start_chunks_and_paths_pop_by_level() -> None:
+    markdown = (
+        "# SO_OP_3705 Dispatch\n\nScope text.\n\n"
+        "## 3 Dispatch\n\nDispatch text.\n\n"
+        "### 3.1 Bids\n\nBid text.\n\n"
+        "#### 3.1.1 Rebids\n\nRebid text.\n\n"
+        "## 4 Records\n\nRecords text.\n\n"
+        "### 4.1 Logs ###\n\nLog text.\n\n"
+        "# **Glossary**\n\nTerms."
+    )
+    assert _summary(chunk_markdown(markdown, "so-op-3705.pdf")) == [
+        (
+            "so-op-3705.pdf-0",
+            "text",
+            "# SO_OP_3705 Dispatch\n\nScope text.",
+            ("SO_OP_3705 Dispatch",),
+            None,
+            None,
+        ),
+        (
+            "so-op-3705.pdf-1",
+            "text",
+            "## 3 Dispatch\n\nDispatch text.",
+            ("SO_OP_3705 Dispatch", "3 Dispatch"),
+            None,
+            None,
+        ),
+        (
+            "so-op-3705.pdf-2",
+            "text",
+            "### 3.1 Bids\n\nBid text.",
+            ("SO_OP_3705 Dispatch", "3 Dispatch", "3.1 Bids"),
+            None,
+            None,
+        ),
+        (
+            "so-op-3705.pdf-3",
+            "text",
+            "#### 3.1.1 Rebids\n\nRebid text.",
+            ("SO_OP_3705 Dispatch", "3 Dispatch", "3.1 Bids", "3.1.1 Rebids"),
+            None,
+            None,
+        ),
+        (
+            "so-op-3705.pdf-4",
+            "text",
+            "## 4 Records\n\nRecords text.",
+            ("SO_OP_3705 Dispatch", "4 Records"),
+            None,
+            None,
+        ),
+        (
+            "so-op-3705.pdf-5",
+            "text",
+            "### 4.1 Logs ###\n\nLog text.",
+            ("SO_OP_3705 Dispatch", "4 Records", "4.1 Logs"),
+            None,
+            None,
+        ),
+        ("so-op-3705.pdf-6", "text", "# **Glossary**\n\nTerms.", ("Glossary",), None, None),
+    ]
+
+
+def test_text_before_the_first_heading_has_an_empty_path() -> None:
+    chunks = chunk_markdown("Preamble.\n\n## 2 Scope\n\nBody.", "doc")
+    assert [(c.text, c.heading_path) for c in chunks] == [
+        ("Preamble.", ()),
+        ("## 2 Scope\n\nBody.", ("2 Scope",)),
+    ]
+
+
+def test_a_heading_only_chunk_is_not_closed_by_the_next_heading() -> None:
+    chunks = chunk_markdown("## 3 Dispatch\n\n### 3.1 Bids\n\nBids are made daily.", "doc")
+    assert _summary(chunks) == [
+        (
+            "doc-0",
+            "text",
+            "## 3 Dispatch\n\n### 3.1 Bids\n\nBids are made daily.",
+            ("3 Dispatch", "3.1 Bids"),
+            None,
+            None,
+        ),
+    ]
+
+
+def test_a_heading_only_chunk_is_closed_by_a_sibling_or_higher_heading() -> None:
+    markdown = "## 3 Dispatch\n\n### 3.9 Empty\n\n## 4 Records\n\nKept for 7 years."
+    assert _summary(chunk_markdown(markdown, "doc")) == [
+        (
+            "doc-0",
+            "text",
+            "## 3 Dispatch\n\n### 3.9 Empty",
+            ("3 Dispatch", "3.9 Empty"),
+            None,
+            None,
+        ),
+        ("doc-1", "text", "## 4 Records\n\nKept for 7 years.", ("4 Records",), None, None),
+    ]
+
+
+def test_heading_titles_drop_hash_marks_and_one_wrapping_emphasis() -> None:
+    markdown = (
+        "# **1. Intro** \n\nA.\n\n## __Scope__ ##\n\nB.\n\n## **a** and **b**\n\nC.\n\n## C#\n\nD."
+    )
+    paths = [c.heading_path for c in chunk_markdown(markdown, "doc")]
+    assert paths == [
+        ("1. Intro",),
+        ("1. Intro", "Scope"),
+        ("1. Intro", "**a** and **b**"),
+        ("1. Intro", "C#"),
+    ]
+
+
+def test_hash_without_space_is_text_not_a_heading() -> None:
+    chunks = chunk_markdown("#hashtag line\n\n####### seven", "doc")
+    assert _summary(chunks) == [("doc-0", "text", "#hashtag line\n\n####### seven", (), None, None)]
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def test_page_span_covers_a_page_break_and_markers_leave_the_text() -> None:
+    markdown = "<!-- page 1 -->\n\nFirst page text.\n\n<!-- page 2 -->\n\nSecond page text.\n"
+    assert _summary(chunk_markdown(markdown, "doc")) == [
+        ("doc-0", "text", "First page text.\n\nSecond page text.", (), 1, 2),
+    ]
+
+
+def test_a_paragraph_continuing_across_a_marker_is_one_block() -> None:
+    markdown = "<!-- page 4 -->\nThe Retailer must\n<!-- page 5 -->\nnotify the Distributor."
+    assert _summary(chunk_markdown(markdown, "doc")) == [
+        ("doc-0", "text", "The Retailer must\nnotify the Distributor.", (), 4, 5),
+    ]
+
+
+def test_text_before_the_first_marker_is_page_one() -> None:
+    markdown = "Cover title.\n\n<!-- page 2 -->\n\n# Body\n\nText."
+    assert [(c.page_start, c.page_end) for c in chunk_markdown(markdown, "doc")] == [(1, 1), (2, 2)]
+
+
+def test_markdown_without_markers_has_no_pages() -> None:
+    chunks = chunk_markdown("Alpha.\n\nBeta.", "doc")
+    assert [(c.page_start, c.page_end) for c in chunks] == [(None, None)]
+
+
+def test_each_chunk_reports_only_its_own_pages() -> None:
+    markdown = (
+        "<!-- page 1 -->\n\nOne two three four.\n\n"
+        "<!-- page 2 -->\n\nFive six seven eight.\n\n"
+        "<!-- page 3 -->\n\nNine ten eleven twelve."
+    )
+    chunks = chunk_markdown(markdown, "doc", budget_words=8)
+    assert [(c.text, c.page_start, c.page_end) for c in chunks] == [
+        ("One two three four.\n\nFive six seven eight.", 1, 2),
+        ("Nine ten eleven twelve.", 3, 3),
+    ]
+
+
+# --------------------------------------------------------------------------- packing and splitting
+
+
+def test_blocks_are_packed_greedily_up_to_the_budget() -> None:
+    markdown = "a b c.\n\nd e f g.\n\nh i.\n\nj k l m n o.\n\np."
+    chunks = chunk_markdown(markdown, "doc", budget_words=7)
+    assert [(c.id, c.text) for c in chunks] == [
+        ("doc-0", "a b c.\n\nd e f g."),
+        ("doc-1", "h i."),
+        ("doc-2", "j k l m n o.\n\np."),
+    ]
+
+
+def test_a_long_paragraph_is_split_at_sentence_boundaries() -> None:
+    paragraph = (
+        "The Retailer must notify the Distributor. "
+        "It must do so within 5 business days, e.g. by email under clause 3.1.2. "
+        "AEMO publishes the list."
+    )
+    chunks = chunk_markdown(f"Intro words here.\n\n{paragraph}", "doc", budget_words=16)
+    assert [c.text for c in chunks] == [
+        "Intro words here.\n\nThe Retailer must notify the Distributor.",
+        "It must do so within 5 business days, e.g. by email under clause 3.1.2.",
+        "AEMO publishes the list.",
+    ]
+    assert [count_words(c.text) for c in chunks] == [9, 14, 4]
+
+
+def test_no_sentence_cut_after_an_abbreviation_or_inside_a_clause_number() -> None:
+    paragraph = "Alpha beta gamma e.g. delta epsilon clause 3.1.2 zeta. Eta theta."
+    chunks = chunk_markdown(paragraph, "doc", budget_words=6)
+    # The first sentence (10 words) is over budget with no sentence boundary inside it, so
+    # it is cut by words: the cut is never after "e.g." or inside "3.1.2".
+    assert [c.text for c in chunks] == [
+        "Alpha beta gamma e.g. delta epsilon",
+        "clause 3.1.2 zeta. Eta theta.",
+    ]
+
+
+def test_pieces_of_one_paragraph_in_one_chunk_keep_their_original_spacing() -> None:
+    paragraph = "One two.  Three four.\nFive six seven eight nine ten."
+    chunks = chunk_markdown(paragraph, "doc", budget_words=6)
+    assert [c.text for c in chunks] == ["One two.  Three four.", "Five six seven eight nine ten."]
+
+
+def test_a_sentence_over_budget_is_cut_at_line_breaks_then_words() -> None:
+    words = " ".join(f"w{i}" for i in range(1, 12))
+    chunks = chunk_markdown(f"short line\n{words}", "doc", budget_words=4)
+    assert [c.text for c in chunks] == [
+        "short line",
+        "w1 w2 w3 w4",
+        "w5 w6 w7 w8",
+        "w9 w10 w11",
+    ]
+
+
+def test_a_list_over_budget_is_split_between_items() -> None:
+    markdown = "- alpha beta gamma\n  continued here\n- delta epsilon\n- zeta eta theta iota"
+    chunks = chunk_markdown(markdown, "doc", budget_words=7)
+    assert [c.text for c in chunks] == [
+        "- alpha beta gamma\n  continued here",
+        "- delta epsilon",
+        "- zeta eta theta iota",
+    ]
+
+
+def test_line_endings_are_normalised_and_trailing_whitespace_trimmed() -> None:
+    lf = chunk_markdown("# Title  \n\n  Indented text.   \nNext line.\n", "doc")
+    crlf = chunk_markdown("# Title  \r\n\r\n  Indented text.   \r\nNext line.\r\n", "doc")
+    assert crlf == lf
+    assert [c.text for c in lf] == ["# Title\n\n  Indented text.\nNext line."]
+
+
+def test_a_fenced_code_block_stays_whole_even_over_budget() -> None:
+    code = "```python\nx = 1 + 2 + 3\n\n<!-- page 2 -->\ny = x * 4\n```"
+    markdown = f"<!-- page 1 -->\n\nBefore.\n\n{code}\n\nAfter."
+    chunks = chunk_markdown(markdown, "doc", budget_words=4)
+    assert _summary(chunks) == [
+        ("doc-0", "text", "Before.", (), 1, 1),
+        ("doc-1", "text", "```python\nx = 1 + 2 + 3\n\ny = x * 4\n```", (), 1, 2),
+        ("doc-2", "text", "After.", (), 2, 2),
+    ]
+
+
+def test_figure_markers_are_ordinary_text() -> None:
+    markdown = "<!-- page 3 -->\n\n[Figure: Dispatch timeline]\n\nCaption text."
+    assert _summary(chunk_markdown(markdown, "doc")) == [
+        ("doc-0", "text", "[Figure: Dispatch timeline]\n\nCaption text.", (), 3, 3),
+    ]
+
+
+# --------------------------------------------------------------------------- tables
+
+HEADER = "| Clause | Party | Obligation |"
+ALIGN = "|---|:--:|---|"
+
+
+def test_a_table_is_never_mixed_with_prose() -> None:
+    markdown = f"Before the table.\n{HEADER}\n{ALIGN}\n| 1 | A | x |\n\nAfter the table."
+    assert _summary(chunk_markdown(markdown, "doc")) == [
+        ("doc-0", "text", "Before the table.", (), None, None),
+        ("doc-1", "table", f"{HEADER}\n{ALIGN}\n| 1 | A | x |", (), None, None),
+        ("doc-2", "text", "After the table.", (), None, None),
+    ]
+
+
+def test_a_table_with_two_body_rows_over_budget_stays_whole() -> None:
+    rows = ["| 1 | Retailer | must notify the Distributor |", "| 2 | Distributor | must reply |"]
+    markdown = "\n".join([HEADER, ALIGN, *rows])
+    chunks = chunk_markdown(markdown, "doc", budget_words=5)
+    assert _summary(chunks) == [("doc-0", "table", markdown, (), None, None)]
+    assert count_words(chunks[0].text) == 16
+
+
+def test_a_single_row_over_budget_is_its_own_part_with_the_header() -> None:
+    small = ["| 1 | A | x |", "| 2 | B | y |"]
+    huge = "| 3 | C | " + " ".join(f"word{i}" for i in range(20)) + " |"
+    last = "| 4 | D | z |"
+    markdown = "\n".join([HEADER, ALIGN, *small, huge, last])
+    chunks = chunk_markdown(markdown, "doc", budget_words=15)
+    head = f"{HEADER}\n{ALIGN}\n"
+    assert [c.text for c in chunks] == [head + "\n".join(small), head + huge, head + last]
+    assert [c.kind for c in chunks] == [KIND_TABLE] * 3
+    assert [count_words(c.text) for c in chunks] == [12, 28, 9]
+
+
+def test_a_table_across_a_page_break_repeats_its_header_and_reports_its_rows_pages() -> None:
+    rows = [f"| {i} | P{i} | o{i} |" for i in range(1, 7)]
+    markdown = "\n".join(
+        [
+            "<!-- page 7 -->",
+            "## 5 Obligations",
+            "",
+            HEADER,
+            ALIGN,
+            *rows[:3],
+            "<!-- page 8 -->",
+            *rows[3:],
+        ]
+    )
+    # header + alignment = 6 words, each row 3: two rows fit a budget of 12.
+    chunks = chunk_markdown(markdown, "doc", budget_words=12)
+    head = f"{HEADER}\n{ALIGN}\n"
+    path = ("5 Obligations",)
+    assert _summary(chunks) == [
+        ("doc-0", "text", "## 5 Obligations", path, 7, 7),
+        ("doc-1", "table", head + "\n".join(rows[0:2]), path, 7, 7),
+        ("doc-2", "table", head + "\n".join(rows[2:4]), path, 7, 8),
+        ("doc-3", "table", head + "\n".join(rows[4:6]), path, 8, 8),
+    ]
+
+
+def test_tables_with_identical_headers_across_a_page_marker_are_merged() -> None:
+    first = [f"| {i} | Retailer | r{i} |" for i in range(1, 4)]
+    second = [f"| {i} | Retailer | r{i} |" for i in range(4, 7)]
+    markdown = "\n".join(
+        [
+            "<!-- page 2 -->",
+            HEADER,
+            ALIGN,
+            *first,
+            "",
+            "<!-- page 3 -->",
+            "",
+            HEADER,
+            ALIGN,
+            *second,
+        ]
+    )
+    whole = chunk_markdown(markdown, "doc", budget_words=100)
+    assert _summary(whole) == [
+        ("doc-0", "table", "\n".join([HEADER, ALIGN, *first, *second]), (), 2, 3),
+    ]
+    parts = chunk_markdown(markdown, "doc", budget_words=15)
+    head = f"{HEADER}\n{ALIGN}\n"
+    assert _summary(parts) == [
+        ("doc-0", "table", head + "\n".join(first), (), 2, 2),
+        ("doc-1", "table", head + "\n".join(second), (), 3, 3),
+    ]
+
+
+def test_a_headerless_continuation_after_a_page_marker_joins_the_table() -> None:
+    markdown = "\n".join(
+        [HEADER, ALIGN, "| 1 | A | x |", "", "<!-- page 2 -->", "", "| 2 | B | y |"]
+    )
+    assert _summary(chunk_markdown(markdown, "doc")) == [
+        ("doc-0", "table", "\n".join([HEADER, ALIGN, "| 1 | A | x |", "| 2 | B | y |"]), (), 1, 2),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("between", "second_header"),
+    [
+        ("\n\n<!-- page 2 -->\n\n", "| Term | Meaning | Source |"),  # another table
+        ("\n\nA paragraph.\n\n<!-- page 2 -->\n\n", HEADER),  # prose between them
+        ("\n\n", HEADER),  # no page break between them
+    ],
+)
+def test_tables_are_not_merged_without_a_page_marker_alone_and_equal_headers(
+    between: str, second_header: str
+) -> None:
+    one = f"{HEADER}\n{ALIGN}\n| 1 | A | x |"
+    two = f"{second_header}\n{ALIGN}\n| 2 | B | y |"
+    tables = [c.text for c in chunk_markdown(one + between + two, "doc") if c.kind == KIND_TABLE]
+    assert tables == [one, two]
+
+
+def test_a_400_row_table_is_split_between_rows_with_the_header_on_every_part() -> None:
+    header = "| Clause | Party | Obligation |"
+    rows = [
+        f"| 3.1.{i} | Retailer | must notify the Distributor within {i} business days of … |"
+        for i in range(1, 401)
+    ]
+    markdown = "\n".join(["<!-- page 1 -->", header, ALIGN, *rows])
+    chunks = chunk_markdown(markdown, "obligations.pdf")
+    assert all(c.kind == KIND_TABLE for c in chunks)
+    seen: list[str] = []
+    for chunk in chunks:
+        lines = chunk.text.split("\n")
+        assert lines[:2] == [header, ALIGN]
+        assert all(line in rows for line in lines[2:])  # whole rows only
+        seen.extend(lines[2:])
+    assert seen == rows  # every row exactly once, in order
+    # Measured (deterministic): a row is 12 words, header + alignment 6, so 24 rows a part.
+    assert len(chunks) == 17
+    assert max(count_words(c.text) for c in chunks) == 294
+    assert max(len(c.text) for c in chunks) == 2038
+    assert [c.id for c in chunks][:2] == ["obligations.pdf-0", "obligations.pdf-1"]
+    assert chunks[-1].id == "obligations.pdf-16"
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def _chunk(path: tuple[str, ...], text: str = "Bids are due by 12:30.") -> Chunk:
+    return Chunk("d-0", "d", 0, text, path, 1, 1, KIND_TEXT)
+
+
+def test_section_label_joins_the_heading_path() -> None:
+    assert section_label(_chunk(("3 Dispatch", "3.1 Bids"))) == "3 Dispatch › 3.1 Bids"
+    assert section_label(_chunk(())) == ""
+
+
+def test_embedding_text_prefixes_title_and_heading_path() -> None:
+    chunk = _chunk(("3 Dispatch", "3.1 Bids"))
+    assert embedding_text(chunk, "SO_OP_3705 Dispatch") == (
+        "SO_OP_3705 Dispatch › 3 Dispatch › 3.1 Bids\n\nBids are due by 12:30."
+    )
+    assert embedding_text(chunk) == "3 Dispatch › 3.1 Bids\n\nBids are due by 12:30."
+    assert embedding_text(_chunk(())) == "Bids are due by 12:30."
+    assert embedding_text(_chunk(()), "Title") == "Title\n\nBids are due by 12:30."
+    # A title equal to the outermost heading is not said twice.
+    assert (
+        embedding_text(_chunk(("Title", "Part")), "Title")
+        == "Title › Part\n\nBids are due by 12:30."
+    )
+
+
+# --------------------------------------------------------------------------- properties
+
+_VOCAB = ["alpha", "beta", "gamma", "3.1.2", "e.g.", "AEMO", "must", "notify", "Retailer", "x"]
+
+
+@dataclass
+class _Model:
+    """What the generated Markdown holds, for checking the chunks against."""
+
+    markdown: str = ""
+    max_page: int = 1
+    has_markers: bool = False
+    # non-table content lines: (text, page, words of the block it is in)
+    lines: list[tuple[str, int, int]] = field(default_factory=list)
+    code_blocks: list[str] = field(default_factory=list)
+    # tables: (header, alignment, [(row, page)])
+    tables: list[tuple[str, str, list[tuple[str, int]]]] = field(default_factory=list)
+
+
+_word = st.sampled_from(_VOCAB)
+_sentence = st.lists(_word, min_size=1, max_size=8).map(
+    lambda ws: " ".join([ws[0].capitalize(), *ws[1:]]) + "."
+)
+_element = st.one_of(
+    st.tuples(st.just("heading"), st.integers(1, 6), st.lists(_word, min_size=1, max_size=4)),
+    st.tuples(
+        st.just("para"),
+        st.lists(st.lists(_sentence, min_size=1, max_size=4), min_size=1, max_size=3),
+        st.integers(0, 3),  # a page marker before this line (no blank lines around it), 0 = none
+    ),
+    st.tuples(
+        st.just("list"), st.lists(st.lists(_word, min_size=1, max_size=6), min_size=1, max_size=5)
+    ),
+    st.tuples(st.just("figure"), st.lists(_word, min_size=1, max_size=4)),
+    st.tuples(
+        st.just("code"), st.lists(st.lists(_word, min_size=1, max_size=6), min_size=1, max_size=3)
+    ),
+    st.tuples(
+        st.just("table"),
+        st.integers(0, 12),  # body rows
+        # page break inside: none; a marker line between rows; blank lines, a marker, blank
+        # lines and the rows go on; the table cut in two with its header repeated
+        st.sampled_from(["none", "marker", "gap", "split"]),
+        st.integers(0, 12),  # where the break falls
+        st.integers(1, 6),  # words per row's last cell
+    ),
+    st.just(("marker",)),
+)
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> _Model:
+    """Markdown from a small grammar of headings, paragraphs, lists, figures, code, tables and
+    page markers, with the model of what it holds."""
+    model = _Model()
+    page = 1
+    blocks: list[str] = []
+    if draw(st.booleans()):
+        blocks.append("<!-- page 1 -->")
+        model.has_markers = True
+    for number, element in enumerate(draw(st.lists(_element, max_size=14))):
+        kind = element[0]
+        if kind == "marker":
+            page += 1
+            model.has_markers = True
+            blocks.append(f"<!-- page {page} -->")
+        elif kind in ("heading", "figure"):
+            line = (
+                "#" * element[1] + " " + " ".join(element[2])
+                if kind == "heading"
+                else ("[Figure: " + " ".join(element[1]) + "]")
+            )
+            model.lines.append((line, page, count_words(line)))
+            blocks.append(line)
+        elif kind == "para":
+            lines = [" ".join(sentences) for sentences in element[1]]
+            words = count_words("\n".join(lines))
+            text = []
+            for index, line in enumerate(lines):
+                if index and index == element[2]:
+                    page += 1
+                    model.has_markers = True
+                    text.append(f"<!-- page {page} -->")
+                model.lines.append((line, page, words))
+                text.append(line)
+            blocks.append("\n".join(text))
+        elif kind in ("list", "code"):
+            if kind == "list":
+                lines = ["- " + " ".join(words) for words in element[1]]
+            else:
+                lines = ["```", *[" ".join(words) for words in element[1]], "```"]
+                model.code_blocks.append("\n".join(lines))
+            words = count_words("\n".join(lines))
+            model.lines.extend((line, page, words) for line in lines)
+            blocks.append("\n".join(lines))
+        else:
+            _, n_rows, brk, at, cell_words = element
+            header, align = f"| T{number} a | T{number} b |", "|---|:--:|"
+            rows: list[tuple[str, int]] = []
+            text = [header, align]
+            for r in range(n_rows):
+                if brk != "none" and r == min(at, n_rows - 1) and r > 0:
+                    page += 1
+                    model.has_markers = True
+                    text += {
+                        "marker": [f"<!-- page {page} -->"],
+                        "gap": ["", f"<!-- page {page} -->", ""],
+                        "split": ["", f"<!-- page {page} -->", "", header, align],
+                    }[brk]
+                row = (
+                    f"| r{number}.{r} | "
+                    + " ".join(_VOCAB[(r + k) % len(_VOCAB)] for k in range(cell_words))
+                    + " |"
+                )
+                rows.append((row, page))
+                text.append(row)
+            model.tables.append((header, align, rows))
+            blocks.append("\n".join(text))
+    model.max_page = page
+    model.markdown = "\n\n".join(blocks)
+    return model
+
+
+def _table_of(chunk: Chunk, model: _Model) -> tuple[str, str, list[tuple[str, int]]]:
+    lines = chunk.text.split("\n")
+    matches = [t for t in model.tables if t[0] == lines[0] and t[1] == lines[1]]
+    assert len(matches) == 1, chunk.text
+    return matches[0]
+
+
+_PROPERTY_SETTINGS = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@_PROPERTY_SETTINGS
+@given(model=_documents(), budget=st.integers(3, 40))
+def test_property_chunking_is_deterministic_with_contiguous_ids(model: _Model, budget: int) -> None:
+    first = chunk_markdown(model.markdown, "doc", budget)
+    second = chunk_markdown(model.markdown, "doc", budget)
+    assert first == second
+    assert [c.id for c in first] == [f"doc-{i}" for i in range(len(first))]
+    assert [c.index for c in first] == list(range(len(first)))
+    assert {c.document for c in first} <= {"doc"}
+    assert all(c.kind in (KIND_TEXT, KIND_TABLE) for c in first)
+
+
+@_PROPERTY_SETTINGS
+@given(model=_documents(), budget=st.integers(3, 40))
+def test_property_every_line_is_covered_and_table_rows_exactly_once(
+    model: _Model, budget: int
+) -> None:
+    chunks = chunk_markdown(model.markdown, "doc", budget)
+    text_chunks = [c for c in chunks if c.kind == KIND_TEXT]
+    # Prose: the words of the text chunks are the words of the non-table lines, in order.
+    expected_tokens = [token for line, _, _ in model.lines for token in line.split()]
+    assert [token for c in text_chunks for token in c.text.split()] == expected_tokens
+    # A line whose block fits the budget appears verbatim, as a line of some text chunk.
+    chunk_lines = Counter(line for c in text_chunks for line in c.text.split("\n"))
+    for line, _, block_words in model.lines:
+        if block_words <= budget:
+            assert chunk_lines[line] >= 1, line
+    # Tables: each part starts with its table's header and alignment rows; rows exactly once.
+    rows_seen: dict[str, list[str]] = {}
+    for chunk in chunks:
+        if chunk.kind != KIND_TABLE:
+            continue
+        header, align, rows = _table_of(chunk, model)
+        assert chunk.text.split("\n")[:2] == [header, align]
+        rows_seen.setdefault(header, []).extend(chunk.text.split("\n")[2:])
+    for header, _, rows in model.tables:
+        assert rows_seen.get(header) == [row for row, _ in rows]
+
+
+@_PROPERTY_SETTINGS
+@given(model=_documents(), budget=st.integers(3, 40))
+def test_property_chunks_keep_to_the_budget_except_unsplittable_units(
+    model: _Model, budget: int
+) -> None:
+    for chunk in chunk_markdown(model.markdown, "doc", budget):
+        words = count_words(chunk.text)
+        if chunk.kind == KIND_TEXT:
+            # The only unsplittable text unit is a fenced code block.
+            assert words <= budget or chunk.text in model.code_blocks, chunk.text
+        else:
+            _, _, rows = _table_of(chunk, model)
+            body = chunk.text.split("\n")[2:]
+            assert words <= budget or len(body) == 1 or len(rows) < 3, chunk.text
+
+
+@_PROPERTY_SETTINGS
+@given(model=_documents(), budget=st.integers(3, 40))
+def test_property_page_spans_are_ordered_and_hold_their_lines(model: _Model, budget: int) -> None:
+    chunks = chunk_markdown(model.markdown, "doc", budget)
+    if not model.has_markers:
+        assert all(c.page_start is None and c.page_end is None for c in chunks)
+        return
+    for chunk in chunks:
+        assert chunk.page_start is not None and chunk.page_end is not None
+        assert 1 <= chunk.page_start <= chunk.page_end <= model.max_page
+    starts = [c.page_start for c in chunks]
+    ends = [c.page_end for c in chunks]
+    assert starts == sorted(starts)  # type: ignore[type-var]
+    assert ends == sorted(ends)  # type: ignore[type-var]
+    for chunk in chunks:
+        if chunk.kind == KIND_TABLE:
+            _, _, rows = _table_of(chunk, model)
+            body = set(chunk.text.split("\n")[2:])
+            pages = [page for row, page in rows if row in body]
+            assert pages or not rows, chunk.text
+            if pages:
+                assert (chunk.page_start, chunk.page_end) == (min(pages), max(pages))
+    # A line of a block that fits the budget is whole in some chunk; when it is unique (in
+    # the input and among the chunks' lines, so a piece of a split line cannot be taken for
+    # it), that chunk's span holds the line's page.
+    chunk_lines = Counter(
+        line for c in chunks if c.kind == KIND_TEXT for line in c.text.split("\n")
+    )
+    input_lines = Counter(line for line, _, _ in model.lines)
+    for line, page, block_words in model.lines:
+        if block_words <= budget and input_lines[line] == 1 and chunk_lines[line] == 1:
+            (chunk,) = [c for c in chunks if c.kind == KIND_TEXT and line in c.text.split("\n")]
+            assert chunk.page_start <= page <= chunk.page_end  # type: ignore[operator]
+
+
+# --------------------------------------------------------------------------- real Markdown
+
+_FOOTER = re.compile(r"^(©\s*AEMO\b.*|\d{1,3})\s*$")
+_ALIGNMENT = re.compile(r"^\|(?:\s*:?-+:?\s*\|)+$")
+_LOSS_FACTOR_PDF = "aemo_Marginal_Loss_Factors_for_the_2020-21_Financial_year.pdf"
+#: 0-based pages 6-9 (printed 7-10): section 1's first table and three page breaks that cut
+#: Queensland tables, which is what the merge and per-part pages are about. Four pages keep
+#: the layout-mode conversion (~1-3 s/page) to seconds.
+_PAGES = [6, 7, 8, 9]
+
+
+@pytest.fixture(scope="module")
+def loss_factor_markdown() -> tuple[str, list[int]]:
+    """Converter-like Markdown of four pages of the loss-factor report: pymupdf4llm layout
+    Markdown with ``<!-- page N -->`` markers and the running footer removed (as the
+    converter contract in ``providers.base.ConvertedDocument`` requires)."""
+    path = corpus_dir() / "pdfs" / _LOSS_FACTOR_PDF
+    if not path.is_file():
+        pytest.skip(f"{_LOSS_FACTOR_PDF} is not in the shared corpus at {path.parent}")
+    import pymupdf4llm
+
+    pages = pymupdf4llm.to_markdown(str(path), pages=_PAGES, page_chunks=True, use_ocr=False)
+    parts, numbers = [], []
+    for page in pages:
+        number = page["metadata"]["page_number"]
+        body = "\n".join(
+            line for line in page["text"].split("\n") if not _FOOTER.match(line.strip())
+        )
+        parts.append(f"<!-- page {number} -->\n\n{body}")
+        numbers.append(number)
+    return "\n\n".join(parts), numbers
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_real_loss_factor_tables_keep_the_invariants(
+    loss_factor_markdown: tuple[str, list[int]],
+) -> None:
+    markdown, numbers = loss_factor_markdown
+    budget = 300
+    chunks = chunk_markdown(markdown, "mlf.pdf", budget)
+    assert chunks == chunk_markdown(markdown, "mlf.pdf", budget)
+    assert [c.id for c in chunks] == [f"mlf.pdf-{i}" for i in range(len(chunks))]
+    tables = [c for c in chunks if c.kind == KIND_TABLE]
+    assert len(tables) >= 4
+    for chunk in chunks:
+        assert chunk.page_start is not None and chunk.page_end is not None
+        assert min(numbers) <= chunk.page_start <= chunk.page_end <= max(numbers)
+        lines = chunk.text.split("\n")
+        if chunk.kind == KIND_TEXT:
+            assert count_words(chunk.text) <= budget
+            continue
+        assert lines[0].startswith("|") and _ALIGNMENT.match(lines[1]), lines[:2]
+        assert count_words(chunk.text) <= budget or len(lines) <= 3
+    # The Queensland tables run across pages 8-10 and are merged: some part spans a page break.
+    assert any(c.page_start < c.page_end for c in tables)  # type: ignore[operator]
+    # Every body row of the input is in exactly one table part (repeated headers dropped).
+    input_rows = [line.strip() for line in markdown.split("\n") if line.strip().startswith("|")]
+    headers = {c.text.split("\n")[0] for c in tables}
+    body_rows = Counter(r for r in input_rows if r not in headers and not _ALIGNMENT.match(r))
+    part_rows = Counter(line for c in tables for line in c.text.split("\n")[2:])
+    assert part_rows == body_rows
