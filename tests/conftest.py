@@ -72,3 +72,5 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "COHERE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KB_HOME", str(tmp_path / "kbhome"))
+    # kb_assets.instance exports DAGSTER_HOME; setting it here first means it is restored.
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "kbhome" / "dagster"))

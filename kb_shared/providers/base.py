@@ -111,11 +111,14 @@ class Embedder(ABC):
         return self.embed_documents([f.text for f in figures])
 
     def embed_names(self, names: Sequence[str]) -> np.ndarray:
-        """Embed entity names for graph seeding. Default: as queries would be embedded,
-        since seeds are matched against query vectors."""
+        """Embed entity names for graph seeding (matched later against query vectors).
+
+        Default: one batched ``embed_documents`` call, right for symmetric models; a model
+        with asymmetric query/passage prefixes overrides this to use its query side.
+        """
         if not names:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.vstack([self.embed_query(n) for n in names])
+        return self.embed_documents(list(names))
 
 
 # --------------------------------------------------------------------------------------

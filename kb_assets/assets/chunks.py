@@ -1,0 +1,60 @@
+"""The ``chunks`` asset: Markdown → chunks with heading paths and page spans
+(``kb_shared.chunking`` is the single source of truth for boundaries and ids)."""
+
+
+import statistics
+import time
+
+import dagster as dg
+
+from kb_assets.assets.common import BuildConfig
+from kb_assets.constants import CHUNKS, CHUNKS_KEY, CORPUS_GROUP, MARKDOWN
+from kb_assets.outputs import MarkdownDocument
+from kb_assets.partitions import documents_partitions
+from kb_assets.resources import StoresResource
+from kb_shared.chunking import KIND_TABLE, Chunk, chunk_markdown
+
+
+@dg.asset(
+    name=CHUNKS,
+    partitions_def=documents_partitions,
+    group_name=CORPUS_GROUP,
+    kinds={"parquet"},
+    io_manager_key="blob_io",
+    ins={"document": dg.AssetIn(MARKDOWN)},
+    description=(
+        "Markdown → chunks: block boundaries, greedy packing to the word budget, a new chunk "
+        "at each heading, oversized tables split between rows with the header repeated; "
+        "each chunk keeps its heading path and page span. Same Markdown, same chunk ids."
+    ),
+)
+def chunks(
+    context: dg.AssetExecutionContext,
+    config: BuildConfig,
+    stores: StoresResource,
+    document: MarkdownDocument,
+) -> dg.Output[list[Chunk]]:
+    """Chunk the document. Chunking is cheap and deterministic, so it always re-runs."""
+    budget = stores.settings.chunk_words
+    started = time.perf_counter()
+    result = chunk_markdown(document.markdown, document.doc_id, budget_words=budget)
+    seconds = time.perf_counter() - started
+    if not result:
+        raise dg.Failure(
+            description=f"{document.name}: the Markdown has no text to chunk", allow_retries=False
+        )
+    words = [len(c.text.split()) for c in result]
+    return dg.Output(
+        result,
+        metadata={
+            "chunks": len(result),
+            "table_chunks": sum(1 for c in result if c.kind == KIND_TABLE),
+            "budget_words": budget,
+            "words_min": min(words),
+            "words_median": float(statistics.median(words)),
+            "words_max": max(words),
+            "pages": document.pages,
+            "seconds": round(seconds, 3),
+            "chunks_key": CHUNKS_KEY.format(doc=document.doc_id),
+        },
+    )

@@ -1,0 +1,176 @@
+"""The ``figures`` asset: crops of informative figures, stored as PNGs and indexed as
+``kind="figure"`` points in the same vector space as the chunks.
+
+Figure ids (``{doc_id}#figure-{n}``) live in their own namespace, so adding or removing
+figures never moves a chunk id. Each figure is rendered three times from the PDF (stored
+2048 px, inline 1024 px, embedding 768 px; see ``kb_shared.figures``).
+"""
+
+
+import dataclasses
+import time
+
+import dagster as dg
+import pymupdf
+
+from kb_assets.assets.common import BuildConfig, fingerprint, previous_summary, require_document
+from kb_assets.constants import (
+    CORPUS_GROUP,
+    FIGURES,
+    FIGURES_PREFIX,
+    MARKDOWN,
+    MARKDOWN_KEY,
+    PDF_KEY,
+)
+from kb_assets.outputs import MarkdownDocument, StepSummary
+from kb_assets.partitions import documents_partitions
+from kb_assets.resources import ProvidersResource, StoresResource
+from kb_shared import citations
+from kb_shared.figures import figure_text, render_all_sizes, text_near_box
+from kb_shared.identity import figure_id
+from kb_shared.providers.base import FigureInput
+from kb_shared.stores.vectors import KIND_FIGURE, Point
+
+
+def figure_keys(doc_id: str, number: int) -> dict[str, str]:
+    """Blob keys of a figure's three renders."""
+    base = FIGURES_PREFIX.format(doc=doc_id) + f"figure-{number}"
+    return {
+        citations.FIGURE_KEY: f"{base}.png",
+        citations.FIGURE_INLINE_KEY: f"{base}.inline.png",
+        "figure_embed_key": f"{base}.embed.png",
+    }
+
+
+@dg.asset(
+    name=FIGURES,
+    partitions_def=documents_partitions,
+    group_name=CORPUS_GROUP,
+    kinds={"png"},
+    io_manager_key="blob_io",
+    ins={"document": dg.AssetIn(MARKDOWN)},
+    description=(
+        "Crops of informative figures (layout picture regions and drawing clusters; under "
+        "3% of the page dropped), stored at 2048/1024/768 px, embedded with their caption "
+        "and nearby text as kind=figure points in the chunk index."
+    ),
+)
+def figures(
+    context: dg.AssetExecutionContext,
+    config: BuildConfig,
+    stores: StoresResource,
+    providers: ProvidersResource,
+    document: MarkdownDocument,
+) -> dg.Output[StepSummary]:
+    """Locate, crop, store and index this document's figures; drop stale ones."""
+    started = time.perf_counter()
+    doc_id = document.doc_id
+    row = require_document(stores, doc_id)
+    locator = providers.figure_locator()
+    embedder = providers.embedder()
+    index = stores.vectors(embedder.model, embedder.dimension)
+    blobs = stores.blobs()
+
+    inputs = fingerprint(
+        row.sha256,
+        locator.name,
+        embedder.model,
+        [dataclasses.astuple(f) for f in document.figures],
+        document.title,
+        document.version,
+    )
+    previous = previous_summary(blobs, FIGURES, doc_id)
+    if (
+        not config.force
+        and previous is not None
+        and previous.fingerprint == inputs
+        and index.count(doc_id, KIND_FIGURE) == previous.counts.get("figures", -1)
+    ):
+        context.log.info("%s: PDF and figure regions unchanged; keeping figures", doc_id)
+        return dg.Output(
+            previous,
+            metadata={"figures": previous.counts.get("figures", 0), "reused": True,
+                      "embedding_calls": 0, "seconds": 0.0},
+        )
+
+    pdf = blobs.get(row.blob_key)
+    boxes = [b for b in locator.locate(pdf, document.figures) if not b.decorative]
+    points: list[Point] = []
+    inputs_to_embed: list[FigureInput] = []
+    written: set[str] = set()
+    with pymupdf.open(stream=pdf, filetype="pdf") as pdf_doc:
+        for number, box in enumerate(boxes, start=1):
+            page = pdf_doc[box.page - 1]
+            renders = render_all_sizes(page, box.bbox)
+            keys = figure_keys(doc_id, number)
+            blobs.put(keys[citations.FIGURE_KEY], renders.stored.png)
+            blobs.put(keys[citations.FIGURE_INLINE_KEY], renders.inline.png)
+            blobs.put(keys["figure_embed_key"], renders.embed.png)
+            written.update(keys.values())
+            text = figure_text(box.caption, text_near_box(page, box.bbox)) or (
+                f"Figure on page {box.page} of {document.title or document.name}"
+            )
+            payload = citations.citation_payload(
+                doc_id=doc_id,
+                name=document.name,
+                title=document.title,
+                version=document.version,
+                page_start=box.page,
+                page_end=box.page,
+                pdf_key=PDF_KEY.format(doc=doc_id),
+                markdown_key=MARKDOWN_KEY.format(doc=doc_id),
+                extra={
+                    **keys,
+                    "figure_number": number,
+                    "caption": box.caption,
+                    "bbox": list(box.bbox),
+                    "width_px": renders.stored.width,
+                    "height_px": renders.stored.height,
+                },
+            )
+            inputs_to_embed.append(FigureInput(text=text, png=renders.embed.png))
+            points.append(
+                Point(
+                    id=figure_id(doc_id, number),
+                    document=doc_id,
+                    kind=KIND_FIGURE,
+                    text=text,
+                    dense=(),
+                    payload=payload,
+                )
+            )
+    if points:
+        vectors = embedder.embed_figures(inputs_to_embed)
+        points = [
+            dataclasses.replace(point, dense=vector)
+            for point, vector in zip(points, vectors, strict=True)
+        ]
+        index.upsert(points)
+    keep = {p.id for p in points}
+    stale = [i for i in index.list_ids(doc_id, KIND_FIGURE) if i not in keep]
+    if stale:
+        index.delete_ids(stale)
+    for key in blobs.list(FIGURES_PREFIX.format(doc=doc_id)):
+        if key not in written:
+            blobs.delete(key)
+    seconds = time.perf_counter() - started
+    pages_with_figures = sorted({b.page for b in boxes})
+    summary = StepSummary(
+        doc_id=doc_id,
+        counts={"figures": len(points)},
+        fingerprint=inputs,
+        details={"locator": locator.name, "pages": pages_with_figures},
+    )
+    return dg.Output(
+        summary,
+        metadata={
+            "figures": len(points),
+            "pages_with_figures": ", ".join(map(str, pages_with_figures)),
+            "locator": locator.name,
+            "reused": False,
+            "embedding_calls": 1 if points else 0,
+            "stale_deleted": len(stale),
+            "seconds": round(seconds, 3),
+            "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+        },
+    )

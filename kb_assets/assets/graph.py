@@ -1,0 +1,130 @@
+"""The ``graph`` asset: chunks → entities and typed relationships in the graph store.
+
+Every relationship keeps ``sourceDoc`` and ``chunkId``; this document's edges are replaced
+in one transaction and orphan entities dropped, other documents untouched. It runs after
+``embeddings`` in a full build (an ordering dependency only) so its check — every
+``chunkId`` resolves in the vector index — sees this build's chunks.
+"""
+
+
+import dataclasses
+import time
+from collections import Counter
+
+import dagster as dg
+
+from kb_assets.assets.common import BuildConfig, fingerprint, previous_summary
+from kb_assets.constants import (
+    CHECK_EDGES_RESOLVE,
+    CHUNKS,
+    CORPUS_GROUP,
+    EMBEDDINGS,
+    GRAPH,
+    MARKDOWN,
+)
+from kb_assets.outputs import MarkdownDocument, StepSummary
+from kb_assets.partitions import documents_partitions
+from kb_assets.resources import ProvidersResource, StoresResource
+from kb_shared.chunking import Chunk
+
+
+@dg.asset(
+    name=GRAPH,
+    partitions_def=documents_partitions,
+    group_name=CORPUS_GROUP,
+    kinds={"python"},
+    io_manager_key="blob_io",
+    ins={"document": dg.AssetIn(MARKDOWN), "chunk_list": dg.AssetIn(CHUNKS)},
+    deps=[EMBEDDINGS],
+    check_specs=[
+        dg.AssetCheckSpec(
+            CHECK_EDGES_RESOLVE,
+            asset=GRAPH,
+            blocking=True,
+            description="Every chunkId on this document's edges exists in the vector index.",
+        )
+    ],
+    description=(
+        "Entities (defined terms, roles, organisations, documents, codes) and typed "
+        "relationships from the chunks, each with sourceDoc and chunkId; entity-name vectors "
+        "for seeding; replaces only this document's edges."
+    ),
+)
+def graph(
+    context: dg.AssetExecutionContext,
+    config: BuildConfig,
+    stores: StoresResource,
+    providers: ProvidersResource,
+    document: MarkdownDocument,
+    chunk_list: list[Chunk],
+):
+    """Extract, embed entity names, replace this document's edges, check provenance."""
+    started = time.perf_counter()
+    extractor = providers.extractor()
+    embedder = providers.embedder()
+    store = stores.graph()
+    store.ensure_schema(embedder.dimension)
+    blobs = stores.blobs()
+    doc_id = document.doc_id
+
+    inputs = fingerprint(
+        extractor.name, embedder.model, [(c.id, c.text) for c in chunk_list], document.title
+    )
+    previous = previous_summary(blobs, GRAPH, doc_id)
+    reused = (
+        not config.force
+        and previous is not None
+        and previous.fingerprint == inputs
+        and store.counts(doc_id).relationships == previous.counts.get("relationships", -1)
+    )
+    if reused:
+        context.log.info("%s: chunks unchanged since the last extraction; keeping edges", doc_id)
+        summary = dataclasses.replace(previous, details={**previous.details, "reused": True})
+        types: dict[str, int] = previous.details.get("types", {})
+        extraction_calls = 0
+    else:
+        extraction = extractor.extract(doc_id, document.title, chunk_list)
+        names = [e.name for e in extraction.entities]
+        vectors = embedder.embed_names(names)
+        entities = [
+            dataclasses.replace(entity, vector=tuple(float(x) for x in vector))
+            for entity, vector in zip(extraction.entities, vectors, strict=True)
+        ]
+        counts = store.replace_document(doc_id, entities, list(extraction.relationships))
+        types = dict(Counter(r.type for r in extraction.relationships).most_common())
+        summary = StepSummary(
+            doc_id=doc_id,
+            counts={"entities": counts.entities, "relationships": counts.relationships},
+            fingerprint=inputs,
+            details={"extractor": extractor.name, "types": types, "reused": False},
+        )
+        extraction_calls = 1
+
+    edge_chunks = sorted({r.chunk_id for r in store.relationships_for_document(doc_id)})
+    index = stores.existing_vectors()
+    present = {p.id for p in index.fetch(edge_chunks)} if index is not None else set()
+    missing = [c for c in edge_chunks if c not in present]
+    seconds = time.perf_counter() - started
+
+    yield dg.Output(
+        summary,
+        metadata={
+            "extractor": extractor.name,
+            "entities": summary.counts.get("entities", 0),
+            "relationships": summary.counts.get("relationships", 0),
+            "relationship_types": dg.MetadataValue.json(types),
+            "reused": reused,
+            "extraction_calls": extraction_calls,
+            "seconds": round(seconds, 3),
+            "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+        },
+    )
+    yield dg.AssetCheckResult(
+        check_name=CHECK_EDGES_RESOLVE,
+        passed=not missing,
+        metadata={
+            "edge_chunk_ids": len(edge_chunks),
+            "missing": len(missing),
+            "missing_ids": ", ".join(missing[:20]),
+        },
+    )

@@ -1,0 +1,91 @@
+"""The ``markdown`` asset: PDF → Markdown with page and figure markers (the expensive step,
+banked in blobs by the IO manager before anything downstream runs)."""
+
+
+import time
+
+import dagster as dg
+
+from kb_assets.assets.common import BuildConfig, require_document
+from kb_assets.constants import CORPUS_GROUP, MARKDOWN, MARKDOWN_KEY
+from kb_assets.io_manager import load_markdown
+from kb_assets.outputs import MarkdownDocument
+from kb_assets.partitions import documents_partitions
+from kb_assets.resources import ProvidersResource, StoresResource
+from kb_shared.errors import ConversionError
+
+
+@dg.asset(
+    name=MARKDOWN,
+    partitions_def=documents_partitions,
+    group_name=CORPUS_GROUP,
+    kinds={"pdf", "markdown"},
+    io_manager_key="blob_io",
+    description=(
+        "PDF → Markdown with `<!-- page N -->` before each page, `[Figure: …]` markers, "
+        "tables as Markdown tables and page furniture removed; title and version extracted. "
+        "A scanned, encrypted, corrupt, empty or non-PDF file fails here with its reason."
+    ),
+)
+def markdown(
+    context: dg.AssetExecutionContext,
+    config: BuildConfig,
+    stores: StoresResource,
+    providers: ProvidersResource,
+) -> dg.Output[MarkdownDocument]:
+    """Convert the document's PDF; reuse the stored Markdown when the PDF and converter are
+    unchanged (no conversion call), unless ``force``."""
+    doc_id = context.partition_key
+    row = require_document(stores, doc_id)
+    blobs = stores.blobs()
+    converter = providers.converter()
+
+    if not config.force:
+        try:
+            stored = load_markdown(blobs, doc_id)
+        except (FileNotFoundError, KeyError):
+            stored = None
+        if stored is not None and stored.sha256 == row.sha256 and stored.provider == converter.name:
+            context.log.info("%s: PDF unchanged since its last conversion; reusing it", doc_id)
+            return dg.Output(stored, metadata=_metadata(stored, reused=True))
+
+    pdf = blobs.get(row.blob_key)
+    started = time.perf_counter()
+    try:
+        converted = converter.convert(pdf, row.name)
+    except ConversionError as error:
+        reason = str(error)
+        stores.catalog().mark_failed(doc_id, reason)
+        raise dg.Failure(description=reason, allow_retries=False) from error
+    document = MarkdownDocument(
+        doc_id=doc_id,
+        name=row.name,
+        markdown=converted.markdown,
+        pages=converted.pages,
+        title=converted.title,
+        version=converted.version,
+        converter=converted.converter,
+        provider=converter.name,
+        sha256=row.sha256,
+        size_bytes=row.size_bytes,
+        figures=tuple(converted.figures),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return dg.Output(document, metadata=_metadata(document, reused=False))
+
+
+def _metadata(document: MarkdownDocument, *, reused: bool) -> dict[str, object]:
+    seconds = document.seconds if not reused else 0.0
+    return {
+        "pages": document.pages,
+        "title": document.title,
+        "version": document.version,
+        "converter": document.converter,
+        "characters": len(document.markdown),
+        "figure_regions": len(document.figures),
+        "seconds": seconds,
+        "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+        "reused": reused,
+        "markdown_conversions": 0 if reused else 1,
+        "markdown_key": MARKDOWN_KEY.format(doc=document.doc_id),
+    }

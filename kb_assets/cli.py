@@ -1,0 +1,309 @@
+"""``kb`` — the pipeline CLI: add, build, rebuild, retry, delete and inspect documents.
+
+Every command reads settings from the environment (``KB_*``, see the README) and works on
+the Dagster instance under ``KB_HOME/dagster``, so what it does shows up in the Dagster UI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kb_assets import operations
+from kb_assets.constants import DOCUMENTS, REBUILDABLE
+from kb_assets.instance import dagster_instance, prepare_dagster_home
+from kb_assets.intake import ADDED, intake_files
+from kb_assets.resources import StoresResource
+from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
+from kb_shared.settings import Settings
+
+app = typer.Typer(
+    help="kb: build a searchable corpus of regulatory PDFs (Dagster assets per document).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+db_app = typer.Typer(help="Catalog database commands.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+console = Console()
+err = Console(stderr=True)
+
+
+def _context() -> tuple[Settings, StoresResource]:
+    settings = Settings()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    return settings, StoresResource(home=str(settings.home))
+
+
+@app.command()
+def add(
+    paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (recursive).")],
+    build: Annotated[bool, typer.Option("--build", help="Build the added documents now.")] = False,
+) -> None:
+    """Add PDFs: identity rules, copy to blobs, add the partition (then `kb build`)."""
+    settings, stores = _context()
+    instance = dagster_instance(settings)
+    try:
+        outcomes = intake_files(paths, stores.catalog(), stores.blobs(), settings)
+    except IntakeError as error:
+        err.print(f"[red]refused the whole batch:[/red] {error}")
+        raise typer.Exit(1) from error
+    added = [o.doc_id for o in outcomes if o.status == ADDED and o.doc_id]
+    if added:
+        instance.add_dynamic_partitions(DOCUMENTS, added)
+    table = Table("file", "status", "id", "reason", title="kb add")
+    colours = {"added": "green", "duplicate": "yellow", "refused": "red"}
+    for o in outcomes:
+        table.add_row(o.name, f"[{colours[o.status]}]{o.status}[/]", o.doc_id or "", o.reason)
+    console.print(table)
+    console.print(f"{len(added)} added; run `kb build` to build them.")
+    stores.close()
+    if build and added:
+        _build(settings, stores, added)
+
+
+def _build(
+    settings: Settings,
+    stores: StoresResource,
+    doc_ids: list[str],
+    *,
+    assets: list[str] | None = None,
+    force: tuple[str, ...] = (),
+    as_json: bool = False,
+) -> None:
+    instance = dagster_instance(settings)
+    names = {r.doc_id: r.name for r in stores.catalog().list_documents()}
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+        disable=as_json,
+    )
+    with progress:
+        task = progress.add_task("building", total=len(doc_ids))
+
+        def done(outcome: operations.BuildOutcome) -> None:
+            progress.update(task, advance=1, description=f"built {outcome.name}")
+
+        progress.update(task, description=f"building {names.get(doc_ids[0], doc_ids[0])}")
+        outcomes = operations.build_documents(
+            stores, instance, doc_ids, assets=assets, force=force, on_done=done
+        )
+    stores.close()
+    if as_json:
+        console.print_json(json.dumps([o.as_dict() for o in outcomes]))
+    else:
+        table = Table(
+            "document", "pages", "chunks", "entities", "relationships", "figures",
+            "seconds", "status", title="kb build",
+        )
+        for o in outcomes:
+            status = "[green]ready[/]" if o.status == "ready" else "[red]failed[/]"
+            table.add_row(
+                o.name, _n(o.pages), _n(o.chunks), _n(o.entities), _n(o.relationships),
+                _n(o.figures), f"{o.seconds:.1f}", status,
+            )
+        console.print(table)
+    failed = [o for o in outcomes if o.status != "ready"]
+    for o in failed:
+        err.print(f"[red]failed[/red] {o.name}: {o.reason}")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _n(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+@app.command()
+def build(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Documents to build (default: pending + failed).")
+    ] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Build every document.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Redo every step even if its inputs are unchanged.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+) -> None:
+    """Materialise every pending or failed document in-process, then print a table.
+
+    Exits 1 when any document failed, naming each with its reason.
+    """
+    settings, stores = _context()
+    try:
+        doc_ids = (
+            [operations.resolve_document(stores, n).doc_id for n in names]
+            if names
+            else operations.documents_to_build(stores, everything=everything)
+        )
+    except DocumentNotFoundError as error:
+        err.print(f"[red]{error}[/red]")
+        raise typer.Exit(2) from error
+    if not doc_ids:
+        console.print("nothing to build: every document is ready (use --all to rebuild)")
+        return
+    force_assets = tuple(operations.CORPUS_ASSETS) if force else ()
+    _build(settings, stores, doc_ids, force=force_assets, as_json=as_json)
+
+
+@app.command()
+def rebuild(
+    asset: Annotated[str, typer.Argument(help=f"One of: {', '.join(REBUILDABLE)}.")],
+    names: Annotated[list[str] | None, typer.Argument(help="Documents (or use --all).")] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Every ready document.")] = False,
+) -> None:
+    """Re-materialise only ASSET (and `record`) for the named documents; nothing upstream
+    runs, because upstream outputs are read from the blob store."""
+    settings, stores = _context()
+    try:
+        selection = operations.rebuild_selection(asset)
+    except ValueError as error:
+        err.print(f"[red]{error}[/red]")
+        raise typer.Exit(2) from error
+    if names:
+        doc_ids = [operations.resolve_document(stores, n).doc_id for n in names]
+    elif everything:
+        doc_ids = [r.doc_id for r in stores.catalog().list_documents(status="ready")]
+    else:
+        err.print("name one or more documents, or pass --all")
+        raise typer.Exit(2)
+    if not doc_ids:
+        console.print("no ready documents to rebuild")
+        return
+    _build(settings, stores, doc_ids, assets=selection, force=(asset,))
+
+
+@app.command()
+def retry(
+    name: Annotated[str, typer.Argument(help="A document whose last build failed.")],
+) -> None:
+    """Re-execute a document's last failed run from the failed step (earlier steps such as
+    the PDF conversion are not re-run)."""
+    settings, stores = _context()
+    instance = dagster_instance(settings)
+    row = operations.resolve_document(stores, name)
+    import dagster as dg
+
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(tags={"dagster/partition": row.doc_id}), limit=1
+    )
+    if not runs or runs[0].status != dg.DagsterRunStatus.FAILURE:
+        err.print(f"{row.name}: its last run did not fail; use `kb build {row.doc_id}`")
+        raise typer.Exit(2)
+    result = operations.retry_failed(instance, runs[0].run_id)
+    if result.success:
+        console.print(f"[green]ready[/green] {row.name} (run {result.run_id})")
+        return
+    err.print(f"[red]failed[/red] {row.name}: {operations.failure_reason(result)}")
+    raise typer.Exit(1)
+
+
+@app.command()
+def delete(
+    names: Annotated[list[str], typer.Argument(help="Documents by file name or id.")],
+) -> None:
+    """Remove documents: blobs, catalog row, vectors, graph edges and the partition."""
+    settings, stores = _context()
+    instance = dagster_instance(settings)
+    status = 0
+    for name in names:
+        try:
+            report = operations.delete_document(stores, instance, name)
+        except DocumentNotFoundError as error:
+            err.print(f"[red]{error}[/red]")
+            status = 1
+            continue
+        console.print(
+            f"deleted {report.name}: {report.vectors} vectors, {report.relationships} "
+            f"relationships, {report.orphan_entities} orphan entities, {report.blobs} blobs"
+        )
+    stores.close()
+    raise typer.Exit(status)
+
+
+@app.command()
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List documents with their per-asset state and counts."""
+    settings, stores = _context()
+    rows = operations.document_status(stores, dagster_instance(settings))
+    stores.close()
+    if as_json:
+        console.print_json(json.dumps(rows))
+        return
+    table = Table(
+        "document", "status", "pages", "chunks", "entities", "relationships", "figures",
+        "assets", title=f"kb status ({len(rows)} documents)",
+    )
+    for r in rows:
+        assets = " ".join(f"{k}:{v[0]}" for k, v in r["assets"].items())
+        table.add_row(
+            r["name"], r["status"] + (f" ({r['reason']})" if r["reason"] else ""),
+            _n(r["pages"]), _n(r["chunks"]), _n(r["entities"]), _n(r["relationships"]),
+            _n(r["figures"]), assets,
+        )
+    console.print(table)
+
+
+@db_app.command("init")
+def db_init() -> None:
+    """Create the catalog and graph schema (idempotent); on Postgres also apply `sql/`."""
+    settings, stores = _context()
+    catalog = stores.catalog()
+    catalog.ensure_schema()
+    stores.graph().ensure_schema(None)
+    console.print(f"schema ready at {settings.resolved_database_url.split('@')[-1]}")
+    stores.close()
+
+
+@app.command("sample-pdf")
+def sample_pdf(
+    path: Annotated[Path, typer.Argument(help="Where to write the sample PDF.")],
+) -> None:
+    """Write the sample regulatory PDF the demo builds (generated from kb's own text)."""
+    from kb_shared.sample_pdf import build_sample_pdf
+
+    console.print(str(build_sample_pdf(path)))
+
+
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option(help="Dagster UI port.")] = 3000,
+    host: Annotated[str, typer.Option(help="Dagster UI host.")] = "127.0.0.1",
+) -> None:
+    """Serve the Dagster UI and daemon (`dagster dev -w workspace.yaml`) on KB_HOME."""
+    settings = Settings()
+    prepare_dagster_home(settings)
+    workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
+    command = [
+        sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-h", host, "-p", str(port),
+    ]
+    env = dict(os.environ, KB_HOME=str(settings.home))
+    raise typer.Exit(subprocess.call(command, env=env))
+
+
+def main() -> None:
+    """Entry point that turns any deliberate ``KbError`` into a one-line message."""
+    try:
+        app()
+    except KbError as error:
+        err.print(f"[red]{error}[/red]")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,334 @@
+"""What the ``kb`` CLI does, as plain functions (tests call these directly).
+
+Every build goes through ``dagster.execute_job`` on the code location's own job, so each
+document's run is a real run in the instance under ``KB_HOME/dagster``: the Dagster UI
+shows it, its event log records every step, and a failed run can be re-executed from the
+failed step (``retry_failed``) without re-running the steps before it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from kb_assets.constants import (
+    ASSET_OUTPUT_KEY,
+    CHUNKS,
+    CHUNKS_KEY,
+    CORPUS_ASSETS,
+    DOCUMENTS,
+    FIGURES_PREFIX,
+    MARKDOWN_KEY,
+    MARKDOWN_META_KEY,
+    RECORD,
+    REBUILDABLE,
+)
+from kb_assets.definitions import build_job
+from kb_assets.partitions import documents_partitions
+from kb_assets.resources import StoresResource
+from kb_shared.errors import DocumentNotFoundError
+from kb_shared.identity import IdentityError, normalize_name
+from kb_shared.stores.catalog import DocumentRow
+
+#: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
+#: each failure's reason, and the full event log stays in the instance (Dagster UI).
+QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+@dataclass
+class BuildOutcome:
+    """One document's build, as ``kb build`` reports it."""
+
+    doc_id: str
+    name: str
+    status: str
+    run_id: str
+    seconds: float
+    pages: int | None = None
+    chunks: int | None = None
+    entities: int | None = None
+    relationships: int | None = None
+    figures: int | None = None
+    reason: str = ""
+    step_seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+
+def resolve_document(stores: StoresResource, ref: str) -> DocumentRow:
+    """Find a document by ``doc_id`` or by file name (normalised).
+
+    Raises:
+        DocumentNotFoundError: neither matches; the message lists how to see what exists.
+    """
+    catalog = stores.catalog()
+    row = catalog.find_by_doc_id(ref)
+    if row is None:
+        try:
+            row = catalog.find_by_normalized_name(normalize_name(ref))
+        except IdentityError:
+            row = None
+    if row is None:
+        raise DocumentNotFoundError(
+            f"no document named {ref!r} (by file name or id); `kb status` lists them"
+        )
+    return row
+
+
+def ensure_partitions(instance: dg.DagsterInstance, doc_ids: Iterable[str]) -> None:
+    """Add any missing dynamic partitions (e.g. after the Dagster instance was reset)."""
+    missing = [d for d in doc_ids if not instance.has_dynamic_partition(DOCUMENTS, d)]
+    if missing:
+        instance.add_dynamic_partitions(DOCUMENTS, missing)
+
+
+def run_build(
+    instance: dg.DagsterInstance,
+    doc_id: str,
+    *,
+    assets: Sequence[str] | None = None,
+    force: Iterable[str] = (),
+) -> dg.JobExecutionResult:
+    """Materialise one document's assets in-process as a run of ``build_documents``.
+
+    Args:
+        assets: asset names to materialise (default: all six).
+        force: asset names whose unchanged-input shortcut is skipped.
+    """
+    selected = list(assets or CORPUS_ASSETS)
+    ops = {name: {"config": {"force": True}} for name in force if name in selected}
+    run_config: dict[str, Any] = dict(QUIET_LOGGERS)
+    if ops:
+        run_config["ops"] = ops
+    return dg.execute_job(
+        dg.reconstructable(build_job),
+        instance=instance,
+        run_config=run_config,
+        tags={"dagster/partition": doc_id},
+        asset_selection=[dg.AssetKey(name) for name in selected],
+    )
+
+
+def retry_failed(instance: dg.DagsterInstance, run_id: str) -> dg.JobExecutionResult:
+    """Re-execute a failed run from its failed step: steps that succeeded are not re-run.
+
+    The parent run's partition tag is passed on explicitly (``execute_job`` does not copy
+    it), so the re-execution works on the same document.
+
+    Raises:
+        ValueError: no run with that id.
+    """
+    parent = instance.get_run_by_id(run_id)
+    if parent is None:
+        raise ValueError(f"no run {run_id!r} in this Dagster instance")
+    partition = parent.tags.get("dagster/partition")
+    return dg.execute_job(
+        dg.reconstructable(build_job),
+        instance=instance,
+        run_config=parent.run_config or QUIET_LOGGERS,
+        tags={"dagster/partition": partition} if partition else None,
+        reexecution_options=dg.ReexecutionOptions.from_failure(run_id, instance),
+    )
+
+
+def failure_reason(result: dg.JobExecutionResult) -> str:
+    """The first failed step's message (a ``Failure`` description when there is one)."""
+    for event in result.get_step_failure_events():
+        data = event.step_failure_data
+        if data.user_failure_data is not None and data.user_failure_data.description:
+            return f"{event.step_key}: {data.user_failure_data.description}"
+        if data.error is not None:
+            message = data.error.message.strip().splitlines()[-1] if data.error.message else ""
+            cause = data.error.cause
+            while cause is not None and cause.cause is not None:
+                cause = cause.cause
+            if cause is not None and cause.message:
+                message = cause.message.strip().splitlines()[-1]
+            return f"{event.step_key}: {message}"
+    for check in result.get_asset_check_evaluations():
+        if not check.passed:
+            return f"asset check {check.check_name} failed on {check.asset_key.to_user_string()}"
+    return "the run failed (see the Dagster UI for the run's event log)"
+
+
+def step_seconds(result: dg.JobExecutionResult) -> dict[str, float]:
+    """``seconds`` metadata of each materialised asset in the run."""
+    seconds: dict[str, float] = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        value = materialization.metadata.get("seconds")
+        if value is not None:
+            seconds[materialization.asset_key.path[-1]] = float(value.value)
+    return seconds
+
+
+def build_documents(
+    stores: StoresResource,
+    instance: dg.DagsterInstance,
+    doc_ids: Sequence[str],
+    *,
+    assets: Sequence[str] | None = None,
+    force: Iterable[str] = (),
+    on_done: Any = None,
+) -> list[BuildOutcome]:
+    """Build each document in turn; returns one outcome per document (never raises for a
+    document's failure — its reason is in the outcome and in the catalog)."""
+    ensure_partitions(instance, doc_ids)
+    catalog = stores.catalog()
+    outcomes: list[BuildOutcome] = []
+    force = tuple(force)
+    for doc_id in doc_ids:
+        started = time.perf_counter()
+        result = run_build(instance, doc_id, assets=assets, force=force)
+        seconds = round(time.perf_counter() - started, 2)
+        row = catalog.find_by_doc_id(doc_id)
+        if result.success:
+            outcome = BuildOutcome(
+                doc_id=doc_id,
+                name=row.name if row else doc_id,
+                status="ready",
+                run_id=result.run_id,
+                seconds=seconds,
+                pages=row.pages if row else None,
+                chunks=row.chunk_count if row else None,
+                entities=row.entity_count if row else None,
+                relationships=row.relationship_count if row else None,
+                figures=row.figure_count if row else None,
+                step_seconds=step_seconds(result),
+            )
+        else:
+            reason = failure_reason(result)
+            if row is not None and row.status != "failed":
+                catalog.mark_failed(doc_id, reason)
+            outcome = BuildOutcome(
+                doc_id=doc_id,
+                name=row.name if row else doc_id,
+                status="failed",
+                run_id=result.run_id,
+                seconds=seconds,
+                pages=row.pages if row else None,
+                reason=(row.failure_reason if row and row.failure_reason else reason),
+                step_seconds=step_seconds(result),
+            )
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+    return outcomes
+
+
+def documents_to_build(stores: StoresResource, *, everything: bool = False) -> list[str]:
+    """Ids of pending and failed documents (or every document with ``everything``)."""
+    rows = stores.catalog().list_documents()
+    return [r.doc_id for r in rows if everything or r.status in ("pending", "failed")]
+
+
+def rebuild_selection(asset: str) -> list[str]:
+    """Assets a ``kb rebuild ASSET`` run materialises: the asset and ``record``.
+
+    Raises:
+        ValueError: ``asset`` is not one of ``REBUILDABLE``.
+    """
+    if asset not in REBUILDABLE:
+        raise ValueError(f"can rebuild {', '.join(REBUILDABLE)}; not {asset!r}")
+    return [asset, RECORD]
+
+
+@dataclass
+class DeleteReport:
+    """What ``delete_document`` removed."""
+
+    doc_id: str
+    name: str
+    vectors: int
+    relationships: int
+    orphan_entities: int
+    blobs: int
+    partition: bool
+
+
+def delete_document(
+    stores: StoresResource, instance: dg.DagsterInstance, ref: str
+) -> DeleteReport:
+    """Remove a document everywhere: vectors, graph edges (then orphan entities), blobs,
+    the catalog row, and the Dagster partition. The catalog row goes last, so a delete that
+    fails half-way can simply be run again.
+
+    Raises:
+        DocumentNotFoundError: unknown name or id.
+    """
+    row = resolve_document(stores, ref)
+    doc = row.doc_id
+    index = stores.existing_vectors()
+    vectors = index.delete_document(doc) if index is not None else 0
+    graph = stores.graph()
+    graph.ensure_schema(None)
+    removed = graph.delete_document(doc)
+    blobs = stores.blobs()
+    keys = [
+        row.blob_key,
+        MARKDOWN_KEY.format(doc=doc),
+        MARKDOWN_META_KEY.format(doc=doc),
+        CHUNKS_KEY.format(doc=doc),
+        *(ASSET_OUTPUT_KEY.format(asset=a, doc=doc) for a in CORPUS_ASSETS if a != CHUNKS),
+    ]
+    count = 0
+    for key in keys:
+        if key and blobs.exists(key):
+            blobs.delete(key)
+            count += 1
+    figure_keys = blobs.list(FIGURES_PREFIX.format(doc=doc))
+    for key in figure_keys:
+        blobs.delete(key)
+    count += len(figure_keys)
+    stores.catalog().delete(doc)
+    had_partition = instance.has_dynamic_partition(DOCUMENTS, doc)
+    if had_partition:
+        instance.delete_dynamic_partition(DOCUMENTS, doc)
+    return DeleteReport(
+        doc_id=doc,
+        name=row.name,
+        vectors=vectors,
+        relationships=removed.relationships,
+        orphan_entities=removed.entities,
+        blobs=count,
+        partition=had_partition,
+    )
+
+
+def document_status(stores: StoresResource, instance: dg.DagsterInstance) -> list[dict[str, Any]]:
+    """Every catalog document with its per-asset state (materialized / failed / in progress /
+    missing) from the Dagster instance, and its counts."""
+    rows = stores.catalog().list_documents()
+    keys = [r.doc_id for r in rows]
+    ensure_partitions(instance, keys)
+    states: dict[str, dict[str, str]] = {k: {} for k in keys}
+    for asset in CORPUS_ASSETS:
+        by_partition = (
+            instance.get_status_by_partition(dg.AssetKey(asset), keys, documents_partitions)
+            if keys
+            else {}
+        ) or {}
+        for key in keys:
+            status = by_partition.get(key)
+            states[key][asset] = status.value.lower() if status is not None else "missing"
+    return [
+        {
+            "name": r.name,
+            "doc_id": r.doc_id,
+            "status": r.status,
+            "reason": r.failure_reason or "",
+            "pages": r.pages,
+            "chunks": r.chunk_count,
+            "entities": r.entity_count,
+            "relationships": r.relationship_count,
+            "figures": r.figure_count,
+            "assets": states[r.doc_id],
+        }
+        for r in rows
+    ]

@@ -1,0 +1,152 @@
+"""Dagster resources: thin wrappers over the ``kb_shared`` store and provider factories.
+
+Settings are read when a run starts (``setup_for_execution``), never at import, and every
+client is created on first use and closed when the run ends. Tests swap a resource for one
+built with ``home=`` or with ready-made providers (``ProvidersResource.with_providers``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+from pydantic import PrivateAttr
+
+from kb_shared.providers import factory as provider_factory
+from kb_shared.providers.base import (
+    Contextualiser,
+    Embedder,
+    FigureLocator,
+    GraphExtractor,
+    MarkdownConverter,
+)
+from kb_shared.settings import Settings
+from kb_shared.stores import factory as store_factory
+from kb_shared.stores.blobs import BlobStore
+from kb_shared.stores.catalog import Catalog
+from kb_shared.stores.graph import GraphStore
+from kb_shared.stores.vectors import VectorIndex
+
+
+def load_settings(home: str | None) -> Settings:
+    """``Settings()`` from the environment, with ``home`` overriding ``KB_HOME`` when given."""
+    return Settings(home=home) if home else Settings()
+
+
+class StoresResource(dg.ConfigurableResource):
+    """The four stores of DESIGN.md ("Stores and their backends"), chosen by settings.
+
+    Attributes:
+        home: overrides ``KB_HOME`` (tests); ``None`` = environment.
+    """
+
+    home: str | None = None
+
+    _settings: Settings | None = PrivateAttr(default=None)
+    _clients: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def settings(self) -> Settings:
+        """Settings for this run (built once)."""
+        if self._settings is None:
+            self._settings = load_settings(self.home)
+        return self._settings
+
+    def _cached(self, name: str, build: Any) -> Any:
+        if name not in self._clients:
+            self._clients[name] = build()
+        return self._clients[name]
+
+    def catalog(self) -> Catalog:
+        """The catalog (schema ensured on first use)."""
+
+        return self._cached("catalog", lambda: store_factory.open_catalog(self.settings))
+
+    def blobs(self) -> BlobStore:
+        """The blob store."""
+        return self._cached("blobs", lambda: store_factory.open_blob_store(self.settings))
+
+    def vectors(self, model: str, dimension: int) -> VectorIndex:
+        """The vector index opened for ``model``/``dimension``.
+
+        Raises:
+            EmbeddingMismatchError: the index holds another model's vectors.
+        """
+        index = self._cached("vectors", lambda: store_factory.open_vector_index(self.settings))
+        if index.info is None or (index.info.model, index.info.dimension) != (model, dimension):
+            index.open(model, dimension)
+        return index
+
+    def existing_vectors(self) -> VectorIndex | None:
+        """The vector index opened with whatever model it records, or ``None`` if none exists
+        (used by deletes and checks, which must not create or re-key an index)."""
+        index = self._cached("vectors", lambda: store_factory.open_vector_index(self.settings))
+        if index.info is None:
+            recorded = index.describe()
+            if recorded is None:
+                return None
+            index.open(recorded.model, recorded.dimension, create=False)
+        return index
+
+    def graph(self) -> GraphStore:
+        """The graph store (schema ensured on first use by the caller with a dimension)."""
+        return self._cached(
+            "graph", lambda: store_factory.open_graph_store(self.settings, self.catalog().engine)
+        )
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """Close every client opened during the run."""
+        self.close()
+
+    def close(self) -> None:
+        """Close every client opened so far (safe to call twice)."""
+        for client in reversed(list(self._clients.values())):
+            close = getattr(client, "close", None)
+            if close is not None:
+                close()
+        self._clients.clear()
+
+
+class ProvidersResource(dg.ConfigurableResource):
+    """The model providers of DESIGN.md ("Providers"), local unless a key is set.
+
+    Attributes:
+        home: overrides ``KB_HOME`` (tests); ``None`` = environment.
+    """
+
+    home: str | None = None
+
+    _settings: Settings | None = PrivateAttr(default=None)
+    _built: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def settings(self) -> Settings:
+        """Settings for this run (built once)."""
+        if self._settings is None:
+            self._settings = load_settings(self.home)
+        return self._settings
+
+    def _cached(self, name: str, build: Any) -> Any:
+        if name not in self._built:
+            self._built[name] = build(self.settings)
+        return self._built[name]
+
+    def converter(self) -> MarkdownConverter:
+        """PDF → Markdown converter."""
+        return self._cached("converter", provider_factory.markdown_converter)
+
+    def embedder(self) -> Embedder:
+        """Dense embedder (chunks, figures, entity names, queries share it)."""
+        return self._cached("embedder", provider_factory.embedder)
+
+    def contextualiser(self) -> Contextualiser | None:
+        """Per-chunk context provider, or ``None`` offline (heading path only)."""
+        return self._cached("contextualiser", provider_factory.contextualiser)
+
+    def extractor(self) -> GraphExtractor:
+        """Entity/relationship extractor."""
+        return self._cached("extractor", provider_factory.graph_extractor)
+
+    def figure_locator(self) -> FigureLocator:
+        """Figure box locator."""
+        return self._cached("figure_locator", provider_factory.figure_locator)

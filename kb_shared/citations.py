@@ -1,0 +1,158 @@
+"""Citations: the payload every indexed point carries, and the numbered headers both search
+tools render from it.
+
+The payload is written once, at ingestion (``citation_payload``), so the MCP server never
+re-derives a title, a version or a page span. A header reads::
+
+    [1] Marginal Loss Factors for the 2020-21 Financial Year — Version 1.2 — pp. 12–13 — 3 Results › 3.1 Victoria
+
+Parts that are unknown are left out rather than shown empty; the title falls back to the
+file name. Page ranges use an en dash (``pp. 12–13``), a single page ``p. 12``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Separator between header parts and between heading-path levels.
+PART_SEPARATOR = " — "
+PATH_SEPARATOR = " › "
+
+#: Payload keys (shared by the embeddings/figures assets and kb_mcp).
+DOC_ID = "doc_id"
+NAME = "name"
+TITLE = "title"
+VERSION = "version"
+PAGE_START = "page_start"
+PAGE_END = "page_end"
+SECTION = "section"
+CHUNK_INDEX = "chunk_index"
+PDF_KEY = "pdf_key"
+MARKDOWN_KEY = "markdown_key"
+FIGURE_KEY = "figure_key"
+FIGURE_INLINE_KEY = "figure_inline_key"
+FINGERPRINT = "fingerprint"
+
+
+def citation_payload(
+    *,
+    doc_id: str,
+    name: str,
+    title: str,
+    version: str,
+    page_start: int | None,
+    page_end: int | None,
+    heading_path: Sequence[str] = (),
+    chunk_index: int | None = None,
+    pdf_key: str,
+    markdown_key: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build the JSON payload stored with a chunk or figure point.
+
+    Args:
+        page_start, page_end: 1-based pages, ``None`` when unknown (``page_end`` defaults to
+            ``page_start``).
+        heading_path: outermost heading first; stored joined with ``PATH_SEPARATOR``.
+        pdf_key / markdown_key: blob keys (URLs are made at serve time from the keys).
+        extra: more keys (figure blob keys, a fingerprint); they may not override the above.
+
+    Raises:
+        ValueError: ``page_end < page_start``, or ``extra`` overriding a citation key.
+    """
+    if page_start is not None and page_end is None:
+        page_end = page_start
+    if page_start is not None and page_end is not None and page_end < page_start:
+        raise ValueError(f"page_end {page_end} is before page_start {page_start}")
+    payload: dict[str, Any] = {
+        DOC_ID: doc_id,
+        NAME: name,
+        TITLE: title,
+        VERSION: version,
+        PAGE_START: page_start,
+        PAGE_END: page_end,
+        SECTION: PATH_SEPARATOR.join(h for h in heading_path if h),
+        CHUNK_INDEX: chunk_index,
+        PDF_KEY: pdf_key,
+        MARKDOWN_KEY: markdown_key,
+    }
+    for key, value in (extra or {}).items():
+        if key in payload:
+            raise ValueError(f"extra payload key {key!r} would override a citation field")
+        payload[key] = value
+    return payload
+
+
+def format_pages(page_start: int | None, page_end: int | None) -> str:
+    """``"p. 12"``, ``"pp. 12–13"`` or ``""`` when the page is unknown."""
+    if page_start is None:
+        return ""
+    if page_end is None or page_end == page_start:
+        return f"p. {page_start}"
+    return f"pp. {page_start}\u2013{page_end}"
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """The citation fields of one result, read from its payload."""
+
+    doc_id: str
+    name: str
+    title: str
+    version: str
+    page_start: int | None
+    page_end: int | None
+    section: str
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Citation:
+        """Read a payload written by ``citation_payload`` (missing keys become empty)."""
+        name = str(payload.get(NAME) or payload.get(DOC_ID) or "")
+        return cls(
+            doc_id=str(payload.get(DOC_ID) or ""),
+            name=name,
+            title=str(payload.get(TITLE) or "").strip() or name,
+            version=str(payload.get(VERSION) or "").strip(),
+            page_start=_as_page(payload.get(PAGE_START)),
+            page_end=_as_page(payload.get(PAGE_END)),
+            section=str(payload.get(SECTION) or "").strip(),
+        )
+
+    @property
+    def pages(self) -> str:
+        """``format_pages`` of this citation."""
+        return format_pages(self.page_start, self.page_end)
+
+    def header(self, number: int | str) -> str:
+        """``[n] Title — Version — pp. a–b — Section`` with unknown parts left out."""
+        parts = [p for p in (self.title, self.version, self.pages, self.section) if p]
+        return f"[{number}] " + PART_SEPARATOR.join(parts)
+
+
+def _as_page(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    return int(value)
+
+
+def source_list(
+    citations: Iterable[Citation], url_for: Callable[[Citation], str | None]
+) -> list[str]:
+    """One line per document, in first-cited order: ``- Title (Version) — URL``.
+
+    Args:
+        citations: the results' citations in rank order (duplicates collapse by ``doc_id``).
+        url_for: maps a citation to its document URL, or ``None`` when there is none.
+    """
+    seen: set[str] = set()
+    lines: list[str] = []
+    for citation in citations:
+        if citation.doc_id in seen:
+            continue
+        seen.add(citation.doc_id)
+        label = citation.title + (f" ({citation.version})" if citation.version else "")
+        url = url_for(citation)
+        lines.append(f"- {label}" + (f" \u2014 {url}" if url else ""))
+    return lines
