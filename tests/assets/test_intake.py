@@ -1,0 +1,170 @@
+"""Intake: the identity rules of DESIGN.md applied to batches of files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb_assets.intake import intake_files
+from kb_assets.resources import StoresResource
+from kb_shared.errors import IntakeError, StoreUnavailableError
+from kb_shared.settings import Settings
+from kb_shared.stores.catalog import Catalog
+
+PDF_A = b"%PDF-1.7\n% first document\n%%EOF\n"
+PDF_B = b"%PDF-1.7\n% second document\n%%EOF\n"
+PDF_C = b"%PDF-1.7\n% third document\n%%EOF\n"
+
+
+def write(folder: Path, name: str, data: bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(data)
+    return path
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> StoresResource:
+    resource = StoresResource(home=str(tmp_path / "home"))
+    yield resource
+    resource.close()
+
+
+def summary(outcomes) -> list[tuple[str, str, str | None]]:
+    return [(o.name, o.status, o.doc_id) for o in outcomes]
+
+
+def test_new_files_are_added_with_blob_and_pending_row(tmp_path: Path, stores) -> None:
+    a = write(tmp_path / "in", "Rule Book.PDF", PDF_A)
+    outcomes = intake_files([a], stores.catalog(), stores.blobs(), stores.settings)
+    assert summary(outcomes) == [("Rule Book.PDF", "added", "rule-book.pdf")]
+    row = stores.catalog().find_by_doc_id("rule-book.pdf")
+    assert (row.status, row.name, row.size_bytes) == ("pending", "Rule Book.PDF", len(PDF_A))
+    assert row.blob_key == "pdfs/rule-book.pdf"
+    assert stores.blobs().get("pdfs/rule-book.pdf") == PDF_A
+
+
+def test_names_matching_after_normalisation_are_duplicates(tmp_path: Path, stores) -> None:
+    first = write(tmp_path / "one", "Report.pdf", PDF_A)
+    intake_files([first], stores.catalog(), stores.blobs(), stores.settings)
+    again = write(tmp_path / "two", " report.PDF", PDF_B)
+    (outcome,) = intake_files([again], stores.catalog(), stores.blobs(), stores.settings)
+    assert (outcome.status, outcome.doc_id) == ("duplicate", "report.pdf")
+    assert outcome.reason == (
+        "already in the corpus as 'Report.pdf'; to replace it, run `kb delete report.pdf` first"
+    )
+    # the existing document's bytes are untouched
+    assert stores.blobs().get("pdfs/report.pdf") == PDF_A
+
+
+def test_nfd_name_is_a_duplicate_of_nfc(tmp_path: Path, stores) -> None:
+    nfc = write(tmp_path / "a", "R\u00e9sum\u00e9.pdf", PDF_A)
+    nfd = write(tmp_path / "b", "Re\u0301sume\u0301.pdf", PDF_B)
+    outcomes = intake_files([nfc, nfd], stores.catalog(), stores.blobs(), stores.settings)
+    assert [o.status for o in outcomes] == ["added", "duplicate"]
+    assert outcomes[1].reason == "same name as 'R\u00e9sum\u00e9.pdf' earlier in this batch"
+
+
+def test_batch_repeats_collapse_to_the_first(tmp_path: Path, stores) -> None:
+    a = write(tmp_path / "x", "notes.pdf", PDF_A)
+    b = write(tmp_path / "y", "NOTES.pdf", PDF_B)
+    c = write(tmp_path / "z", "copy of notes.pdf", PDF_A)
+    outcomes = intake_files([a, b, c], stores.catalog(), stores.blobs(), stores.settings)
+    assert summary(outcomes) == [
+        ("notes.pdf", "added", "notes.pdf"),
+        ("NOTES.pdf", "duplicate", "notes.pdf"),
+        ("copy of notes.pdf", "duplicate", None),
+    ]
+    assert outcomes[2].reason == "identical content to 'notes.pdf' earlier in this batch"
+    assert [r.doc_id for r in stores.catalog().list_documents()] == ["notes.pdf"]
+
+
+def test_identical_content_under_another_name_is_refused(tmp_path: Path, stores) -> None:
+    intake_files(
+        [write(tmp_path / "a", "original.pdf", PDF_A)],
+        stores.catalog(), stores.blobs(), stores.settings,
+    )
+    (outcome,) = intake_files(
+        [write(tmp_path / "b", "renamed.pdf", PDF_A)],
+        stores.catalog(), stores.blobs(), stores.settings,
+    )
+    assert outcome.status == "refused"
+    assert outcome.reason == "identical content is already in the corpus as 'original.pdf'"
+    assert stores.catalog().find_by_doc_id("renamed.pdf") is None
+    assert not stores.blobs().exists("pdfs/renamed.pdf")
+
+
+def test_names_that_slug_to_the_same_id_are_refused(tmp_path: Path, stores) -> None:
+    intake_files(
+        [write(tmp_path / "a", "a b.pdf", PDF_A)], stores.catalog(), stores.blobs(), stores.settings
+    )
+    (outcome,) = intake_files(
+        [write(tmp_path / "b", "a-b.pdf", PDF_B)], stores.catalog(), stores.blobs(), stores.settings
+    )
+    assert outcome.status == "refused"
+    assert outcome.reason == "its id 'a-b.pdf' is taken by 'a b.pdf'; rename the file"
+
+
+def test_folders_recurse_and_explicit_non_pdfs_are_refused(tmp_path: Path, stores) -> None:
+    folder = tmp_path / "docs"
+    write(folder, "b.pdf", PDF_B)
+    write(folder / "sub", "a.pdf", PDF_A)
+    write(folder, "readme.txt", b"not a pdf")  # ignored inside a folder
+    text = write(tmp_path, "notes.txt", b"hello")
+    empty = write(tmp_path, "empty.pdf", b"")
+    outcomes = intake_files(
+        [folder, text, empty, tmp_path / "missing.pdf"],
+        stores.catalog(), stores.blobs(), stores.settings,
+    )
+    assert [(o.name, o.status, o.reason) for o in outcomes] == [
+        ("b.pdf", "added", ""),
+        ("a.pdf", "added", ""),
+        ("notes.txt", "refused", "not a .pdf file"),
+        ("empty.pdf", "refused", "the file is empty"),
+        ("missing.pdf", "refused", "no such file"),
+    ]
+
+
+def test_oversized_files_are_refused(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", max_upload_bytes=10)
+    stores = StoresResource(home=str(settings.home))
+    (outcome,) = intake_files(
+        [write(tmp_path, "big.pdf", PDF_A)], stores.catalog(), stores.blobs(), settings
+    )
+    assert outcome.status == "refused"
+    assert outcome.reason == (
+        f"{len(PDF_A)} bytes is over the 10-byte limit (KB_MAX_UPLOAD_BYTES)"
+    )
+
+
+class _BrokenCatalog:
+    """A catalog whose lookups fail, as when the database is down."""
+
+    def __getattr__(self, name: str):
+        def fail(*args, **kwargs):
+            raise StoreUnavailableError("could not connect to postgresql://db:5432/kb")
+
+        return fail
+
+
+def test_a_failing_duplicate_lookup_refuses_the_whole_batch(tmp_path: Path, stores) -> None:
+    files = [write(tmp_path, "one.pdf", PDF_A), write(tmp_path, "two.pdf", PDF_B)]
+    broken: Catalog = _BrokenCatalog()  # type: ignore[assignment]
+    with pytest.raises(IntakeError, match="nothing was added"):
+        intake_files(files, broken, stores.blobs(), stores.settings)
+    assert stores.blobs().list("") == []
+
+
+def test_real_catalog_on_a_closed_port_fails_closed(tmp_path: Path) -> None:
+    settings = Settings(
+        home=tmp_path / "home",
+        database_url="postgresql+psycopg://kb:pw@127.0.0.1:1/kb?connect_timeout=2",
+    )
+    stores = StoresResource(home=str(settings.home))
+    from kb_shared.stores.catalog import Catalog, make_engine
+
+    catalog = Catalog(make_engine(settings.resolved_database_url))
+    with pytest.raises(IntakeError, match="could not read the catalog"):
+        intake_files([write(tmp_path, "c.pdf", PDF_C)], catalog, stores.blobs(), settings)
+    assert stores.blobs().list("") == []
