@@ -58,3 +58,18 @@ def previous_summary(blobs: BlobStore, asset: str, doc_id: str) -> StepSummary |
     if not blobs.exists(key):
         return None
     return StepSummary.from_json(json.loads(blobs.get(key)))
+
+
+def provider_usage(*providers: object) -> dict[str, object]:
+    """Token, request and cost counters of the cloud providers used in this step, as asset
+    metadata (``{"provider_usage": {...}}``); empty for local providers, which count nothing.
+
+    Each cloud provider exposes ``usage() -> dict`` (``kb_shared.providers.cloud_common``);
+    counters are per run because resources are built per run.
+    """
+    usage: dict[str, object] = {}
+    for provider in providers:
+        report = getattr(provider, "usage", None)
+        if provider is not None and callable(report):
+            usage[getattr(provider, "name", type(provider).__name__)] = report()
+    return {"provider_usage": dg.MetadataValue.json(usage)} if usage else {}

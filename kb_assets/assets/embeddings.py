@@ -11,7 +11,7 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, fingerprint
+from kb_assets.assets.common import BuildConfig, fingerprint, provider_usage
 from kb_assets.constants import (
     CHECK_INDEX_MATCHES_CHUNKS,
     CHUNKS,
@@ -160,6 +160,7 @@ def embeddings(
             "stale_deleted": len(stale),
             "seconds": round(seconds, 3),
             "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+            **provider_usage(embedder, contextualiser),
         },
     )
     yield dg.AssetCheckResult(

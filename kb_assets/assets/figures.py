@@ -13,7 +13,13 @@ import time
 import dagster as dg
 import pymupdf
 
-from kb_assets.assets.common import BuildConfig, fingerprint, previous_summary, require_document
+from kb_assets.assets.common import (
+    BuildConfig,
+    fingerprint,
+    previous_summary,
+    provider_usage,
+    require_document,
+)
 from kb_assets.constants import (
     CORPUS_GROUP,
     FIGURES,
@@ -172,5 +178,6 @@ def figures(
             "stale_deleted": len(stale),
             "seconds": round(seconds, 3),
             "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+            **provider_usage(locator, embedder),
         },
     )

@@ -13,7 +13,7 @@ from collections import Counter
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, fingerprint, previous_summary
+from kb_assets.assets.common import BuildConfig, fingerprint, previous_summary, provider_usage
 from kb_assets.constants import (
     CHECK_EDGES_RESOLVE,
     CHUNKS,
@@ -117,6 +117,7 @@ def graph(
             "extraction_calls": extraction_calls,
             "seconds": round(seconds, 3),
             "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+            **provider_usage(extractor, embedder),
         },
     )
     yield dg.AssetCheckResult(

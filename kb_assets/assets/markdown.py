@@ -6,7 +6,7 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, require_document
+from kb_assets.assets.common import BuildConfig, provider_usage, require_document
 from kb_assets.constants import CORPUS_GROUP, MARKDOWN, MARKDOWN_KEY
 from kb_assets.io_manager import load_markdown
 from kb_assets.outputs import MarkdownDocument
@@ -71,7 +71,9 @@ def markdown(
         figures=tuple(converted.figures),
         seconds=round(time.perf_counter() - started, 3),
     )
-    return dg.Output(document, metadata=_metadata(document, reused=False))
+    return dg.Output(
+        document, metadata={**_metadata(document, reused=False), **provider_usage(converter)}
+    )
 
 
 def _metadata(document: MarkdownDocument, *, reused: bool) -> dict[str, object]:

@@ -1,0 +1,157 @@
+"""Rerank with Cohere (cohere SDK ``ClientV2.rerank``, ``POST /v2/rerank``).
+
+The fused candidates of a search are re-ordered by a cross-encoder before the top ``top_n``
+are returned. Limits applied before sending (Cohere docs, "Best Practices for using Rerank"
+and the v2 rerank API reference):
+
+* each document is cut to :data:`MAX_DOCUMENT_CHARS` characters (at a word boundary) and
+  ``max_tokens_per_doc`` = :data:`MAX_TOKENS_PER_DOC` is sent: rerank-v3.5 reads 4,096 tokens
+  of query + document, so more text is only payload. The cut is ours rather than the API's
+  because an oversized request body fails as a whole (the reference README's
+  "32,000-character rerank failure in production"); 4 characters per token is the usual
+  English estimate;
+* the query is cut to :data:`MAX_QUERY_CHARS` (2,048 tokens is the query maximum);
+* at most :data:`MAX_DOCUMENTS_PER_REQUEST` = 1,000 documents per request (the SDK's
+  documented recommendation); more are sent in several requests and merged by score
+  (relevance scores are absolute, so scores of two requests compare).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kb_shared.errors import ProviderError
+from kb_shared.models import COHERE_RERANK_MODEL
+from kb_shared.providers.base import Reranker
+from kb_shared.providers.cloud_common import ProviderCalls, RetryPolicy, UsageMeter, key_fingerprint
+
+if TYPE_CHECKING:
+    import cohere
+
+    from kb_shared.settings import Settings
+
+MAX_TOKENS_PER_DOC = 4_096
+MAX_DOCUMENT_CHARS = 4 * MAX_TOKENS_PER_DOC
+MAX_QUERY_CHARS = 4 * 2_048
+MAX_DOCUMENTS_PER_REQUEST = 1_000
+#: Client timeout of one request (seconds).
+REQUEST_TIMEOUT_S = 60.0
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at the last space when that keeps at
+    least half of it. ``truncate("alpha beta gamma", 12) == "alpha beta"``."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return cut[:space].rstrip() if space >= limit // 2 else cut
+
+
+class CohereReranker(Reranker):
+    """``Reranker`` on Cohere Rerank.
+
+    Args:
+        client: ``cohere.ClientV2`` (tests give it an ``httpx.Client`` that respx mocks;
+            ``max_retries=0``).
+        model: default :data:`kb_shared.models.COHERE_RERANK_MODEL`.
+        concurrency: requests in flight (only matters past 1,000 documents).
+        retry: retry policy.
+        key: key source + fingerprint (usage metadata).
+    """
+
+    def __init__(
+        self,
+        client: cohere.ClientV2,
+        *,
+        model: str = COHERE_RERANK_MODEL,
+        concurrency: int = 4,
+        retry: RetryPolicy | None = None,
+        key: str = "",
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.name = f"cohere:{model}"
+        self.meter = UsageMeter("cohere-rerank", model, key)
+        self.calls = ProviderCalls(
+            vendor="Cohere",
+            model=model,
+            key_name="COHERE_API_KEY",
+            meter=self.meter,
+            concurrency=concurrency,
+            retry=retry,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> CohereReranker:
+        """Build with a real client from ``settings.cohere_api_key``.
+
+        Raises:
+            ProviderError: no Cohere key is set.
+        """
+        import cohere  # noqa: PLC0415 - the SDK loads only when chosen
+
+        if settings.cohere_api_key is None:
+            raise ProviderError("COHERE_API_KEY is not set; Cohere rerank needs it")
+        secret = settings.cohere_api_key.get_secret_value()
+        return cls(
+            cohere.ClientV2(api_key=secret, max_retries=0, timeout=REQUEST_TIMEOUT_S),
+            concurrency=settings.provider_concurrency,
+            retry=RetryPolicy(max_retries=settings.provider_max_retries),
+            key=f"COHERE_API_KEY {key_fingerprint(secret)}",
+        )
+
+    def usage(self) -> dict[str, str | int | float]:
+        """Requests, search units and cost so far (``UsageMeter.snapshot``)."""
+        return self.meter.snapshot()
+
+    def rerank(self, query: str, texts: Sequence[str], top_n: int) -> list[tuple[int, float]]:
+        """Re-order ``texts`` for ``query``.
+
+        Returns:
+            ``[(index into texts, relevance score in 0..1), …]``, best first, at most
+            ``top_n``; ``[]`` for no texts.
+
+        Raises:
+            ValueError: ``top_n`` < 1.
+            ProviderError: the API failed, or answered with an index outside the request.
+        """
+        if top_n < 1:
+            raise ValueError(f"top_n must be >= 1, got {top_n}")
+        if not texts:
+            return []
+        cut_query = truncate(query, MAX_QUERY_CHARS)
+        starts = list(range(0, len(texts), MAX_DOCUMENTS_PER_REQUEST))
+
+        def one(start: int) -> list[tuple[int, float]]:
+            window = texts[start : start + MAX_DOCUMENTS_PER_REQUEST]
+            batch = [truncate(t, MAX_DOCUMENT_CHARS) for t in window]
+            response = self.calls.call(
+                f"reranking {len(batch)} documents",
+                lambda: self.client.rerank(
+                    model=self.model,
+                    query=cut_query,
+                    documents=batch,
+                    top_n=min(top_n, len(batch)),
+                    max_tokens_per_doc=MAX_TOKENS_PER_DOC,
+                ),
+            )
+            units = None
+            meta = getattr(response, "meta", None)
+            billed = getattr(meta, "billed_units", None) if meta is not None else None
+            if billed is not None:
+                units = billed.search_units
+            self.meter.add_usage(search_units=units)
+            ranked: list[tuple[int, float]] = []
+            for result in response.results:
+                if not 0 <= result.index < len(batch):
+                    raise ProviderError(
+                        f"Cohere rerank returned index {result.index} for {len(batch)} documents"
+                    )
+                ranked.append((start + result.index, float(result.relevance_score)))
+            return ranked
+
+        merged = [pair for part in self.calls.map(one, starts) for pair in part]
+        merged.sort(key=lambda pair: (-pair[1], pair[0]))
+        return merged[:top_n]
