@@ -14,6 +14,14 @@ rightwards, ``y`` downwards, ``(x0, y0, x1, y1)``. The rules, and where they com
   the box *before* padding, so the margin cannot lift a logo over the bar.
 * Every crop is padded by :data:`PAD_FRACTION` of the page on each axis, clamped to the page:
   a clipped axis label is lost for good, while surrounding whitespace costs almost nothing.
+  The padding never cuts a text line that lies outside the box (typically the "Figure 1 ..."
+  caption set a few points under or over the figure): a line at least half inside the
+  padding and no wider than the crop is taken whole, any other is left out (the padding
+  stops at its near edge), so an edge moves out by at most half a line. A line wider than
+  the crop is left out even when the padding would hold it, since it is cut at its ends.
+  Captions are not pulled into the box instead: the caption is the figure's metadata
+  already, the box stays what was drawn (and what the locator's tests pin), and a crop edge
+  would then cut the line after the caption just the same.
 * Each size is a fresh rasterisation of the same clip rectangle (mupdf renders from the PDF
   each time), never a downscale of another render, so no copy loses detail to another.
 """
@@ -60,6 +68,11 @@ EMBED_EDGE_PX = 768
 #: 768 px images stay well inside Gemini embedding's 8,192-token request budget (the README's
 #: MAX_FIGURES_PER_EMBED_REQUEST = 4), and it is about what a 256-token local encoder reads.
 FIGURE_TEXT_MAX_CHARS = 1200
+
+#: A text line counts as lying outside a box on one side when it overlaps the box by at most
+#: this much (points): line boxes include the font's ascent and descent, which can reach a
+#: point or so past the glyphs into the box (:func:`crop_geometry`).
+TEXT_EDGE_TOLERANCE_PT = 1.0
 
 #: How far above or below a box a text block may start/end and still count as "near" it
 #: (points; 36 pt = half an inch, about three lines of body text).
@@ -243,21 +256,76 @@ def _pixels(length_pt: float, zoom: float) -> int:
     return max(1, math.ceil(length_pt * zoom - 0.001))
 
 
+def _settle(pad: float, limit: float, spans: Sequence[tuple[float, float, bool]]) -> float:
+    """How far one edge of the clip goes out from the box (points), given the text lines
+    beyond it as ``(near, far, fits)``: distances from the box's edge, and whether the line
+    fits inside the clip on the other axis.
+
+    Starts at ``pad``; going outwards, a line that fits across is kept when it is inside
+    and taken whole when at least half of it is (the edge moves out to its far side); the
+    first line mostly outside, or too wide for the clip (it would be cut on the other axis
+    whatever this edge does), stops the edge at its near side. Never beyond ``limit`` (the
+    page edge), never inside the box.
+    """
+    reach = pad
+    for near, far, fits in sorted(spans):
+        if near >= reach:
+            break  # wholly outside, as is every line after it
+        if fits and (far <= reach or reach - near >= (far - near) / 2):
+            reach = max(reach, far)  # inside, or mostly inside: take it whole
+        else:
+            reach = near  # mostly outside, or cut across anyway: stop before it
+            break
+    return min(max(reach, 0.0), limit)
+
+
+def _fit_to_text(box: Box, clip: Box, page: Box, text_lines: Sequence[Box]) -> Box:
+    """Move each padded edge of ``clip`` so that it cuts no text line lying outside ``box``
+    on that side (within :data:`TEXT_EDGE_TOLERANCE_PT`); see :func:`_settle`."""
+    tol = TEXT_EDGE_TOLERANCE_PT
+    across_x = [
+        (t, clip.x0 <= t.x0 and t.x1 <= clip.x1)
+        for t in text_lines
+        if t.x0 < clip.x1 and t.x1 > clip.x0
+    ]
+    below = [(t.y0 - box.y1, t.y1 - box.y1, f) for t, f in across_x if t.y0 >= box.y1 - tol]
+    above = [(box.y0 - t.y1, box.y0 - t.y0, f) for t, f in across_x if t.y1 <= box.y0 + tol]
+    y0 = box.y0 - _settle(box.y0 - clip.y0, box.y0 - page.y0, above)
+    y1 = box.y1 + _settle(clip.y1 - box.y1, page.y1 - box.y1, below)
+    across_y = [(t, y0 <= t.y0 and t.y1 <= y1) for t in text_lines if t.y0 < y1 and t.y1 > y0]
+    right = [(t.x0 - box.x1, t.x1 - box.x1, f) for t, f in across_y if t.x0 >= box.x1 - tol]
+    left = [(box.x0 - t.x1, box.x0 - t.x0, f) for t, f in across_y if t.x1 <= box.x0 + tol]
+    x0 = box.x0 - _settle(box.x0 - clip.x0, box.x0 - page.x0, left)
+    x1 = box.x1 + _settle(clip.x1 - box.x1, page.x1 - box.x1, right)
+    return Box(x0, y0, x1, y1)
+
+
 def crop_geometry(
-    box: BoxLike, page_rect: BoxLike, max_edge_px: int, scale: float = RENDER_SCALE
+    box: BoxLike,
+    page_rect: BoxLike,
+    max_edge_px: int,
+    scale: float = RENDER_SCALE,
+    text_lines: Sequence[BoxLike] = (),
 ) -> CropPlan:
     """Plan the render of ``box``: pad, clamp to the page, and choose the zoom.
 
     The clip is the box grown by :data:`PAD_FRACTION` of the page's width on the left and
-    right and of its height on the top and bottom, then clamped to the page. The zoom makes
-    the clip's long edge ``min(round(scale * long edge in points), max_edge_px)`` pixels; a
-    wide box is scaled down to fit, never truncated, and both axes share the zoom.
+    right and of its height on the top and bottom, then clamped to the page. Where that
+    padding would cut one of ``text_lines`` lying outside the box (a caption under the
+    figure, the next paragraph), the edge moves so the line is whole or absent: out to the
+    line's far side when at least half of it is inside the padding and it fits inside the
+    clip on the other axis, else back to its near side (never into the box, never off the
+    page). The zoom makes the clip's long edge ``min(round(scale * long edge in points),
+    max_edge_px)`` pixels; a wide box is scaled down to fit, never truncated, and both axes
+    share the zoom.
 
     Args:
         box: the figure box in points (corners in any order); clipped to the page first.
         page_rect: the page rectangle in points.
         max_edge_px: cap on the rendered long edge (e.g. :data:`MAX_STORED_EDGE_PX`).
         scale: pixels per point before the cap (:data:`RENDER_SCALE` = 288 DPI).
+        text_lines: the page's text line boxes in points (e.g. :func:`text_line_boxes`);
+            empty for plain padding.
 
     Raises:
         ValueError: ``max_edge_px`` or ``scale`` is not positive, or the box has no area
@@ -281,6 +349,9 @@ def crop_geometry(
         min(page.x1, inside.x1 + pad_x),
         min(page.y1, inside.y1 + pad_y),
     )
+    if text_lines:
+        lines = [normalise_box(*_four(t)) for t in text_lines]
+        clip = _fit_to_text(inside, clip, page, lines)
     long_pt = max(clip.width, clip.height)
     long_px = max(1, min(round(scale * long_pt), int(max_edge_px)))
     zoom = long_px / long_pt
@@ -302,18 +373,35 @@ def _render(page: pymupdf.Page, plan: CropPlan) -> RenderedFigure:
     return RenderedFigure(png=pix.tobytes("png"), width=pix.width, height=pix.height)
 
 
+def text_line_boxes(page: pymupdf.Page) -> list[Box]:
+    """The boxes (points) of the page's non-empty text lines, as pymupdf's ``"dict"`` text
+    extraction reports them (font ascent to descent, in the page's unrotated space)."""
+    import pymupdf
+
+    data = page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)
+    return [
+        normalise_box(*line["bbox"])
+        for block in data["blocks"]
+        if block.get("type") == 0
+        for line in block["lines"]
+        if any(span["text"].strip() for span in line["spans"])
+    ]
+
+
 def render_figure(
     page: pymupdf.Page, box: BoxLike, max_edge_px: int, scale: float = RENDER_SCALE
 ) -> bytes:
     """Render the padded clip of ``box`` on ``page`` to PNG bytes.
 
     The long edge is ``min(scale * long edge in points, max_edge_px)`` pixels (see
-    :func:`crop_geometry`); the image is RGB without alpha.
+    :func:`crop_geometry`, given the page's :func:`text_line_boxes`, so the padding cuts no
+    text line outside the box); the image is RGB without alpha.
 
     Raises:
         ValueError: as :func:`crop_geometry`.
     """
-    return _render(page, crop_geometry(box, page.rect, max_edge_px, scale)).png
+    plan = crop_geometry(box, page.rect, max_edge_px, scale, text_line_boxes(page))
+    return _render(page, plan).png
 
 
 def render_all_sizes(page: pymupdf.Page, box: BoxLike) -> FigureRenders:
@@ -321,13 +409,16 @@ def render_all_sizes(page: pymupdf.Page, box: BoxLike) -> FigureRenders:
 
     Each size is its own rasterisation of the same clip at scale :data:`RENDER_SCALE`
     capped at that size's edge, not a resize of another render. A figure small enough that
-    scale 4 is under a cap comes out at scale 4 for that size (so two sizes may match).
+    scale 4 is under a cap comes out at scale 4 for that size (so two sizes may match). The
+    clip is :func:`crop_geometry`'s with the page's :func:`text_line_boxes`: its padding
+    cuts no text line outside the box.
 
     Raises:
         ValueError: as :func:`crop_geometry`.
     """
+    lines = text_line_boxes(page)
     renders = [
-        _render(page, crop_geometry(box, page.rect, edge))
+        _render(page, crop_geometry(box, page.rect, edge, text_lines=lines))
         for edge in (MAX_STORED_EDGE_PX, INLINE_EDGE_PX, EMBED_EDGE_PX)
     ]
     return FigureRenders(stored=renders[0], inline=renders[1], embed=renders[2])

@@ -11,14 +11,24 @@ No model and no network. Three sources of candidate boxes, per page:
      :data:`RULE_MAX_THICKNESS_PT`: table grids, underlines, separators, but also a chart's
      gridlines and a flowchart's straight connectors. A rule never starts a figure; it only
      joins one it touches (and so can link two parts of one diagram);
-   * *seeds*: everything else: curves, diagonals, polygons, filled or stroked boxes.
+   * *seeds*: everything else: curves, diagonals (a segment off the axis by more than
+     :data:`AXIS_SLOPE_TOLERANCE` of its length), polygons, filled or stroked boxes.
 
    Seeds whose gap is at most :data:`CLUSTER_GAP_PT` join one cluster. A cluster is a figure
-   unless it is *table-like*: its filled axis-aligned rectangles cover at least
-   :data:`TABLE_FILL_COVERAGE` of it (shaded table cells, a shaded note box) and it has
-   little else (curves, diagonals and pictures spread over under
-   :data:`GRAPHIC_MIN_COVERAGE` of it), since a diagram of boxes leaves most of its area
-   as gaps for connectors.
+   unless it is one of:
+
+   * *table-like*: its filled axis-aligned rectangles cover at least
+     :data:`TABLE_FILL_COVERAGE` of it (shaded table cells, a shaded note box) and it has
+     little else (curves, diagonals and pictures spread over under
+     :data:`GRAPHIC_MIN_COVERAGE` of it), since a diagram of boxes leaves most of its area
+     as gaps for connectors;
+   * a *ruled table*: it has little graphic content (as above) and pymupdf's table finder
+     (``page.find_tables``, run only on pages where such a cluster survives) sees a grid of
+     text over at least :data:`TABLE_GRID_COVERAGE` of it: tables drawn as stroked cell
+     rectangles, which fill nothing. The grid must tile its box
+     (:data:`TABLE_CELL_TILING`) and hold text in nearly every cell
+     (:data:`TABLE_TEXT_CELL_FRACTION`), which a flowchart's boxes and a chart's gridlines
+     do not.
 
 2. **Raster images** (``page.get_image_info()``). An image of at least ``MIN_FIGURE_AREA``
    of the page is a seed; a smaller one (a label or icon drawn as an image) only joins a
@@ -29,9 +39,9 @@ No model and no network. Three sources of candidate boxes, per page:
    boxes). A region that overlaps a detected box adds nothing (the detected box is tighter,
    and a layout box often spans two figures and the text between them); a region that
    overlaps none is kept as given, unless it lies mostly inside a cluster judged
-   table-like (:data:`REJECTED_OVERLAP`). A region without a bbox (the converter knows only
-   the page) on a page where nothing is found falls back to the whole page, since a page
-   is worth more than a dropped figure (mcp-utilities README, "Figures").
+   table-like or a ruled table (:data:`REJECTED_OVERLAP`). A region without a bbox (the
+   converter knows only the page) on a page where nothing is found falls back to the whole
+   page, since a page is worth more than a dropped figure (mcp-utilities README, "Figures").
 
 A cluster's drawn extent must reach ``MIN_FIGURE_AREA`` of the page (so text alone never
 makes a figure); it then grows to the short text lines around it (axis titles, labels;
@@ -70,6 +80,12 @@ CLUSTER_GAP_PT = 12.0
 #: underline or a separator. Body-text rules and table borders are 0.25-2 pt.
 RULE_MAX_THICKNESS_PT = 3.0
 
+#: A line segment is horizontal or vertical when it runs at most this far off the axis per
+#: unit of length (tan 5.7°) and under 0.5 pt in all. The relative bound matters for pgfplots
+#: and similar tools, which draw a plotted line as hundreds of segments each a fraction of
+#: a point long.
+AXIS_SLOPE_TOLERANCE = 0.1
+
 #: A rule joins a figure it comes within this distance of (points).
 RULE_TOUCH_PT = 2.0
 
@@ -81,6 +97,32 @@ TABLE_FILL_COVERAGE = 0.5
 #: ... unless its curves, diagonals and pictures spread over at least this fraction of it: a
 #: chart on a shaded plot area, rather than a table with an icon in one cell.
 GRAPHIC_MIN_COVERAGE = 0.2
+
+#: A cluster that pymupdf's table finder reads as a grid (at least :data:`TABLE_MIN_ROWS`
+#: rows and :data:`TABLE_MIN_COLUMNS` columns, text in at least
+#: :data:`TABLE_TEXT_CELL_FRACTION` of its cells) covering at least this fraction of the
+#: cluster's box is a ruled table, whatever draws its cells (stroked cell rectangles,
+#: lines, fills). The sample procedure's three tables cover 1.0 of their cluster; the bar
+#: leaves room for a table drawn together with a note box or an icon beside it.
+TABLE_GRID_COVERAGE = 0.6
+
+#: A grid is a table only when at least this fraction of its cells hold a word (whose
+#: centre lies in the cell). Measured: the sample procedure's tables 1.0; grids the finder
+#: reads into charts (gridlines, a plot frame, a legend box) 0.04-0.5 in the AEMO corpus
+#: and 0.57 in the GeoTopo notes (page 23). Keeping a table as a figure costs less than
+#: dropping a chart, so the bar sits well above the charts.
+TABLE_TEXT_CELL_FRACTION = 0.75
+
+#: A grid is a table only when its cells tile at least this fraction of its bounding box.
+#: The line strategy also reads a diagram of boxes laid out in rows and columns as a grid,
+#: with cells only where boxes and connectors happen to close a rectangle (the synthetic
+#: flow diagram in the tests: 5 cells over 52 % of its box); a table's cells, merged or
+#: not, fill its box.
+TABLE_CELL_TILING = 0.9
+
+#: Smallest grid taken as a table: a single row or column is a box or a bar, not a table.
+TABLE_MIN_ROWS = 2
+TABLE_MIN_COLUMNS = 2
 
 #: Depth (points) of the top and bottom bands of a page where running headers, footers and
 #: logos live: one inch, the usual page margin (the AEMO headers end 66-70 pt down). Capped
@@ -208,7 +250,11 @@ def _axis_aligned(item: tuple) -> bool:
         return True
     if op == "l":
         p, q = item[1], item[2]
-        return abs(p.x - q.x) < 0.5 or abs(p.y - q.y) < 0.5
+        dx, dy = abs(p.x - q.x), abs(p.y - q.y)
+        off_axis, along = min(dx, dy), max(dx, dy)
+        # Both bounds: plotting software draws a diagonal or a curve as a run of segments
+        # each under 0.5 pt across, which an absolute bound alone takes for a rule.
+        return off_axis < 0.5 and off_axis <= AXIS_SLOPE_TOLERANCE * along
     if op == "qu":
         return bool(item[1].is_rectangular)
     return False  # "c": a Bézier curve
@@ -251,6 +297,7 @@ class _Page:
         self._lines: list[tuple[Box, str, int]] | None = None
         self._styles: list[tuple[str, float, int]] = []  # (font, size, colour) per line
         self._labels: list[Box] | None = None
+        self._tables: list[Box] | None = None
         #: The document's body text style, the one with the most characters (set by the
         #: locator from every page: a page of charts can have more label text than body).
         self.body_style: tuple[str, float, int] | None = None
@@ -419,8 +466,76 @@ class _Page:
         # The size bar applies to the drawn extent: text alone never makes a figure (a
         # bulleted list with drawn bullets would otherwise grow into one through its lines).
         boxes = [b for b in boxes if usable_box(b, self.rect) is not None]
-        grown = [_Candidate(self._grow_with_labels(b)) for b in boxes]
+        graphic = [p.box for p in parts if p.graphic]
+        kept: list[Box] = []
+        for box in boxes:
+            if self._ruled_table(box, graphic):
+                self.rejected.append(box)
+            else:
+                kept.append(box)
+        grown = [_Candidate(self._grow_with_labels(b)) for b in kept]
         return _merge(grown, gap=CLUSTER_GAP_PT)
+
+    # -- ruled tables ---------------------------------------------------------------------
+    def _ruled_table(self, box: Box, graphic: Sequence[Box]) -> bool:
+        """Whether the drawn box ``box`` is mostly a table of text (see
+        :data:`TABLE_GRID_COVERAGE`).
+
+        A box whose curves, diagonals and pictures (``graphic``) spread over at least
+        :data:`GRAPHIC_MIN_COVERAGE` of it is a chart or a diagram and is kept without
+        asking the table finder, which is the costly step (0.1-0.5 s a page).
+        """
+        inside = [g for g in graphic if _contains(box, g)]
+        if inside and _union(inside).area >= GRAPHIC_MIN_COVERAGE * box.area:
+            return False
+        covered = sum(_intersection_area(box, table) for table in self.ruled_tables())
+        return covered >= TABLE_GRID_COVERAGE * box.area
+
+    def ruled_tables(self) -> list[Box]:
+        """Bounding boxes of the page's tables of text, found once per page and cached.
+
+        Uses ``page.find_tables(use_layout=False)``: pymupdf's line strategy, which builds
+        cells from the page's vector lines, rectangle borders and fills, without the layout
+        model (the model, when ``pymupdf.layout`` is loaded, costs ~1 s a page and gates
+        on its own notion of a table). A found grid counts when it has at least
+        :data:`TABLE_MIN_ROWS` rows and :data:`TABLE_MIN_COLUMNS` columns, its cells tile
+        :data:`TABLE_CELL_TILING` of its box, and at least
+        :data:`TABLE_TEXT_CELL_FRACTION` of its cells hold the centre of a word. Boxes are
+        in the same (unrotated) coordinates as ``get_drawings``; the finder reports a
+        rotated page's cells in rotated coordinates, so they are turned back.
+        """
+        if self._tables is not None:
+            return self._tables
+        self._tables = []
+        finder = self.page.find_tables(use_layout=False)
+        if finder is None:  # pymupdf logs an internal error and returns None
+            return self._tables
+        words = self.page.get_text("words")
+        centres = np.array(
+            [((w[0] + w[2]) / 2, (w[1] + w[3]) / 2) for w in words], dtype=np.float64
+        ).reshape(-1, 2)
+        derotate = self.page.derotation_matrix if self.page.rotation else None
+        for table in finder.tables:
+            if table.row_count < TABLE_MIN_ROWS or table.col_count < TABLE_MIN_COLUMNS:
+                continue
+            cells = [pymupdf.Rect(c) for c in table.cells if c is not None]
+            if derotate is not None:
+                cells = [c * derotate for c in cells]
+            if not cells:
+                continue
+            extent = _union(Box(c.x0, c.y0, c.x1, c.y1) for c in cells)
+            if sum(c.width * c.height for c in cells) < TABLE_CELL_TILING * extent.area:
+                continue  # boxes of a diagram in rows and columns, not a table
+            with_text = sum(
+                bool(np.any(
+                    (centres[:, 0] >= c.x0) & (centres[:, 0] <= c.x1)
+                    & (centres[:, 1] >= c.y0) & (centres[:, 1] <= c.y1)
+                ))
+                for c in cells
+            )
+            if with_text >= TABLE_TEXT_CELL_FRACTION * len(cells):
+                self._tables.append(extent)
+        return self._tables
 
     # -- captions -------------------------------------------------------------------------
     def captions(self) -> list[tuple[Box, str]]:

@@ -16,8 +16,10 @@ import pymupdf
 import pytest
 
 from kb_shared.errors import ConversionError
+from kb_shared.figures import PAD_FRACTION, Box, crop_geometry, text_line_boxes
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
 from kb_shared.providers.local_figures import LayoutFigureLocator
+from kb_shared.sample_pdf import FIGURE_CAPTION, MARGIN_X, PAGE_WIDTH, sample_pdf_bytes
 from tests.conftest import corpus_dir
 
 A4 = (595.0, 842.0)
@@ -206,6 +208,233 @@ def test_boxes_are_sorted_by_page_then_top() -> None:
 
 
 # --------------------------------------------------------------------------------------
+# Bordered tables and gridded charts
+# --------------------------------------------------------------------------------------
+TABLE_COLUMNS = (100.0, 190.0, 330.0, 500.0)  # cell edges; 7 rows of 22 pt from y = 300
+TABLE = (100.0, 300.0, 500.0, 454.0)
+HEADER_FILL = (0.85, 0.89, 0.95)
+
+
+def _bordered_table_pdf(one_path_per_row_kind: bool) -> bytes:
+    """A page of body text and a table drawn as stroked cell rectangles, the header row
+    filled, text in every cell: one path per cell (as the sample procedure draws it) or one
+    path for the header cells and one for all body cells (as some PDF producers do)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    _body(page, 120)
+    page.insert_text((100, 290), "Table 4 Obligations and their deadlines", fontsize=9)
+    ink = (0.3, 0.3, 0.3)
+    shapes = {}
+    for row in range(7):
+        y0 = 300.0 + 22 * row
+        for col in range(3):
+            rect = pymupdf.Rect(TABLE_COLUMNS[col], y0, TABLE_COLUMNS[col + 1], y0 + 22)
+            fill = HEADER_FILL if row == 0 else None
+            if one_path_per_row_kind:
+                if row not in (0, 1) and 1 in shapes:
+                    shapes[1].draw_rect(rect)
+                else:
+                    shapes.setdefault(row, page.new_shape()).draw_rect(rect)
+            else:
+                page.draw_rect(rect, color=ink, fill=fill, width=0.6)
+            label = ("Clause", "Party", "Deadline")[col] if row == 0 else f"cell {row}.{col}"
+            page.insert_text((rect.x0 + 4, rect.y0 + 15), label, fontsize=9)
+    for row, shape in shapes.items():
+        shape.finish(color=ink, fill=HEADER_FILL if row == 0 else None, width=0.6)
+        shape.commit()
+    _body(page, 520)
+    return doc.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("one_path_per_row_kind", "rotation"),
+    # On a rotated page pymupdf's table finder reports rotated coordinates while drawings
+    # and words come unrotated; the locator turns the table back before comparing.
+    [(False, 0), (True, 0), (False, 90)],
+)
+def test_bordered_table_is_not_a_figure(one_path_per_row_kind: bool, rotation: int) -> None:
+    pdf = _bordered_table_pdf(one_path_per_row_kind)
+    if rotation:
+        doc = pymupdf.open(stream=pdf, filetype="pdf")
+        doc[0].set_rotation(rotation)
+        pdf = doc.tobytes()
+    assert LayoutFigureLocator().locate(pdf, []) == []
+
+
+def test_region_over_a_bordered_table_is_not_a_figure() -> None:
+    # A layout model may report a table as a picture; the locator knows it is a table.
+    region = FigureRegion(page=1, bbox=(95, 295, 505, 460), caption="[Figure: table]")
+    assert LayoutFigureLocator().locate(_bordered_table_pdf(False), [region]) == []
+
+
+def _label_union(page: pymupdf.Page, frame: tuple, labels: list[str]) -> tuple:
+    union = pymupdf.Rect(frame)
+    for label in labels:
+        for hit in page.search_for(label):
+            union |= hit
+    return tuple(union)
+
+
+def test_bar_chart_in_a_gridded_frame_is_still_a_figure() -> None:
+    # The frame, gridlines and bars make a complete grid that pymupdf's table finder
+    # reports as a table (9 rows, 14 columns, 46 cells); only the five value labels sit in
+    # its cells (tick labels are outside the frame), and there is no curve or diagonal.
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    _body(page, 120)
+    frame = (100.0, 300.0, 400.0, 500.0)
+    page.draw_rect(frame, color=(0, 0, 0), width=0.75)
+    for x in (150, 200, 250, 300, 350):
+        page.draw_line((x, 300), (x, 500), color=(0.8, 0.8, 0.8), width=0.5)
+    for y in (350, 400, 450):
+        page.draw_line((100, y), (400, y), color=(0.8, 0.8, 0.8), width=0.5)
+    for i, height in enumerate((120, 80, 160, 60, 140)):
+        x0 = 112.0 + 60 * i
+        page.draw_rect((x0, 500 - height, x0 + 26, 500), color=None, fill=(0.2, 0.4, 0.8))
+        page.insert_text((x0 + 4, 496 - height), f"{height}", fontsize=7)
+    labels = ["0", "50", "100", "150", "200"]
+    for i, label in enumerate(labels):
+        page.insert_text((80, 503 - 50 * i), label, fontsize=7)
+    for i, label in enumerate(("NSW", "QLD", "SA", "TAS", "VIC")):
+        page.insert_text((116 + 60 * i, 510), label, fontsize=7)
+    page.insert_text((100, 530), "Figure 6 Interconnector flows by region", fontsize=9)
+    pdf = doc.tobytes()
+    expected = _label_union(page, frame, [*labels, "NSW", "VIC"])
+    boxes = LayoutFigureLocator().locate(pdf, [])
+    assert [(b.bbox, b.caption) for b in boxes] == [
+        (pytest.approx(expected, abs=1.0), "Figure 6 Interconnector flows by region")
+    ]
+
+
+def _segmented_line(page: pymupdf.Page, start: tuple, end: tuple) -> None:
+    """A straight line drawn as a run of segments under 0.5 pt each, as pgfplots does."""
+    steps = 700
+    points = [
+        (start[0] + (end[0] - start[0]) * i / steps, start[1] + (end[1] - start[1]) * i / steps)
+        for i in range(steps + 1)
+    ]
+    page.draw_polyline(points, color=(1, 0, 0), width=0.8)
+
+
+def test_plot_with_crossing_axes_and_segmented_lines_is_still_a_figure() -> None:
+    # Modelled on page 10 of the GeoTopo lecture notes in the corpus: a white plot area,
+    # axes crossing in the middle with tick labels in all four quadrants (a 2 x 2 "table"
+    # with text in every cell to the table finder), lines made of sub-point segments.
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    _body(page, 120)
+    plot = (110.0, 300.0, 410.0, 480.0)
+    page.draw_rect(plot, color=None, fill=(1, 1, 1))
+    page.draw_line((110, 390), (410, 390), color=(0, 0, 0), width=0.4)  # x axis
+    page.draw_line((260, 300), (260, 480), color=(0, 0, 0), width=0.4)  # y axis
+    for x, label in ((200, "-2"), (320, "2"), (380, "4")):
+        page.insert_text((x - 4, 402), label, fontsize=8)
+    for y, label in ((330, "2"), (450, "-2")):
+        page.insert_text((248, y + 3), label, fontsize=8)
+    _segmented_line(page, (140, 450), (380, 330))
+    _segmented_line(page, (140, 330), (380, 450))
+    pdf = doc.tobytes()
+    boxes = LayoutFigureLocator().locate(pdf, [])
+    assert len(boxes) == 1
+    assert boxes[0].bbox == pytest.approx((110, 300, 410, 480), abs=1.0)
+
+
+# --------------------------------------------------------------------------------------
+# The sample procedure (kb_shared.sample_pdf)
+# --------------------------------------------------------------------------------------
+def _sample_caption() -> tuple[int, Box]:
+    """The page (1-based) and the line box of the sample's figure caption."""
+    doc = pymupdf.open(stream=sample_pdf_bytes(), filetype="pdf")
+    for page in doc:
+        for line in text_line_boxes(page):
+            if page.get_textbox(pymupdf.Rect(line.as_tuple())).strip() == FIGURE_CAPTION:
+                return page.number + 1, line
+    raise AssertionError(f"{FIGURE_CAPTION!r} is not in the sample PDF")
+
+
+@cache
+def _sample_boxes() -> tuple[FigureBox, ...]:
+    return tuple(LayoutFigureLocator().locate(sample_pdf_bytes(), []))
+
+
+def test_sample_procedure_has_one_figure_and_no_tables() -> None:
+    # Pages 3-5 hold the obligations schedule (over two pages) and the change register,
+    # drawn as stroked cells with a filled header row: tables, not figures.
+    boxes = _sample_boxes()
+    page, caption = _sample_caption()
+    assert [(b.page, b.caption, b.decorative) for b in boxes] == [(page, FIGURE_CAPTION, False)]
+    x0, y0, x1, y1 = boxes[0].bbox
+    # The diagram spans the text column and sits right over its caption.
+    assert (x0, x1) == pytest.approx((MARGIN_X, PAGE_WIDTH - MARGIN_X), abs=0.5)
+    assert 0 < caption.y0 - y1 < 12
+    assert y1 - y0 == pytest.approx(138.5, abs=1.0)  # label over the loop to the hub's foot
+
+
+def test_crop_of_the_sample_figure_stops_before_its_caption() -> None:
+    boxes = _sample_boxes()
+    page_number, caption = _sample_caption()
+    doc = pymupdf.open(stream=sample_pdf_bytes(), filetype="pdf")
+    page = doc[page_number - 1]
+    plain = crop_geometry(boxes[0].bbox, page.rect, 1024).clip
+    clip = crop_geometry(boxes[0].bbox, page.rect, 1024, text_lines=text_line_boxes(page)).clip
+    assert plain.y0 < caption.y0 < plain.y1 < caption.y1  # plain padding halves the caption
+    assert clip.y1 == pytest.approx(caption.y0)  # the padding stops at the caption
+    pad_x = PAD_FRACTION * page.rect.width
+    assert (clip.x0, clip.x1) == pytest.approx((plain.x0, plain.x1))
+    assert (plain.x0, plain.x1) == pytest.approx((MARGIN_X - pad_x, PAGE_WIDTH - MARGIN_X + pad_x))
+    assert _cut_lines(clip, text_line_boxes(page)) == []
+
+
+def _cut_lines(clip: Box, lines: list[Box], sliver: float = 1.0) -> list[Box]:
+    """Text lines the crop ``clip`` cuts: more than ``sliver`` points of the line's box are
+    inside it and more than ``sliver`` points outside (a line box's ascent and descent run a
+    point or so past the glyphs, so a thinner overlap shows nothing)."""
+    cut = []
+    for line in lines:
+        overlap_x = min(line.x1, clip.x1) - max(line.x0, clip.x0)
+        overlap_y = min(line.y1, clip.y1) - max(line.y0, clip.y0)
+        if overlap_x <= sliver or overlap_y <= sliver:
+            continue  # outside the crop, or touching it
+        outside = max(clip.x0 - line.x0, line.x1 - clip.x1, clip.y0 - line.y0, line.y1 - clip.y1)
+        if outside > sliver:
+            cut.append(line)
+    return cut
+
+
+# --------------------------------------------------------------------------------------
+# Crop padding around text (kb_shared.figures.crop_geometry with text lines)
+# --------------------------------------------------------------------------------------
+CROP_BOX = (100.0, 100.0, 400.0, 300.0)  # on A4: padding 8.925 pt in x, 12.63 pt in y
+
+
+@pytest.mark.parametrize(
+    ("line", "expected_clip"),
+    [
+        # No text: plain padding.
+        (None, (91.075, 87.37, 408.925, 312.63)),
+        # Caption 5-17 pt under the box: 7.63 of its 12 pt inside the padding, taken whole.
+        ((100, 305, 260, 317), (91.075, 87.37, 408.925, 317.0)),
+        # Caption 10-22 pt under: 2.63 pt inside, left out: the padding stops at its top.
+        ((100, 310, 260, 322), (91.075, 87.37, 408.925, 310.0)),
+        # A line wholly inside the padding stays, and the padding is unchanged.
+        ((120, 302, 200, 310), (91.075, 87.37, 408.925, 312.63)),
+        # A body line wider than the crop would be cut at both ends: left out.
+        ((50, 303, 500, 311), (91.075, 87.37, 408.925, 303.0)),
+        # A caption 8-20 pt over the box: 4.63 pt inside, left out.
+        ((100, 80, 300, 92), (91.075, 92.0, 408.925, 312.63)),
+        # Text 5 pt right of the box: left out on that side.
+        ((405, 150, 480, 160), (91.075, 87.37, 405.0, 312.63)),
+    ],
+)
+def test_crop_padding_never_cuts_a_text_line(line: tuple | None, expected_clip: tuple) -> None:
+    page = Box(0, 0, *A4)
+    lines = [] if line is None else [line]
+    clip = crop_geometry(CROP_BOX, page, 1024, text_lines=lines).clip
+    assert clip.as_tuple() == pytest.approx(expected_clip, abs=1e-6)
+    assert _cut_lines(clip, [Box(*t) for t in lines]) == []
+
+
+# --------------------------------------------------------------------------------------
 # Converter regions
 # --------------------------------------------------------------------------------------
 def test_region_overlapping_a_detected_figure_adds_nothing() -> None:
@@ -355,3 +584,24 @@ def test_table_pages_of_the_loss_factor_report_have_no_figures() -> None:
     # The maps and charts of pages 32-46 are found; the cover is decorative.
     assert [b.page for b in boxes if b.decorative] == [1]
     assert {b.page for b in boxes if not b.decorative} >= {32, 33, 34, 35, 36, 38, 41, 46}
+
+
+@pytest.mark.corpus
+def test_crops_of_corpus_figures_cut_no_text_line() -> None:
+    plain_cuts = 0
+    for name in (
+        "aemo_SO_OP_3705_Dispatch.pdf",
+        "aemo_Marginal_Loss_Factors_for_the_2020-21_Financial_year.pdf",
+        "aemo_FCAS_Model_in_NEMDE.pdf",
+    ):
+        doc = pymupdf.open(corpus_dir() / "pdfs" / name)
+        for box in _located(name):
+            if box.decorative:
+                continue
+            page = doc[box.page - 1]
+            lines = text_line_boxes(page)
+            clip = crop_geometry(box.bbox, page.rect, 1024, text_lines=lines).clip
+            assert _cut_lines(clip, lines) == [], (name, box)
+            plain_cuts += bool(_cut_lines(crop_geometry(box.bbox, page.rect, 1024).clip, lines))
+    # Plain padding cuts a caption or a body line in 38 of these 47 crops.
+    assert plain_cuts == 38
