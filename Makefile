@@ -25,6 +25,11 @@ test: install
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests - failing" >&2; exit 1; fi; \
 	exit $$status
 
+# Build DOCS (files or folders; default: a sample PDF kb generates) on the embedded
+# default, then serve the Dagster UI on :3000 and the MCP server on :8765.
+demo: install
+	$(VENV)/bin/kb demo $(DOCS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
 

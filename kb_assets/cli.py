@@ -296,6 +296,59 @@ def ui(
     raise typer.Exit(subprocess.call(command, env=env))
 
 
+@app.command()
+def demo(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="PDFs or folders to build (default: the generated sample PDF)."),
+    ] = None,
+    serve: Annotated[
+        bool, typer.Option("--serve/--no-serve", help="Serve the Dagster UI and MCP server after.")
+    ] = True,
+    ui_port: Annotated[int, typer.Option(help="Dagster UI port.")] = 3000,
+) -> None:
+    """The README's first command: add PDFs (or the sample), build them, then serve the
+    Dagster UI (http://127.0.0.1:3000) and the MCP server (http://127.0.0.1:8765/mcp)."""
+    settings, stores = _context()
+    if not paths:
+        from kb_shared.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
+
+        paths = [build_sample_pdf(settings.home / "sample" / SAMPLE_FILENAME)]
+        console.print(f"no DOCS given: using the generated sample {paths[0]}")
+    instance = dagster_instance(settings)
+    outcomes = intake_files(paths, stores.catalog(), stores.blobs(), settings)
+    added = [o.doc_id for o in outcomes if o.status == ADDED and o.doc_id]
+    if added:
+        instance.add_dynamic_partitions(DOCUMENTS, added)
+    for o in outcomes:
+        if o.status != ADDED:
+            console.print(f"{o.name}: {o.status} ({o.reason})")
+    todo = operations.documents_to_build(stores)
+    try:
+        if todo:
+            _build(settings, stores, todo)
+    except typer.Exit as stop:
+        if not serve:
+            raise
+        err.print(f"some documents failed (exit {stop.exit_code}); serving the rest")
+    if not serve:
+        return
+    env = dict(os.environ, KB_HOME=str(settings.home))
+    mcp = subprocess.Popen(
+        [sys.executable, "-m", "kb_mcp.cli", "serve", "--transport", "http"], env=env
+    )
+    console.print(
+        f"MCP server: http://{settings.mcp_host}:{settings.mcp_port}/mcp  "
+        f"(files under /files, health at /healthz)\n"
+        f"Dagster UI: http://127.0.0.1:{ui_port}  (Ctrl-C stops both)"
+    )
+    try:
+        ui(port=ui_port, host="127.0.0.1")
+    finally:
+        mcp.terminate()
+        mcp.wait(timeout=10)
+
+
 def main() -> None:
     """Entry point that turns any deliberate ``KbError`` into a one-line message."""
     try:
