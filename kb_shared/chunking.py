@@ -42,8 +42,8 @@ trimmed, so quotes taken from the document still match chunk text.
 chunk and its line is the first line of that chunk, except that a chunk holding nothing but
 heading lines so far is not closed by a deeper heading (``## 3 Dispatch`` directly followed by
 ``### 3.1 Bids`` gives one chunk starting with both, not a chunk that is only a heading; its
-path is the deeper one). A heading of the same or a higher level does close it. A heading
-directly before a table still ends up alone, because table chunks hold nothing but the table.
+path is the deeper one). A heading of the same or a higher level does close it. Headings
+directly before a table lead the table's first part (see "Tables").
 ``heading_path`` is the stack of headings in force, outermost first, including the chunk's
 own heading: a heading of level L pops every heading of level >= L, then is pushed. Titles are
 the heading text without the ``#`` marks (nor an optional closing ``#`` sequence), with one
@@ -70,7 +70,12 @@ line starts with ``|`` and is either a row without an alignment row under it, or
 identical (trimmed) to this table's header followed by an alignment row: a table the converter
 cut at a page break is merged back into one logical table, and the repeated header and
 alignment rows are dropped (every part repeats them anyway). A table is never mixed with prose:
-the chunk in progress is closed and every table part is its own chunk of kind ``"table"``.
+the chunk in progress is closed and every table part is its own chunk of kind ``"table"``,
+except that heading lines directly above the table (a chunk in progress holding only headings,
+often the table's caption such as ``###### **Table 6 Scaled factors**``) become the first
+lines of its first part, so no chunk is only a heading; they count against that part's budget
+and their pages join its span. When even the first part cannot take them within the budget,
+they stay a text chunk of their own.
 A table whose words fit the budget, or with fewer than 3 body rows, is one part. Otherwise it
 is split between rows, never within one: each part is the header row, the alignment row and as
 many following rows as fit the budget (greedy), so each part is still a readable table; one row
@@ -489,26 +494,59 @@ class _Builder:
 
     def table(self, block: _Block, path: tuple[str, ...]) -> None:
         """Emit a table as one or more table chunks (module docstring, "Tables")."""
-        self.flush()
         head, rows = block.lines[:2], block.lines[2:]
         row_pages = block.pages[2:]
         head_words = count_words("\n".join(head))
         row_words = [count_words(row) for row in rows]
-        if len(rows) < MIN_ROWS_TO_SPLIT or head_words + sum(row_words) <= self.budget:
-            groups = [list(range(len(rows)))]
-        else:
-            groups, current, words = [], [], head_words
-            for index, size in enumerate(row_words):
-                if current and words + size > self.budget:
-                    groups.append(current)
-                    current, words = [], head_words
-                current.append(index)
-                words += size
-            groups.append(current)
-        for group in groups:
+        lead_words = self.words if self.pending and self.only_headings() else 0
+        groups = self._row_groups(head_words, row_words, lead_words)
+        first_words = lead_words + head_words + sum(row_words[i] for i in groups[0])
+        lead, lead_pages = "", []
+        if lead_words and first_words <= self.budget:
+            # Headings directly above the table (often its caption) lead its first part
+            # instead of becoming a chunk that is only a heading.
+            lead = "\n\n".join(p.block.text[p.start : p.end] for p in self.pending)
+            lead_pages = [
+                page
+                for p in self.pending
+                for page in p.block.page_span(p.start, p.end)
+                if page is not None
+            ]
+            path = self.path
+            self.pending, self.words = [], 0
+        elif lead_words:
+            groups = self._row_groups(head_words, row_words, 0)
+        self.flush()
+        for number, group in enumerate(groups):
             text = "\n".join(head + [rows[index] for index in group])
             pages = [row_pages[index] for index in group] if group else block.pages[:1]
-            self._emit(text, path, [p for p in pages if p is not None], KIND_TABLE)
+            pages = [p for p in pages if p is not None]
+            if number == 0 and lead:
+                text = f"{lead}\n\n{text}"
+                pages = lead_pages + pages
+            self._emit(text, path, pages, KIND_TABLE)
+
+    def _row_groups(
+        self, head_words: int, row_words: list[int], lead_words: int
+    ) -> list[list[int]]:
+        """Row indexes of each part: greedy to the budget, the first part's room reduced by
+        ``lead_words``; one part when the table fits or has fewer than 3 body rows."""
+        if (
+            len(row_words) < MIN_ROWS_TO_SPLIT
+            or lead_words + head_words + sum(row_words) <= self.budget
+        ):
+            return [list(range(len(row_words)))]
+        groups: list[list[int]] = []
+        current: list[int] = []
+        words = lead_words + head_words
+        for index, size in enumerate(row_words):
+            if current and words + size > self.budget:
+                groups.append(current)
+                current, words = [], head_words
+            current.append(index)
+            words += size
+        groups.append(current)
+        return groups
 
     def _emit(self, text: str, path: tuple[str, ...], pages: list[int], kind: str) -> None:
         index = len(self.chunks)

