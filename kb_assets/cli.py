@@ -34,8 +34,21 @@ app = typer.Typer(
 db_app = typer.Typer(help="Catalog database commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-console = Console()
-err = Console(stderr=True)
+#: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+#: One mark per asset state in `kb status`.
+STATE_MARKS = {"materialized": "✓", "failed": "✗", "in_progress": "…", "missing": "·"}
+
+
+def _table(title: str, *columns: str) -> Table:
+    """A results table whose text columns wrap (fold) instead of truncating names."""
+    table = Table(title=title)
+    for number, column in enumerate(columns):
+        text = number == 0 or column in ("id", "reason", "status")
+        table.add_column(column, overflow="fold", min_width=12 if text else None)
+    return table
 
 
 def _context() -> tuple[Settings, StoresResource]:
@@ -60,7 +73,7 @@ def add(
     added = [o.doc_id for o in outcomes if o.status == ADDED and o.doc_id]
     if added:
         instance.add_dynamic_partitions(DOCUMENTS, added)
-    table = Table("file", "status", "id", "reason", title="kb add")
+    table = _table("kb add", "file", "status", "id", "reason")
     colours = {"added": "green", "duplicate": "yellow", "refused": "red"}
     for o in outcomes:
         table.add_row(o.name, f"[{colours[o.status]}]{o.status}[/]", o.doc_id or "", o.reason)
@@ -105,9 +118,9 @@ def _build(
     if as_json:
         console.print_json(json.dumps([o.as_dict() for o in outcomes]))
     else:
-        table = Table(
-            "document", "pages", "chunks", "entities", "relationships", "figures",
-            "seconds", "status", title="kb build",
+        table = _table(
+            "kb build", "document", "pages", "chunks", "entities", "relationships",
+            "figures", "seconds", "status",
         )
         for o in outcomes:
             status = "[green]ready[/]" if o.status == "ready" else "[red]failed[/]"
@@ -245,12 +258,12 @@ def status(
     if as_json:
         console.print_json(json.dumps(rows))
         return
-    table = Table(
-        "document", "status", "pages", "chunks", "entities", "relationships", "figures",
-        "assets", title=f"kb status ({len(rows)} documents)",
+    table = _table(
+        f"kb status ({len(rows)} documents)", "document", "status", "pages", "chunks",
+        "entities", "relationships", "figures", "assets (m c e g f r)",
     )
     for r in rows:
-        assets = " ".join(f"{k}:{v[0]}" for k, v in r["assets"].items())
+        assets = "".join(STATE_MARKS.get(v, "?") for v in r["assets"].values())
         table.add_row(
             r["name"], r["status"] + (f" ({r['reason']})" if r["reason"] else ""),
             _n(r["pages"]), _n(r["chunks"]), _n(r["entities"]), _n(r["relationships"]),

@@ -113,8 +113,11 @@ def test_build_writes_every_store(stores: StoresResource) -> None:
     tables = index.fetch(index.list_ids(SAMPLE_ID, KIND_TABLE))
     assert tables, "the sample's obligations table must become table chunks"
     for point in tables:
-        assert point.text.startswith("|")
+        assert "\n|---" in point.text  # a pipe table with its alignment row
         assert point.payload["page_start"] <= point.payload["page_end"]
+    change_register = [p for p in tables if "**Version**|**Date**" in p.text]
+    assert len(change_register) == 1
+    assert change_register[0].text.startswith("## **6 Change register**\n\n|")
 
     # Graph: relationships carry provenance that resolves in the vector index.
     graph = stores.graph()
