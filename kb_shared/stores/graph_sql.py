@@ -1,0 +1,547 @@
+"""The embedded graph store: two tables in the catalog database (SQLite or Postgres).
+
+Tables (on their own ``GRAPH_METADATA``, which the catalog includes for ``kb db init``; the
+same DDL for DBAs is ``sql/002_graph.sql``):
+
+* ``graph_entities(key PK, name, type, description, vector, dimension)`` — ``vector`` is the
+  entity-name embedding as little-endian float32 bytes (``dimension`` values), or NULL.
+* ``graph_relationships(id PK, source_key FK, target_key FK, type, description, source_doc,
+  chunk_id)`` — ``id`` is ``Relationship.id`` (a hash of the six fields, so the same edge
+  given twice in one document is stored once); indexed on ``source_doc``, ``source_key`` and
+  ``target_key``.
+
+Similarity search loads every stored vector and computes cosine similarity with numpy: one
+full read of ``N × dimension × 4`` bytes per query. That is fine to about 100,000 entities
+(384-dim: ~150 MB read, a second or two); past that use the Neo4j backend and its vector index.
+
+Walks are a breadth-first search in Python over SQL neighbour queries (one query per hop),
+undirected, with Neo4j's relationship-uniqueness rule (no relationship twice in one path;
+nodes may repeat, e.g. ``A→B→A`` over two different edges) and the order of
+``walk_order_key``. Every write is one transaction (``engine.begin()``). On Postgres the
+foreign keys also guard concurrent writers: a writer that would delete an entity another
+transaction has just linked fails (and rolls back) instead of leaving a dangling edge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from kb_shared.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
+from kb_shared.stores.graph import (
+    Entity,
+    EntityHit,
+    GraphCounts,
+    GraphPath,
+    GraphStore,
+    Relationship,
+    validate_document_edges,
+)
+
+#: Keys per ``IN (…)`` list. SQLite allows 32,766 bound parameters per statement (its
+#: ``SQLITE_MAX_VARIABLE_NUMBER`` default since 3.32); Postgres 65,535. 500 stays far below
+#: both and keeps each statement small.
+IN_BATCH = 500
+
+#: The ``hops`` values ``walk`` accepts (the GraphStore contract: 1–2).
+MAX_HOPS = 2
+
+GRAPH_METADATA = sa.MetaData()
+
+GRAPH_ENTITIES = sa.Table(
+    "graph_entities",
+    GRAPH_METADATA,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False, server_default=""),
+    sa.Column("vector", sa.LargeBinary, nullable=True),
+    sa.Column("dimension", sa.Integer, nullable=True),
+)
+
+GRAPH_RELATIONSHIPS = sa.Table(
+    "graph_relationships",
+    GRAPH_METADATA,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column(
+        "source_key",
+        sa.Text,
+        sa.ForeignKey("graph_entities.key", name="fk_graph_relationships_source_key"),
+        nullable=False,
+    ),
+    sa.Column(
+        "target_key",
+        sa.Text,
+        sa.ForeignKey("graph_entities.key", name="fk_graph_relationships_target_key"),
+        nullable=False,
+    ),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False, server_default=""),
+    sa.Column("source_doc", sa.Text, nullable=False),
+    sa.Column("chunk_id", sa.Text, nullable=False),
+    sa.Index("ix_graph_relationships_source_doc", "source_doc"),
+    sa.Index("ix_graph_relationships_source_key", "source_key"),
+    sa.Index("ix_graph_relationships_target_key", "target_key"),
+)
+
+_E = GRAPH_ENTITIES.c
+_R = GRAPH_RELATIONSHIPS.c
+
+
+def walk_order_key(seed_index: int, path: GraphPath) -> tuple:
+    """The order ``GraphStore.walk`` returns paths in, shared by every backend.
+
+    Shorter paths first, then by the seed's position in the (de-duplicated) seed list, then by
+    the node keys along the path, then by the relationship ids (so parallel edges between the
+    same nodes have a fixed order too).
+    """
+    return (
+        path.hops,
+        seed_index,
+        path.nodes,
+        tuple(rel.id for rel in path.relationships),
+    )
+
+
+def check_walk_args(hops: int, limit: int) -> None:
+    """Raise ``ValueError`` unless ``1 <= hops <= MAX_HOPS`` and ``limit >= 1``."""
+    if not 1 <= hops <= MAX_HOPS:
+        raise ValueError(f"hops must be 1 or 2, got {hops}")
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+
+
+def query_vector(vector: Sequence[float] | np.ndarray, k: int) -> np.ndarray:
+    """Check a similarity query and return it as a float32 array of shape ``(dimension,)``.
+
+    Raises:
+        ValueError: ``k`` < 1, an empty, non-finite or all-zero vector (cosine is undefined).
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    array = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if array.size == 0 or not np.all(np.isfinite(array)) or not np.any(array):
+        raise ValueError("the query vector must be non-empty, finite and not all zeros")
+    return array
+
+
+def entity_vectors(entities: Iterable[Entity], dimension: int | None) -> int | None:
+    """Check the name vectors of a write; return their common dimension (``None``: no vectors).
+
+    Raises:
+        ValueError: vectors of different lengths, a non-finite or all-zero vector, or a length
+            other than ``dimension`` (the store's, when known).
+    """
+    seen: int | None = None
+    for entity in entities:
+        if entity.vector is None:
+            continue
+        size = len(entity.vector)
+        if size == 0 or not all(math.isfinite(x) for x in entity.vector) or not any(entity.vector):
+            raise ValueError(f"entity {entity.name!r}: its vector must be finite and not all zeros")
+        if seen is None:
+            seen = size
+        elif size != seen:
+            raise ValueError(
+                f"entity {entity.name!r} has a {size}-dim vector; others in this call have {seen}"
+            )
+    if seen is not None and dimension is not None and seen != dimension:
+        raise ValueError(
+            f"entity vectors have {seen} dimensions but the graph store holds {dimension}-dim "
+            "vectors (embed entity names with the same model, or rebuild the graph)"
+        )
+    return seen
+
+
+def merge_entities(entities: Sequence[Entity]) -> dict[str, Entity]:
+    """Collapse entities with the same key, in order: the first keeps its name and type, later
+    ones fill in a missing description or vector (the ``replace_document`` merge rule)."""
+    merged: dict[str, Entity] = {}
+    for entity in entities:
+        key = entity.key
+        first = merged.get(key)
+        if first is None:
+            merged[key] = entity
+            continue
+        merged[key] = Entity(
+            name=first.name,
+            type=first.type,
+            description=first.description or entity.description,
+            vector=first.vector if first.vector is not None else entity.vector,
+        )
+    return merged
+
+
+def unique_relationships(relationships: Sequence[Relationship]) -> list[Relationship]:
+    """Drop repeats of the same edge (same ``id``: all six fields equal), keeping the order."""
+    return list({rel.id: rel for rel in relationships}.values())
+
+
+def _batches(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), IN_BATCH):
+        yield items[start : start + IN_BATCH]
+
+
+def _relationship(row: sa.Row) -> Relationship:
+    return Relationship(
+        source=row.source_key,
+        target=row.target_key,
+        type=row.type,
+        description=row.description,
+        source_doc=row.source_doc,
+        chunk_id=row.chunk_id,
+    )
+
+
+class SqlGraphStore(GraphStore):
+    """``GraphStore`` over the ``graph_entities`` / ``graph_relationships`` tables.
+
+    Args:
+        engine: a SQLAlchemy 2 engine on SQLite or Postgres (the catalog's). The caller owns
+            it: ``close`` does not dispose it.
+
+    The constructor does no I/O. Errors: ``StoreUnavailableError`` when the database cannot
+    be reached; ``StoreError`` for other database failures; ``ValueError`` for bad input
+    (nothing written); ``EmbeddingMismatchError`` from ``ensure_schema`` when stored vectors
+    have another dimension.
+    """
+
+    def __init__(self, engine: sa.Engine) -> None:
+        if engine.dialect.name not in ("sqlite", "postgresql"):
+            raise ValueError(
+                f"SqlGraphStore supports SQLite and Postgres, not {engine.dialect.name!r}"
+            )
+        self.engine = engine
+        self._dimension: int | None = None
+        self._where = engine.url.render_as_string(hide_password=True)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Turn SQLAlchemy errors into ``StoreError``s naming the database and the action."""
+        try:
+            yield
+        except sa.exc.OperationalError as exc:
+            raise StoreUnavailableError(
+                f"graph store {self._where}: {action} failed (database unreachable?): {exc.orig}"
+            ) from exc
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"graph store {self._where}: {action} failed: {exc}") from exc
+
+    def _insert(self) -> postgresql.Insert | sqlite.Insert:
+        """The dialect's INSERT with ``ON CONFLICT`` support."""
+        module = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        return module.insert(GRAPH_ENTITIES)
+
+    def _stored_dimension(self, conn: sa.Connection) -> int | None:
+        return conn.execute(
+            sa.select(_E.dimension).where(_E.dimension.is_not(None)).limit(1)
+        ).scalar()
+
+    # -- schema --------------------------------------------------------------------------
+
+    def ensure_schema(self, dimension: int | None = None) -> None:
+        """Create the two tables and their indexes if missing (idempotent).
+
+        ``dimension`` (optional) is the entity-name vector size; later writes must match it.
+
+        Raises:
+            ValueError: ``dimension`` < 1.
+            EmbeddingMismatchError: stored vectors have another dimension (rebuild the graph
+                with ``kb rebuild graph --all`` after changing the embedding model).
+        """
+        if dimension is not None and dimension < 1:
+            raise ValueError(f"dimension must be at least 1, got {dimension}")
+        with self._errors("creating the graph tables"):
+            GRAPH_METADATA.create_all(self.engine, checkfirst=True)
+            with self.engine.connect() as conn:
+                stored = self._stored_dimension(conn)
+        if dimension is not None and stored is not None and stored != dimension:
+            raise EmbeddingMismatchError(
+                f"the graph store {self._where} holds {stored}-dim entity vectors, not "
+                f"{dimension}: rebuild the graph (kb rebuild graph --all) after changing the "
+                "embedding model"
+            )
+        self._dimension = dimension if dimension is not None else stored
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _merge(self, conn: sa.Connection, entities: Iterable[Entity]) -> None:
+        rows = [
+            {
+                "key": entity.key,
+                "name": entity.name,
+                "type": entity.type,
+                "description": entity.description,
+                "vector": (
+                    None
+                    if entity.vector is None
+                    else np.asarray(entity.vector, dtype="<f4").tobytes()
+                ),
+                "dimension": None if entity.vector is None else len(entity.vector),
+            }
+            for entity in entities
+        ]
+        if not rows:
+            return
+        insert = self._insert()
+        existing = GRAPH_ENTITIES.c
+        statement = insert.on_conflict_do_update(
+            index_elements=[existing.key],
+            set_={
+                "description": sa.case(
+                    (existing.description == "", insert.excluded.description),
+                    else_=existing.description,
+                ),
+                "vector": sa.func.coalesce(existing.vector, insert.excluded.vector),
+                "dimension": sa.func.coalesce(existing.dimension, insert.excluded.dimension),
+            },
+        )
+        conn.execute(statement, rows)
+
+    def _delete_edges(self, conn: sa.Connection, document: str) -> tuple[int, set[str]]:
+        """Delete a document's relationships; return how many and their endpoint keys."""
+        ends: set[str] = set()
+        for source, target in conn.execute(
+            sa.select(_R.source_key, _R.target_key).where(_R.source_doc == document)
+        ):
+            ends.update((source, target))
+        deleted = conn.execute(
+            sa.delete(GRAPH_RELATIONSHIPS).where(_R.source_doc == document)
+        ).rowcount
+        return deleted, ends
+
+    def _delete_orphans(self, conn: sa.Connection, candidates: Iterable[str]) -> int:
+        """Delete the ``candidates`` no relationship touches any more; return how many."""
+        removed = 0
+        touched = sa.or_(
+            sa.exists().where(_R.source_key == _E.key),
+            sa.exists().where(_R.target_key == _E.key),
+        )
+        for batch in _batches(sorted(set(candidates))):
+            removed += conn.execute(
+                sa.delete(GRAPH_ENTITIES).where(_E.key.in_(batch), sa.not_(touched))
+            ).rowcount
+        return removed
+
+    def replace_document(
+        self,
+        document: str,
+        entities: Sequence[Entity],
+        relationships: Sequence[Relationship],
+    ) -> GraphCounts:
+        """Replace one document's relationships (see ``GraphStore.replace_document``).
+
+        Raises:
+            ValueError: a relationship of another document or with an endpoint not among
+                ``entities``; inconsistent or bad vectors (checked before any write).
+        """
+        validate_document_edges(document, entities, relationships)
+        merged = merge_entities(entities)
+        edges = unique_relationships(relationships)
+        with self._errors(f"replacing the graph of {document!r}"), self.engine.begin() as conn:
+            dimension = self._dimension or self._stored_dimension(conn)
+            entity_vectors(merged.values(), dimension)
+            self._merge(conn, merged.values())
+            _, old_ends = self._delete_edges(conn, document)
+            if edges:
+                conn.execute(
+                    sa.insert(GRAPH_RELATIONSHIPS),
+                    [
+                        {
+                            "id": rel.id,
+                            "source_key": rel.source,
+                            "target_key": rel.target,
+                            "type": rel.type,
+                            "description": rel.description,
+                            "source_doc": rel.source_doc,
+                            "chunk_id": rel.chunk_id,
+                        }
+                        for rel in edges
+                    ],
+                )
+            self._delete_orphans(conn, old_ends | merged.keys())
+            return self._counts(conn, document)
+
+    def delete_document(self, document: str) -> GraphCounts:
+        """Delete a document's relationships, then orphaned entities; return what went."""
+        with self._errors(f"deleting the graph of {document!r}"), self.engine.begin() as conn:
+            deleted, ends = self._delete_edges(conn, document)
+            orphans = self._delete_orphans(conn, ends)
+        return GraphCounts(entities=orphans, relationships=deleted)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def similar_entities(self, vector: Sequence[float] | np.ndarray, k: int) -> list[EntityHit]:
+        """Top-``k`` entities by cosine similarity of their name vector, best first (ties by
+        key). Entities without a vector are never returned.
+
+        Raises:
+            ValueError: ``k`` < 1; an empty, non-finite or zero query; a query whose length is
+                not the stored vectors' dimension.
+        """
+        query = query_vector(vector, k)
+        with self._errors("searching entity vectors"), self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(_E.key, _E.name, _E.type, _E.vector, _E.dimension).where(
+                    _E.vector.is_not(None)
+                )
+            ).all()
+        if not rows:
+            return []
+        dims = {row.dimension for row in rows}
+        if dims != {query.size}:
+            raise ValueError(
+                f"query vector has {query.size} dimensions; stored entity vectors have "
+                f"{sorted(dims)}"
+            )
+        matrix = np.frombuffer(b"".join(row.vector for row in rows), dtype="<f4").reshape(
+            len(rows), query.size
+        )
+        norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+        scores = (matrix @ query) / norms
+        order = sorted(range(len(rows)), key=lambda i: (-float(scores[i]), rows[i].key))[:k]
+        return [
+            EntityHit(key=rows[i].key, name=rows[i].name, type=rows[i].type, score=float(scores[i]))
+            for i in order
+        ]
+
+    def _adjacency(
+        self, conn: sa.Connection, keys: Iterable[str]
+    ) -> dict[str, list[tuple[str, Relationship]]]:
+        """For each key, ``(neighbour, relationship)`` over every edge touching it, either
+        direction. A self-loop appears once."""
+        adjacency: dict[str, list[tuple[str, Relationship]]] = defaultdict(list)
+        wanted = sorted(set(keys))
+        for batch in _batches(wanted):
+            rows = conn.execute(
+                sa.select(GRAPH_RELATIONSHIPS).where(
+                    sa.or_(_R.source_key.in_(batch), _R.target_key.in_(batch))
+                )
+            )
+            members = set(batch)
+            for row in rows:
+                rel = _relationship(row)
+                if rel.source in members:
+                    adjacency[rel.source].append((rel.target, rel))
+                if rel.target in members and rel.target != rel.source:
+                    adjacency[rel.target].append((rel.source, rel))
+        return adjacency
+
+    def walk(self, seeds: Sequence[str], hops: int = 1, limit: int = 200) -> list[GraphPath]:
+        """Paths of 1..``hops`` relationships from each seed key, either direction, in
+        ``walk_order_key`` order, at most ``limit`` (see ``GraphStore.walk``).
+
+        Raises:
+            ValueError: ``hops`` not 1 or 2, or ``limit`` < 1.
+        """
+        check_walk_args(hops, limit)
+        order = list(dict.fromkeys(seeds))
+        with self._errors("walking the graph"), self.engine.connect() as conn:
+            adjacency = self._adjacency(conn, order)
+            first: list[list[GraphPath]] = []
+            for index, seed in enumerate(order):
+                paths = [GraphPath((seed, nb), (rel,)) for nb, rel in adjacency.get(seed, ())]
+                paths.sort(key=lambda p, i=index: walk_order_key(i, p))
+                first.append(paths)
+            result = [path for paths in first for path in paths]
+            if hops == 1 or len(result) >= limit:
+                return result[:limit]
+            middles = {path.nodes[1] for path in result} - set(order)
+            adjacency.update(self._adjacency(conn, middles))
+        for index, paths in enumerate(first):
+            second = [
+                GraphPath((*path.nodes, end), (*path.relationships, rel))
+                for path in paths
+                for end, rel in adjacency.get(path.nodes[1], ())
+                if rel.id != path.relationships[0].id
+            ]
+            second.sort(key=lambda p, i=index: walk_order_key(i, p))
+            result.extend(second)
+            if len(result) >= limit:
+                break
+        return result[:limit]
+
+    def overview(self, limit: int = 2000, document: str | None = None) -> list[Relationship]:
+        """Relationships (all, or one document's) by the combined degree of their endpoints,
+        highest first, ties by relationship id; at most ``limit``. Degrees count every
+        relationship in the graph (a self-loop counts twice, as in Neo4j).
+
+        Raises:
+            ValueError: ``limit`` < 1.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        ends = sa.union_all(
+            sa.select(_R.source_key.label("key")), sa.select(_R.target_key.label("key"))
+        ).subquery("ends")
+        degree = (
+            sa.select(ends.c.key, sa.func.count().label("n")).group_by(ends.c.key).cte("degree")
+        )
+        source_degree = degree.alias("source_degree")
+        target_degree = degree.alias("target_degree")
+        combined = (source_degree.c.n + target_degree.c.n).label("combined")
+        statement = (
+            sa.select(GRAPH_RELATIONSHIPS, combined)
+            .join(source_degree, source_degree.c.key == _R.source_key)
+            .join(target_degree, target_degree.c.key == _R.target_key)
+            .order_by(combined.desc(), _R.id)
+            .limit(limit)
+        )
+        if document is not None:
+            statement = statement.where(_R.source_doc == document)
+        with self._errors("reading the graph overview"), self.engine.connect() as conn:
+            return [_relationship(row) for row in conn.execute(statement)]
+
+    def relationships_for_document(self, document: str) -> list[Relationship]:
+        """Every relationship of ``document``, in relationship-id order."""
+        with self._errors(f"reading the graph of {document!r}"), self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(GRAPH_RELATIONSHIPS).where(_R.source_doc == document).order_by(_R.id)
+            )
+            return [_relationship(row) for row in rows]
+
+    def entities(self, keys: Sequence[str]) -> list[Entity]:
+        """Entities by key in the order asked (vectors omitted, unknown keys skipped)."""
+        found: dict[str, Entity] = {}
+        with self._errors("reading entities"), self.engine.connect() as conn:
+            for batch in _batches(sorted(set(keys))):
+                for row in conn.execute(
+                    sa.select(_E.key, _E.name, _E.type, _E.description).where(_E.key.in_(batch))
+                ):
+                    found[row.key] = Entity(
+                        name=row.name, type=row.type, description=row.description
+                    )
+        return [found[key] for key in keys if key in found]
+
+    def _counts(self, conn: sa.Connection, document: str | None) -> GraphCounts:
+        if document is None:
+            entities = conn.execute(
+                sa.select(sa.func.count()).select_from(GRAPH_ENTITIES)
+            ).scalar_one()
+            relationships = conn.execute(
+                sa.select(sa.func.count()).select_from(GRAPH_RELATIONSHIPS)
+            ).scalar_one()
+            return GraphCounts(entities=entities, relationships=relationships)
+        mine = _R.source_doc == document
+        ends = sa.union(
+            sa.select(_R.source_key.label("key")).where(mine),
+            sa.select(_R.target_key.label("key")).where(mine),
+        ).subquery()
+        entities = conn.execute(sa.select(sa.func.count()).select_from(ends)).scalar_one()
+        relationships = conn.execute(
+            sa.select(sa.func.count()).select_from(GRAPH_RELATIONSHIPS).where(mine)
+        ).scalar_one()
+        return GraphCounts(entities=entities, relationships=relationships)
+
+    def counts(self, document: str | None = None) -> GraphCounts:
+        """Counts for the whole graph, or one document's relationships and their endpoints."""
+        with self._errors("counting the graph"), self.engine.connect() as conn:
+            return self._counts(conn, document)
