@@ -1,0 +1,299 @@
+"""The HTTP face of the server: Streamable HTTP at ``/mcp``, stored files at ``/files/…``, and
+``/healthz`` for probes, in one Starlette app.
+
+Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
+
+* **Stateless JSON.** ``stateless_http=True, json_response=True`` — the mcp SDK marks it as
+  recommended for a simple server (python-sdk ``examples/snippets/servers/streamable_config.py``).
+  kb keeps no per-session state: its tools only read, and it sends no server-to-client
+  requests, progress or subscriptions, so every POST is answered on its own with one JSON body.
+  That needs no session affinity behind a load balancer and survives restarts.
+* **Files.** ``GET /files/{blob key}`` serves stored PDFs (``pdfs/…``) and figure PNGs
+  (``figures/…``) read-only, so every citation link resolves. Keys go through
+  ``kb_shared.stores.blobs.check_key`` (no ``..``, absolute paths, backslashes or control
+  characters, after percent-decoding) and must start with one of ``SERVED_PREFIXES``;
+  anything else is a 404, the same answer as a missing file, so nothing is learnt by probing.
+* **Exposure.** Binding a non-loopback address needs bearer tokens (``KB_MCP_TOKENS``) or an
+  explicit ``--public``; tokens, when set, are required on ``/mcp`` and ``/files`` whatever
+  the address. DNS-rebinding protection stays on (the SDK's ``TransportSecuritySettings``):
+  Host headers must be loopback, the bound host, the public URL's host, or one of
+  ``KB_MCP_ALLOWED_HOSTS``; ``/files`` applies the same Host check.
+* **Probes** use ``/healthz`` (JSON with counts), never ``GET /mcp``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import mimetypes
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio.to_thread
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kb_mcp.errors import ToolProblem
+from kb_mcp.server import build_server
+from kb_mcp.state import ServerState, StateHolder
+from kb_shared.errors import KbError
+from kb_shared.providers.base import Embedder
+from kb_shared.settings import Settings
+from kb_shared.stores.blobs import check_key
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+FILES_PATH = "/files"
+HEALTH_PATH = "/healthz"
+
+#: Blob folders ``/files`` serves: the PDFs citations link to and the figure crops. Markdown,
+#: chunk tables and asset outputs stay private.
+SERVED_PREFIXES = ("pdfs/", "figures/")
+
+#: Content types by file signature, for keys without a telling extension (PDF 1.7, ISO
+#: 32000-1 section 7.5.2 "%PDF-"; PNG specification section 5.2).
+_SIGNATURES = ((b"%PDF-", "application/pdf"), (b"\x89PNG\r\n\x1a\n", "image/png"))
+
+_LOOPBACK_NAMES = ("localhost",)
+
+
+class ExposureError(KbError):
+    """Refusal to serve a non-loopback address without tokens or ``--public``."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP literals (``127.0.0.0/8``, ``::1``)."""
+    if host.strip("[]").lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_problem(host: str, tokens: Sequence[str], public: bool) -> str | None:
+    """Why the server must not start on ``host``, or ``None`` when it may.
+
+    A non-loopback bind (including ``0.0.0.0``/``::``, which listen on every interface)
+    exposes the corpus and its files to the network, so it needs bearer tokens or an explicit
+    ``--public`` from the operator.
+    """
+    if is_loopback(host) or tokens or public:
+        return None
+    return (
+        f"refusing to serve on {host!r} without authentication: a non-loopback address exposes "
+        "the corpus to the network. Set KB_MCP_TOKENS to one or more comma-separated bearer "
+        "tokens (clients send 'Authorization: Bearer <token>'), or pass --public to serve it "
+        "openly on purpose, or bind 127.0.0.1."
+    )
+
+
+def _bracket(host: str) -> str:
+    try:
+        if ipaddress.ip_address(host.strip("[]")).version == 6:
+            return f"[{host.strip('[]')}]"
+    except ValueError:
+        pass
+    return host
+
+
+def allowed_hosts(settings: Settings) -> list[str]:
+    """Host header values accepted (``host:*`` = any port), in the SDK's pattern syntax.
+
+    Loopback always; the bound host unless it is a wildcard address; the host of
+    ``public_url``; and every entry of ``KB_MCP_ALLOWED_HOSTS`` (an entry without a port is
+    accepted with and without one).
+    """
+    hosts = ["127.0.0.1", "localhost", "[::1]"]
+    bound = settings.mcp_host
+    if bound not in ("0.0.0.0", "::", ""):
+        hosts.append(_bracket(bound))
+    if settings.public_url:
+        netloc = urlsplit(settings.public_url).netloc.rsplit("@", 1)[-1]
+        if netloc:
+            hosts.append(netloc)
+    hosts += [h.strip() for h in (settings.mcp_allowed_hosts or "").split(",") if h.strip()]
+    patterns: list[str] = []
+    for host in hosts:
+        has_port = host.rsplit("]", 1)[-1].count(":") == 1 if host.startswith("[") else (
+            host.count(":") == 1
+        )
+        variants = [host] if has_port else [host, f"{host}:*"]
+        patterns += [v for v in variants if v not in patterns]
+    return patterns
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    """DNS-rebinding protection for ``/mcp``: allowed Host headers (``allowed_hosts``) and the
+    matching ``http``/``https`` origins."""
+    hosts = allowed_hosts(settings)
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def host_allowed(host: str | None, patterns: Sequence[str]) -> bool:
+    """The SDK's Host rule: an exact pattern, or ``name:*`` for ``name`` with any port."""
+    if not host:
+        return False
+    if host in patterns:
+        return True
+    return any(p.endswith(":*") and host.startswith(p[:-1]) for p in patterns)
+
+
+class AccessMiddleware:
+    """Bearer tokens on ``/mcp`` and ``/files`` (when configured) and the Host check on
+    ``/files``. Tokens are compared in constant time (``hmac.compare_digest``)."""
+
+    def __init__(self, app: ASGIApp, tokens: Sequence[str], hosts: Sequence[str]) -> None:
+        self.app = app
+        self.tokens = [t.encode("utf-8") for t in tokens]
+        self.hosts = list(hosts)
+
+    def _authorised(self, headers: Headers) -> bool:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return False
+        given = token.strip().encode("utf-8")
+        return any(hmac.compare_digest(given, expected) for expected in self.tokens)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        protected = path == MCP_PATH or path.startswith(MCP_PATH + "/") or path.startswith(
+            FILES_PATH + "/"
+        )
+        headers = Headers(scope=scope)
+        if protected and self.tokens and not self._authorised(headers):
+            response: Response = JSONResponse(
+                {"error": "unauthorized", "detail": "send 'Authorization: Bearer <token>'"},
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="kb"'},
+            )
+            await response(scope, receive, send)
+            return
+        if path.startswith(FILES_PATH + "/") and not host_allowed(headers.get("host"), self.hosts):
+            await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def media_type(key: str, head: bytes) -> str:
+    """Content type of a blob: from its extension, else its signature, else octet-stream."""
+    guessed, _ = mimetypes.guess_type(PurePosixPath(key).name)
+    if guessed in ("application/pdf", "image/png"):
+        return guessed
+    for signature, kind in _SIGNATURES:
+        if head.startswith(signature):
+            return kind
+    return guessed or "application/octet-stream"
+
+
+def servable_key(key: str) -> str | None:
+    """``key`` when ``/files`` may serve it (safe key under ``SERVED_PREFIXES``), else ``None``."""
+    try:
+        check_key(key)
+    except ValueError:
+        return None
+    return key if key.startswith(SERVED_PREFIXES) else None
+
+
+def _health(state: ServerState) -> dict[str, Any]:
+    rows = state.catalog.list_documents()
+    body: dict[str, Any] = {
+        "status": "ok",
+        "documents": sum(r.status == "ready" for r in rows),
+        "pending": sum(r.status == "pending" for r in rows),
+        "failed": sum(r.status == "failed" for r in rows),
+        "embedding_model": state.embedder.model,
+    }
+    try:
+        body["points"] = state.vectors().count()
+    except ToolProblem:  # no index yet: an empty corpus is healthy
+        body["points"] = 0
+    return body
+
+
+def build_app(
+    settings: Settings,
+    *,
+    public: bool = False,
+    embedder: Embedder | None = None,
+    warm: bool = True,
+    log_level: str = "INFO",
+) -> Starlette:
+    """The Starlette app ``kb-mcp serve --transport http`` runs.
+
+    Args:
+        settings: stores, host/port, tokens, allowed hosts, public URL.
+        public: the operator's explicit consent to serve a non-loopback host without tokens.
+        embedder / warm / log_level: passed to ``build_server``.
+
+    Raises:
+        ExposureError: non-loopback host without tokens and without ``public``.
+    """
+    problem = exposure_problem(settings.mcp_host, settings.token_list, public)
+    if problem:
+        raise ExposureError(problem)
+    holder = StateHolder()
+    mcp = build_server(
+        settings, holder=holder, embedder=embedder, warm=warm, log_level=log_level.upper()
+    )
+
+    @mcp.custom_route(HEALTH_PATH, methods=["GET"])
+    async def healthz(_: Request) -> Response:
+        if not holder.ready:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        try:
+            body = await anyio.to_thread.run_sync(_health, holder.state)
+        except KbError as exc:
+            return JSONResponse({"status": "degraded", "error": str(exc)}, status_code=503)
+        return JSONResponse(body)
+
+    @mcp.custom_route(FILES_PATH + "/{key:path}", methods=["GET", "HEAD"])
+    async def files(request: Request) -> Response:
+        key = servable_key(request.path_params.get("key", ""))
+        if key is None or not holder.ready:
+            return PlainTextResponse("Not Found", status_code=404)
+        blobs = holder.state.blobs
+        headers = {
+            "X-Content-Type-Options": "nosniff",
+            "Content-Disposition": f"inline; filename=\"{PurePosixPath(key).name}\"",
+            "Cache-Control": "no-cache",
+        }
+        local = blobs.local_path(key)
+        if local is not None:
+            if not local.is_file():
+                return PlainTextResponse("Not Found", status_code=404)
+            with local.open("rb") as handle:
+                head = handle.read(8)
+            return FileResponse(local, media_type=media_type(key, head), headers=headers)
+        try:
+            data = await anyio.to_thread.run_sync(blobs.get, key)
+        except FileNotFoundError:
+            return PlainTextResponse("Not Found", status_code=404)
+        except OSError as exc:
+            log.warning("serving %s failed: %s", key, exc)
+            return PlainTextResponse("Blob store unavailable", status_code=503)
+        return Response(data, media_type=media_type(key, data[:8]), headers=headers)
+
+    app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=transport_security(settings),
+        host=settings.mcp_host,
+    )
+    app.add_middleware(AccessMiddleware, tokens=settings.token_list, hosts=allowed_hosts(settings))
+    return app

@@ -1,0 +1,37 @@
+"""Fixtures for the MCP server tests: the small corpus of ``tests/mcp/corpus.py`` written
+straight into the stores (once per module), a deterministic embedder, and servers on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb_mcp.server import build_server
+from tests.mcp.corpus import HashingEmbedder, corpus_settings, write_corpus
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run the async tests on asyncio (anyio's pytest plugin)."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> HashingEmbedder:
+    """256 buckets: few hash collisions, so unrelated texts score near 0."""
+    return HashingEmbedder(256)
+
+
+@pytest.fixture(scope="module")
+def corpus_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbedder) -> Path:
+    """KB_HOME holding the two-document corpus (plus a pending and a failed document)."""
+    home = tmp_path_factory.mktemp("kbcorpus")
+    write_corpus(corpus_settings(home), embedder)
+    return home
+
+
+@pytest.fixture
+def server(corpus_home: Path, embedder: HashingEmbedder):
+    """An MCP server on the corpus (links based on http://127.0.0.1:8765)."""
+    return build_server(corpus_settings(corpus_home), embedder=embedder, warm=False)
