@@ -177,6 +177,14 @@ def rebuild(
     asset: Annotated[str, typer.Argument(help=f"One of: {', '.join(REBUILDABLE)}.")],
     names: Annotated[list[str] | None, typer.Argument(help="Documents (or use --all).")] = None,
     everything: Annotated[bool, typer.Option("--all", help="Every ready document.")] = False,
+    reset: Annotated[
+        bool,
+        typer.Option(
+            "--reset",
+            help="With `embeddings --all`: drop the vector index and the graph first and "
+            "rebuild embeddings, graph and figures (after changing the embedding model).",
+        ),
+    ] = False,
 ) -> None:
     """Re-materialise only ASSET (and `record`) for the named documents; nothing upstream
     runs, because upstream outputs are read from the blob store."""
@@ -186,6 +194,22 @@ def rebuild(
     except ValueError as error:
         err.print(f"[red]{error}[/red]")
         raise typer.Exit(2) from error
+    if reset:
+        if asset != "embeddings" or not everything or names:
+            err.print("--reset goes with `kb rebuild embeddings --all` only")
+            raise typer.Exit(2)
+        dropped, removed = operations.reset_for_new_model(stores)
+        console.print(
+            f"dropped the vector index ({'it existed' if dropped else 'there was none'}) and "
+            f"{removed} graph relationships; re-embedding every ready document"
+        )
+        doc_ids = [r.doc_id for r in stores.catalog().list_documents(status="ready")]
+        if doc_ids:
+            _build(
+                settings, stores, doc_ids, assets=operations.RESET_SELECTION,
+                force=tuple(operations.RESET_SELECTION),
+            )
+        return
     if names:
         doc_ids = [operations.resolve_document(stores, n).doc_id for n in names]
     elif everything:

@@ -21,7 +21,10 @@ from kb_assets.constants import (
     CHUNKS_KEY,
     CORPUS_ASSETS,
     DOCUMENTS,
+    EMBEDDINGS,
+    FIGURES,
     FIGURES_PREFIX,
+    GRAPH,
     MARKDOWN_KEY,
     MARKDOWN_META_KEY,
     RECORD,
@@ -237,6 +240,26 @@ def rebuild_selection(asset: str) -> list[str]:
     if asset not in REBUILDABLE:
         raise ValueError(f"can rebuild {', '.join(REBUILDABLE)}; not {asset!r}")
     return [asset, RECORD]
+
+
+#: What ``kb rebuild embeddings --all --reset`` re-materialises: everything that holds
+#: vectors of the embedding model (chunk and figure points, entity-name vectors) and record.
+RESET_SELECTION = [EMBEDDINGS, GRAPH, FIGURES, RECORD]
+
+
+def reset_for_new_model(stores: StoresResource) -> tuple[bool, int]:
+    """Drop the vector index and clear the graph so vectors of another embedding model can
+    be stored (``EmbeddingMismatchError`` otherwise refuses to mix them). The caller then
+    rebuilds ``RESET_SELECTION`` for every ready document; Markdown and chunks are kept.
+
+    Returns:
+        ``(whether an index was dropped, relationships removed from the graph)``.
+    """
+    dropped = stores.drop_vectors()
+    graph = stores.graph()
+    graph.ensure_schema(None)
+    removed = graph.clear()
+    return dropped, removed.relationships
 
 
 @dataclass

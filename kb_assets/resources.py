@@ -88,6 +88,12 @@ class StoresResource(dg.ConfigurableResource):
             index.open(recorded.model, recorded.dimension, create=False)
         return index
 
+    def drop_vectors(self) -> bool:
+        """Drop the whole vector index (every point and its recorded model), for switching
+        embedding models. Returns whether there was one."""
+        index = self._cached("vectors", lambda: store_factory.open_vector_index(self.settings))
+        return index.drop()
+
     def graph(self) -> GraphStore:
         """The graph store (schema ensured on first use by the caller with a dimension)."""
         return self._cached(

@@ -40,9 +40,15 @@ trimmed, so quotes taken from the document still match chunk text.
 **Packing.** Blocks are packed greedily, in order, into a chunk while its word count stays
 <= ``budget_words``; blocks in one chunk are joined by a blank line. Each heading starts a new
 chunk and its line is the first line of that chunk, except that a chunk holding nothing but
-heading lines so far is not closed by a deeper heading (``## 3 Dispatch`` directly followed by
-``### 3.1 Bids`` gives one chunk starting with both, not a chunk that is only a heading; its
-path is the deeper one). A heading of the same or a higher level does close it. Headings
+heading lines so far is not closed by a deeper heading
+(``## 3 Dispatch`` directly followed by ``### 3.1 Bids`` gives one chunk starting with both,
+not a chunk that is only a heading; its path is the deeper one). An unnumbered heading
+directly under a same-level heading that has no text of its own is that heading's sub-part:
+NIST's ``###### 3.1.5 Employ the principle of least privilege…`` followed by
+``###### DISCUSSION`` gives the path ``(…, "3.1.5 Employ…", "DISCUSSION")`` and one chunk,
+so the requirement's number stays with its discussion. A numbered heading (``3.4 …``,
+``A.2``, ``Appendix B``) after an empty numbered one is its sibling, and a heading of the
+same or a higher rank than every heading in the chunk closes it. Headings
 directly before a table lead the table's first part (see "Tables").
 ``heading_path`` is the stack of headings in force, outermost first, including the chunk's
 own heading: a heading of level L pops every heading of level >= L, then is pushed. Titles are
@@ -118,6 +124,13 @@ _PIPE_ROW_START = re.compile(r"^ {0,3}\|")
 _LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]*_]*(\s+)[\"“‘'(\[*_]*([^\W_])")
 _EMPHASIS_WRAPPERS = ("**", "__", "*", "_")
+#: A heading title that carries its own number ("3.4 Conditions", "A.2", "Appendix B"):
+#: a sibling, never a sub-part, of the heading before it.
+_NUMBERED_TITLE = re.compile(
+    r"^(?:\d+(?:\.\d+)*\.?(?:\s|$)|[A-Z](?:\.\d+)+\.?(?:\s|$)|[IVXLC]+\.\s"
+    r"|(?:appendix|annex|schedule|attachment|part|chapter|section)\b)",
+    re.IGNORECASE,
+)
 
 
 def count_words(text: str) -> int:
@@ -465,10 +478,11 @@ class _Builder:
         """The chunk in progress holds heading lines and nothing else (or nothing at all)."""
         return all(piece.block.kind == "heading" for piece in self.pending)
 
-    def last_heading_level(self) -> int:
-        """Level of the last heading in the chunk in progress, 0 when it holds none."""
+    def top_heading_level(self) -> int:
+        """Highest rank (smallest level number) among the headings of the chunk in progress,
+        0 when it holds none."""
         levels = [piece.block.level for piece in self.pending if piece.block.kind == "heading"]
-        return levels[-1] if levels else 0
+        return min(levels) if levels else 0
 
     def flush(self) -> None:
         """Close the chunk in progress (if any) as a text chunk."""
@@ -596,11 +610,24 @@ def chunk_markdown(markdown: str, document: str, budget_words: int = 300) -> lis
             builder.table(block, path)
             continue
         if block.kind == "heading":
-            if not builder.only_headings() or builder.last_heading_level() >= block.level:
+            heading_run = bool(builder.pending) and builder.only_headings()
+            # An unnumbered heading right under a same-level heading with no text of its own
+            # is that heading's sub-part (NIST: "3.1.5 Employ …" then "DISCUSSION"), so the
+            # path keeps both and they share a chunk.
+            sub_part = (
+                heading_run
+                and bool(headings)
+                and int(headings[-1][0]) == block.level
+                and not _NUMBERED_TITLE.match(block.title)
+            )
+            if not heading_run or (
+                block.level <= builder.top_heading_level() and not sub_part
+            ):
                 builder.flush()
-            while headings and headings[-1][0] >= block.level:
+            level: float = headings[-1][0] + 0.5 if sub_part else block.level
+            while headings and headings[-1][0] >= level:
                 headings.pop()
-            headings.append((block.level, block.title))
+            headings.append((level, block.title))
             path = tuple(title for _, title in headings if title)
         if block.kind == "code":
             spans = [(0, len(block.text))]

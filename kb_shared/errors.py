@@ -20,7 +20,7 @@ class EmbeddingMismatchError(StoreError):
     """The vector index was built with another embedding model or dimension.
 
     Mixing vectors from two models in one index gives silent garbage, so opening refuses;
-    the message names both models and says to re-embed (``kb rebuild embeddings --all``).
+    the message names both models and says to re-embed (``kb rebuild embeddings --all --reset``).
     """
 
 

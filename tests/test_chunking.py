@@ -829,3 +829,60 @@ def test_real_loss_factor_tables_keep_the_invariants(
     body_rows = Counter(r for r in input_rows if r not in headers and not _ALIGNMENT.match(r))
     part_rows = Counter(line for c in tables for line in c.text.split("\n")[2:])
     assert part_rows == body_rows
+
+
+def test_an_unnumbered_heading_under_an_empty_same_level_heading_is_its_sub_part() -> None:
+    # NIST SP 800-171 pattern: a requirement heading, then "DISCUSSION" at the same level.
+    markdown = "\n".join(
+        [
+            "<!-- page 24 -->",
+            "##### **3.1 ACCESS CONTROL**",
+            "",
+            "###### **3.1.5 Employ the principle of least privilege.**",
+            "",
+            "###### **DISCUSSION**",
+            "",
+            "Organizations employ the principle of least privilege.",
+            "",
+            "###### **3.1.6 Use non-privileged accounts.**",
+            "",
+            "###### **DISCUSSION**",
+            "",
+            "This requirement limits exposure.",
+        ]
+    )
+    chunks = chunk_markdown(markdown, "nist", budget_words=300)
+    assert _summary(chunks) == [
+        (
+            "nist-0",
+            "text",
+            "##### **3.1 ACCESS CONTROL**\n\n###### **3.1.5 Employ the principle of least "
+            "privilege.**\n\n###### **DISCUSSION**\n\nOrganizations employ the principle of "
+            "least privilege.",
+            ("3.1 ACCESS CONTROL", "3.1.5 Employ the principle of least privilege.", "DISCUSSION"),
+            24,
+            24,
+        ),
+        (
+            "nist-1",
+            "text",
+            "###### **3.1.6 Use non-privileged accounts.**\n\n###### **DISCUSSION**\n\n"
+            "This requirement limits exposure.",
+            ("3.1 ACCESS CONTROL", "3.1.6 Use non-privileged accounts.", "DISCUSSION"),
+            24,
+            24,
+        ),
+    ]
+
+
+def test_a_numbered_heading_after_an_empty_numbered_one_is_its_sibling() -> None:
+    markdown = "### 3.3 [This section is deleted]\n\n### 3.4 Conditions\n\nText."
+    first, second = chunk_markdown(markdown, "doc")
+    assert (first.text, first.heading_path) == (
+        "### 3.3 [This section is deleted]",
+        ("3.3 [This section is deleted]",),
+    )
+    assert (second.text, second.heading_path) == (
+        "### 3.4 Conditions\n\nText.",
+        ("3.4 Conditions",),
+    )

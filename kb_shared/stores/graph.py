@@ -161,6 +161,12 @@ class GraphStore(ABC):
         (relationships deleted, orphan entities deleted). Unknown documents remove nothing."""
 
     @abstractmethod
+    def clear(self) -> GraphCounts:
+        """Delete every relationship and entity in one transaction (and, on Neo4j, the entity
+        vector index), so entity vectors of a new embedding model can be stored. Returns what
+        was removed."""
+
+    @abstractmethod
     def similar_entities(self, vector: Sequence[float] | np.ndarray, k: int) -> list[EntityHit]:
         """Top-``k`` entities by cosine similarity of their name vector, best first."""
 

@@ -72,6 +72,13 @@ CREATE_VECTOR_INDEX = (
     "`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}"
 )
 DROP_VECTOR_INDEX = "DROP INDEX entity_names IF EXISTS"
+CLEAR_GRAPH = """
+MATCH (e:Entity)
+OPTIONAL MATCH (e)-[r:RELATES]->()
+WITH collect(DISTINCT e) AS entities, count(DISTINCT r) AS relationships
+FOREACH (e IN entities | DETACH DELETE e)
+RETURN size(entities) AS entities, relationships
+"""
 VECTOR_INDEX_OPTIONS = (
     "SHOW VECTOR INDEXES YIELD name, options WHERE name = $name RETURN options"
 )
@@ -285,7 +292,7 @@ class Neo4jGraphStore(GraphStore):
         Raises:
             ValueError: ``dimension`` < 1.
             EmbeddingMismatchError: entities already hold vectors of another dimension
-                (rebuild the graph with ``kb rebuild graph --all`` after a model change).
+                (rebuild the graph with ``kb rebuild embeddings --all --reset`` after a model change).
         """
         if dimension is not None and dimension < 1:
             raise ValueError(f"dimension must be at least 1, got {dimension}")
@@ -298,8 +305,9 @@ class Neo4jGraphStore(GraphStore):
                 if stored:
                     raise EmbeddingMismatchError(
                         f"{self._where} holds {stored[0]['dimension']}-dim entity vectors "
-                        f"(index {VECTOR_INDEX!r} has {indexed}), not {dimension}: rebuild the "
-                        "graph (kb rebuild graph --all) after changing the embedding model"
+                        f"(index {VECTOR_INDEX!r} has {indexed}), not {dimension}: re-embed "
+                        "everything after changing the embedding model: "
+                        "`kb rebuild embeddings --all --reset`"
                     )
                 self._run(DROP_VECTOR_INDEX)
                 indexed = None
@@ -385,6 +393,19 @@ class Neo4jGraphStore(GraphStore):
         """Delete a document's relationships, then orphaned entities; return what went."""
         with self._errors(f"deleting the graph of {document!r}"), self._session() as session:
             return session.execute_write(self._delete_tx, document)
+
+    def clear(self) -> GraphCounts:
+        """Delete every entity with its relationships in one transaction, then drop the
+        ``entity_names`` vector index (``ensure_schema(dimension)`` creates it again)."""
+        with self._errors("clearing the graph"), self._session() as session:
+            record = session.execute_write(lambda tx: tx.run(CLEAR_GRAPH).single())
+        with self._errors("dropping the entity vector index"):
+            self._run(DROP_VECTOR_INDEX)
+        self._dimension = None
+        return GraphCounts(
+            entities=int(record["entities"]) if record else 0,
+            relationships=int(record["relationships"]) if record else 0,
+        )
 
     # -- reads ---------------------------------------------------------------------------
 

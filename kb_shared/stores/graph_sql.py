@@ -254,8 +254,8 @@ class SqlGraphStore(GraphStore):
 
         Raises:
             ValueError: ``dimension`` < 1.
-            EmbeddingMismatchError: stored vectors have another dimension (rebuild the graph
-                with ``kb rebuild graph --all`` after changing the embedding model).
+            EmbeddingMismatchError: stored vectors have another dimension (re-embed with
+                ``kb rebuild embeddings --all --reset`` after changing the embedding model).
         """
         if dimension is not None and dimension < 1:
             raise ValueError(f"dimension must be at least 1, got {dimension}")
@@ -266,8 +266,8 @@ class SqlGraphStore(GraphStore):
         if dimension is not None and stored is not None and stored != dimension:
             raise EmbeddingMismatchError(
                 f"the graph store {self._where} holds {stored}-dim entity vectors, not "
-                f"{dimension}: rebuild the graph (kb rebuild graph --all) after changing the "
-                "embedding model"
+                f"{dimension}: re-embed everything after changing the embedding model: "
+                "`kb rebuild embeddings --all --reset`"
             )
         self._dimension = dimension if dimension is not None else stored
 
@@ -376,6 +376,14 @@ class SqlGraphStore(GraphStore):
             deleted, ends = self._delete_edges(conn, document)
             orphans = self._delete_orphans(conn, ends)
         return GraphCounts(entities=orphans, relationships=deleted)
+
+    def clear(self) -> GraphCounts:
+        """Delete every relationship, then every entity, in one transaction."""
+        with self._errors("clearing the graph"), self.engine.begin() as conn:
+            relationships = conn.execute(GRAPH_RELATIONSHIPS.delete()).rowcount
+            entities = conn.execute(GRAPH_ENTITIES.delete()).rowcount
+        self._dimension = None
+        return GraphCounts(entities=entities, relationships=relationships)
 
     # -- reads ---------------------------------------------------------------------------
 

@@ -175,8 +175,8 @@ def check_collection(recorded: CollectionInfo, model: str, dimension: int, where
             f"the vector index {where} holds embeddings from {recorded.model!r} "
             f"({recorded.dimension} dimensions), but the live embedding model is {model!r} "
             f"({dimension} dimensions). Vectors from different models cannot be compared: "
-            "re-embed the corpus with `kb rebuild embeddings --all` (or set the embedding "
-            "settings back to the recorded model)."
+            "re-embed the corpus with `kb rebuild embeddings --all --reset` (or set the "
+            "embedding settings back to the recorded model)."
         )
 
 
@@ -206,6 +206,12 @@ class VectorIndex(ABC):
     @abstractmethod
     def describe(self) -> CollectionInfo | None:
         """The recorded model and dimension, or ``None`` when no collection exists yet."""
+
+    @abstractmethod
+    def drop(self) -> bool:
+        """Delete the whole collection: every point and the recorded model and dimension, so
+        the next ``open`` may record another model (switching embedding models). Returns
+        whether there was a collection. ``info`` is reset to ``None``."""
 
     @abstractmethod
     def upsert(self, points: Sequence[Point]) -> int:

@@ -199,6 +199,15 @@ class QdrantVectorIndex(VectorIndex):
                         self.collection, field, models.PayloadSchemaType.KEYWORD
                     )
 
+    def drop(self) -> bool:
+        """Delete the Qdrant collection. Returns whether it existed."""
+        self.info = None
+        with self._calls(f"deleting collection {self.collection!r}"):
+            if not self.client.collection_exists(self.collection):
+                return False
+            self.client.delete_collection(self.collection)
+        return True
+
     def _require_open(self) -> CollectionInfo:
         if self.info is None:
             raise StoreError(

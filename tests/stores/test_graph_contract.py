@@ -298,9 +298,26 @@ def test_schema_dimension_conflicts_only_with_stored_vectors(backend: GraphStore
     backend.ensure_schema(DIM)  # nothing stored yet: the new dimension wins
     backend.ensure_schema(DIM)  # idempotent
     load_hub(backend)
-    with pytest.raises(EmbeddingMismatchError, match="rebuild the graph"):
+    with pytest.raises(EmbeddingMismatchError, match="kb rebuild embeddings --all --reset"):
         backend.ensure_schema(8)
     assert backend.counts() == GraphCounts(entities=5, relationships=4)
+
+
+def test_clear_removes_everything_and_frees_the_dimension(backend: GraphStore) -> None:
+    backend.ensure_schema(DIM)
+    load_hub(backend)
+    assert backend.replace_document("d2", [RETAILER, LIFE_SUPPORT], [R5]) == GraphCounts(2, 1)
+    assert backend.clear() == GraphCounts(entities=6, relationships=5)
+    assert backend.counts() == GraphCounts(entities=0, relationships=0)
+    assert backend.relationships_for_document("d1") == []
+    # a model change: vectors of another dimension may now be stored
+    backend.ensure_schema(2)
+    entity = Entity("Retailer", "Role", "", (1.0, 0.0))
+    edge = Relationship(entity.key, entity.key, "PART_OF", "", "d3", "d3-0")
+    assert backend.replace_document("d3", [entity], [edge]) == GraphCounts(1, 1)
+    assert [h.key for h in backend.similar_entities((1.0, 0.0), 1)] == ["retailer"]
+    assert backend.clear() == GraphCounts(entities=1, relationships=1)
+    assert backend.clear() == GraphCounts(entities=0, relationships=0)
 
 
 # -- similarity -----------------------------------------------------------------------------

@@ -570,3 +570,15 @@ def test_qdrant_foreign_collection_without_metadata_is_refused() -> None:
     with pytest.raises(StoreError, match="not created by kb"):
         QdrantVectorIndex(client, "theirs").open(MODEL, DIM)
     client.close()
+
+
+def test_drop_removes_the_collection_so_another_model_can_open(index: VectorIndex) -> None:
+    index.upsert([point("a", dense=[1, 0, 0, 0])])
+    assert index.drop() is True
+    assert index.info is None
+    assert index.describe() is None
+    info = index.open("another-model", 2)
+    assert (info.model, info.dimension) == ("another-model", 2)
+    assert index.count() == 0
+    assert index.drop() is True
+    assert index.drop() is False

@@ -43,8 +43,8 @@ def test_opening_a_local_model_index_with_gemini_says_to_re_embed(tmp_path: Path
         f"the vector index {path} holds embeddings from {USEM3.model_id!r} (512 dimensions), "
         "but the live embedding model is 'gemini-embedding-001@1536' (1536 dimensions). "
         "Vectors from different models cannot be compared: re-embed the corpus with "
-        "`kb rebuild embeddings --all` (or set the embedding settings back to the recorded "
-        "model)."
+        "`kb rebuild embeddings --all --reset` (or set the embedding settings back to the "
+        "recorded model)."
     )
     assert recorder.requests == []
 
