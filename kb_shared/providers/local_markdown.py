@@ -150,6 +150,7 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _UNWRAP_TAGS = re.compile(r"</?(?:u|mark)>", re.IGNORECASE)
 _LINE_BREAK_TAG = re.compile(r"[ \t]*<br\s*/?>[ \t]*", re.IGNORECASE)
 _MD_MARKS = re.compile(r"[*_`#|>~]+|</?[a-z]+>", re.IGNORECASE)
+_ALIGNMENT_ONLY = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
 _DIGITS = re.compile(r"\d+")
 _WORD_OF_ROMAN_LETTERS = re.compile(r"\b[mdclxvi]+\b")
 _STRICT_ROMAN = re.compile(r"m{0,4}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
@@ -585,11 +586,21 @@ def _roman_to_hash(match: re.Match[str]) -> str:
 
 def furniture_key(text: str) -> str:
     """Comparison key of a header/footer line: Markdown marks and tags removed, case-folded,
-    digit runs and standalone roman numerals replaced by ``#``, whitespace collapsed.
-    ``"**Page 12** of 67"`` -> ``"page # of #"``; ``"PAGE iv"`` -> ``"page #"``."""
+    digit runs and standalone roman numerals dropped, whitespace collapsed; a line that was
+    only numbers (a bare page number) is ``"#"``.
+
+    Dropping the numbers rather than marking their place lets the left- and right-hand
+    versions of one running footer match: Solar Victoria's ``"**Solar Victoria** Notice to
+    Market 2025–26 **1**"`` and ``"**2 Solar Victoria** Notice to Market 2025–26"`` each occur
+    on half the pages, and only together reach :data:`FURNITURE_PAGE_SHARE`.
+    ``"**Page 12** of 67"`` -> ``"page of"``; ``"PAGE iv"`` -> ``"page"``; ``"17"`` -> ``"#"``.
+    """
     plain = _MD_MARKS.sub(" ", _clean_text(text)).casefold()
     plain = _WORD_OF_ROMAN_LETTERS.sub(_roman_to_hash, _DIGITS.sub("#", plain))
-    return " ".join(plain.split())
+    words = [w for w in plain.replace("#", " ").split()]
+    if not words and "#" in plain:
+        return "#"
+    return " ".join(words)
 
 
 def _in_margin_band(rect: pymupdf.Rect, page_rect: pymupdf.Rect) -> bool:
@@ -626,6 +637,100 @@ def _remove_furniture(pages: Sequence[_Page]) -> int:
         if len(seen[key]) >= threshold:
             block.removed = True
             removed += 1
+    return removed
+
+
+# --------------------------------------------------------------------------------------
+# Tables of contents
+# --------------------------------------------------------------------------------------
+#: Front-matter pages where an undotted contents table ("|1.2|Scope|6|") is expected: the
+#: first this many pages, or the first :data:`CONTENTS_PAGE_SHARE` of a long document.
+CONTENTS_FRONT_PAGES = 8
+CONTENTS_PAGE_SHARE = 0.1
+#: A block is a contents listing when at least this share of its lines are entries.
+CONTENTS_ENTRY_SHARE = 0.7
+#: ... and it has at least this many entries.
+CONTENTS_MIN_ENTRIES = 3
+
+_LEADER_ENTRY = re.compile(r"(?:(?:\.\s*){4,}|…{2,}|_{4,})\s*\**\s*(\d{1,4})\b")
+_PAGE_CELL = re.compile(r"\d{1,4}")
+_CONTENTS_HEADING = re.compile(
+    r"^#+\s*\W*(?:table of contents|contents|list of (?:tables|figures)|tables|figures)\W*$",
+    re.IGNORECASE,
+)
+
+
+def contents_entries(markdown: str, pages: int) -> tuple[int, int, bool] | None:
+    """Read a block as (part of) a table-of-contents listing.
+
+    An *entry* is a title followed by a dotted leader and a page number (several may share
+    one line when layout joined them), or a table row whose own last cell is a page number;
+    page numbers above ``pages`` do not count. Returns ``(entries, lines, dotted)`` — entry
+    count, non-empty lines (alignment rows not counted), whether most entries have a dotted
+    leader — or ``None`` when the entries' page numbers go backwards (a contents listing
+    only moves forward).
+    """
+    numbers: list[int] = []
+    lines = 0
+    dotted = 0
+    for raw in markdown.splitlines():
+        line = raw.strip()
+        if not line or _ALIGNMENT_ONLY.fullmatch(line):
+            continue
+        lines += 1
+        leaders = [int(m.group(1)) for m in _LEADER_ENTRY.finditer(line)]
+        leaders = [n for n in leaders if 1 <= n <= pages]
+        if leaders:
+            numbers.extend(leaders)
+            dotted += len(leaders)
+            continue
+        cells = [c.strip(" *_") for c in line.strip("|").split("|")] if "|" in line else []
+        if len(cells) >= 2 and _PAGE_CELL.fullmatch(cells[-1]) and 1 <= int(cells[-1]) <= pages:
+            numbers.append(int(cells[-1]))
+    if any(later < earlier for earlier, later in zip(numbers, numbers[1:])):
+        return None
+    return len(numbers), lines, dotted * 2 >= len(numbers) > 0
+
+
+def _remove_contents(pages: Sequence[_Page]) -> int:
+    """Drop tables of contents (and lists of tables/figures): they repeat every heading
+    with a page number, so retrieval returned them for any section query and citations
+    pointed at the contents page instead of the section.
+
+    On each page, the blocks that read as listings (``contents_entries``: page numbers never
+    going back, entries at least ``CONTENTS_ENTRY_SHARE`` of the lines) are dropped when
+    together they hold at least ``CONTENTS_MIN_ENTRIES`` entries and either most of those
+    have dotted leaders or the page is front matter (``CONTENTS_FRONT_PAGES``). A
+    "Contents" / "List of tables" heading right before a dropped block goes with it.
+
+    Returns:
+        The number of blocks removed.
+    """
+    front = max(CONTENTS_FRONT_PAGES, math.ceil(CONTENTS_PAGE_SHARE * len(pages)))
+    removed = 0
+    for page in pages:
+        listings: list[tuple[_Block, _Block | None]] = []
+        entries = dotted = 0
+        previous: _Block | None = None
+        for block in page.blocks:
+            if block.removed or block.kind in ("picture", "figure"):
+                continue
+            reading = contents_entries(block.markdown, len(pages))
+            if reading is not None and reading[0] and reading[0] >= CONTENTS_ENTRY_SHARE * reading[1]:
+                listings.append((block, previous))
+                entries += reading[0]
+                dotted += reading[0] if reading[2] else 0
+            previous = block
+        if entries < CONTENTS_MIN_ENTRIES or not (dotted * 2 >= entries or page.number <= front):
+            continue
+        for block, before in listings:
+            block.removed = True
+            removed += 1
+            if before is not None and not before.removed and _CONTENTS_HEADING.match(
+                _clean_text(before.markdown).strip()
+            ):
+                before.removed = True
+                removed += 1
     return removed
 
 
@@ -1037,7 +1142,11 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     one at a time.
     """
 
-    name = "pymupdf4llm"
+    #: Provider name stored with every converted document; the ``markdown`` asset reuses
+    #: stored Markdown only while it matches. The ``rN`` suffix is the revision of the rules
+    #: in this module: bump it when a rule changes the output, so documents are converted
+    #: again (r2: dropped tables of contents, number-free furniture keys).
+    name = "pymupdf4llm-layout-r2"
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
         """Convert one PDF.
@@ -1077,6 +1186,7 @@ class PymupdfMarkdownConverter(MarkdownConverter):
                 )
             pages = _pages_from_chunks(doc, chunks)
             _remove_furniture(pages)
+            _remove_contents(pages)
             figures: list[FigureRegion] = []
             for page in pages:
                 pdf_page = doc[page.number - 1]
@@ -1110,6 +1220,7 @@ __all__ = [
     "check_text_layer",
     "extract_title",
     "extract_version",
+    "contents_entries",
     "furniture_key",
     "open_pdf",
     "unmapped_characters",

@@ -26,6 +26,7 @@ from kb_shared.providers.local_markdown import (
     check_text_layer,
     extract_title,
     extract_version,
+    contents_entries,
     furniture_key,
     open_pdf,
     unmapped_characters,
@@ -287,13 +288,17 @@ def test_rows_split_inside_a_wrapped_cell_are_merged() -> None:
 @pytest.mark.parametrize(
     ("text", "key"),
     [
-        ("**Page 12** of 67", "page # of #"),
-        ("Page 13 of 67", "page # of #"),
-        ("PAGE iv", "page #"),
-        ("© AEMO 2017", "© aemo #"),
+        ("**Page 12** of 67", "page of"),
+        ("Page 13 of 67", "page of"),
+        ("PAGE iv", "page"),
+        ("© AEMO 2017", "© aemo"),
         ("_Dispatch procedure_", "dispatch procedure"),
-        ("SP 800-171, REVISION 2", "sp #-#, revision #"),
+        ("SP 800-171, REVISION 2", "sp - , revision"),
         ("civil mild", "civil mild"),  # words made of roman-numeral letters stay words
+        ("17", "#"),  # a bare page number
+        # left- and right-hand pages of one running footer share a key
+        ("**Solar Victoria** Notice to Market 2025\u201326 **1**", "solar victoria notice to market \u2013"),
+        ("**2 Solar Victoria** Notice to Market 2025\u201326", "solar victoria notice to market \u2013"),
     ],
 )
 def test_furniture_key(text: str, key: str) -> None:
@@ -536,3 +541,42 @@ def test_fcas_wrapped_table_cell_is_one_row(fcas: ConvertedDocument) -> None:
     rows = page_segment(fcas.markdown, 13).splitlines()
     assert "|**Scaling for AGC ramp rates**|All|First|None|" in rows
     assert "|**Scaling for AGC enablement limits**|All|First|First|" in rows
+
+
+@pytest.mark.parametrize(
+    ("markdown", "pages", "expected"),
+    [
+        # AEMO contents table: section number, title, page in its own cell
+        ("|1|Introduction|7|\n|---|---|---|\n|1.1|Other AEMO Procedures|7|\n|2|Structure|9|", 54, (3, 3, False)),
+        # Solar Victoria: dotted leaders inside one cell
+        ("|**Foreword ........ 3**|\n|---|\n|**Section 1: Overview ....... 4**|\n|1.1 About ...... 5|", 60, (3, 3, True)),
+        # a data table whose last column holds a few small integers is not a listing
+        ("|Generator|DUID|Units|\n|---|---|---|\n|Bayswater|BW01|4|\n|Eraring|ER01|4.5|", 62, (1, 3, False)),
+        # page numbers that go backwards: not a contents listing
+        ("|Clause|Party|Days|\n|---|---|---|\n|4.1.1|Retailer|2|\n|4.1.2|Distributor|1|", 6, None),
+        # a page number beyond the document is not an entry
+        ("Section 1 ........ 3\nSection 2 ........ 900", 60, (1, 2, True)),
+        # layout joined two entries into one line
+        ("1 Introduction ........ 2 2 Scope ........ 2", 9, (2, 1, True)),
+    ],
+)
+def test_contents_entries(markdown: str, pages: int, expected) -> None:
+    assert contents_entries(markdown, pages) == expected
+
+
+def test_contents_listing_is_dropped_but_data_tables_stay() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = 72
+    lines = ["Contents", "1 Introduction ........................ 2", "2 Scope ........ 2",
+             "3 Obligations .................. 2"]
+    for line in lines:
+        page.insert_text((72, y), line, fontsize=11)
+        y += 18
+    body = doc.new_page()
+    body.insert_text((72, 72), "1 Introduction", fontsize=16)
+    body.insert_text((72, 100), "The Retailer must notify the Distributor within 2 days.", fontsize=11)
+    converted = PymupdfMarkdownConverter().convert(doc.tobytes(), "toc.pdf")
+    assert "........" not in converted.markdown
+    assert "3 Obligations" not in converted.markdown
+    assert "The Retailer must notify the Distributor within 2 days." in converted.markdown
