@@ -15,7 +15,9 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
   anything else is a 404, the same answer as a missing file, so nothing is learnt by probing.
 * **Exposure.** Binding a non-loopback address needs bearer tokens (``KB_MCP_TOKENS``) or an
   explicit ``--public``; tokens, when set, are required on ``/mcp`` and ``/files`` whatever
-  the address. DNS-rebinding protection stays on (the SDK's ``TransportSecuritySettings``):
+  the address, except that a ``/files`` link the server itself handed out carries an HMAC
+  signature of its blob key (``?sig=``) that opens that file alone, so citation links work
+  in a browser. DNS-rebinding protection stays on (the SDK's ``TransportSecuritySettings``):
   Host headers must be loopback, the bound host, the public URL's host, or one of
   ``KB_MCP_ALLOWED_HOSTS``; ``/files`` applies the same Host check.
 * **Probes** use ``/healthz`` (JSON with counts), never ``GET /mcp``.
@@ -30,7 +32,7 @@ import mimetypes
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
@@ -41,6 +43,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_mcp.errors import ToolProblem
+from kb_mcp.render import SIGNATURE_PARAM, file_signature, signing_key
 from kb_mcp.server import build_server
 from kb_mcp.state import ServerState, StateHolder
 from kb_shared.errors import KbError
@@ -152,12 +155,25 @@ def host_allowed(host: str | None, patterns: Sequence[str]) -> bool:
 
 class AccessMiddleware:
     """Bearer tokens on ``/mcp`` and ``/files`` (when configured) and the Host check on
-    ``/files``. Tokens are compared in constant time (``hmac.compare_digest``)."""
+    ``/files``. Tokens and signatures are compared in constant time (``hmac.compare_digest``).
+
+    A ``/files`` request may show, instead of the token, the ``?sig=`` signature of its own
+    blob key that citation links carry (``kb_mcp.render.Links``), so a person can open a
+    cited PDF or figure in a browser; the signature opens no other file.
+    """
 
     def __init__(self, app: ASGIApp, tokens: Sequence[str], hosts: Sequence[str]) -> None:
         self.app = app
         self.tokens = [t.encode("utf-8") for t in tokens]
         self.hosts = list(hosts)
+        self.signing_key = signing_key(list(tokens))
+
+    def _signed(self, path: str, query: bytes) -> bool:
+        if self.signing_key is None or not path.startswith(FILES_PATH + "/"):
+            return False
+        given = parse_qs(query.decode("latin-1")).get(SIGNATURE_PARAM, [""])[0]
+        expected = file_signature(self.signing_key, path[len(FILES_PATH) + 1 :])
+        return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
 
     def _authorised(self, headers: Headers) -> bool:
         scheme, _, token = headers.get("authorization", "").partition(" ")
@@ -175,7 +191,12 @@ class AccessMiddleware:
             FILES_PATH + "/"
         )
         headers = Headers(scope=scope)
-        if protected and self.tokens and not self._authorised(headers):
+        if (
+            protected
+            and self.tokens
+            and not self._authorised(headers)
+            and not self._signed(path, scope.get("query_string", b""))
+        ):
             response: Response = JSONResponse(
                 {"error": "unauthorized", "detail": "send 'Authorization: Bearer <token>'"},
                 status_code=401,

@@ -20,6 +20,8 @@ Rules (mcp-utilities README, "What a response costs" and "Figures"; issue 4):
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import ipaddress
 import logging
 from collections.abc import Iterable, Sequence
@@ -86,17 +88,46 @@ def base_url(settings: Settings) -> str:
     return f"http://{host}:{settings.mcp_port}"
 
 
-class Links:
-    """Builds the URLs citations point at: ``{base}/files/{percent-encoded blob key}``."""
+#: Query parameter carrying a file link's signature.
+SIGNATURE_PARAM = "sig"
 
-    def __init__(self, base: str) -> None:
+
+def signing_key(tokens: Sequence[str]) -> bytes | None:
+    """The key file links are signed with: SHA-256 over the configured bearer tokens
+    (sorted, NUL-separated), ``None`` when the server has no tokens (links need no
+    signature then). Rotating the tokens invalidates every link handed out before."""
+    if not tokens:
+        return None
+    return hashlib.sha256("\0".join(sorted(tokens)).encode("utf-8")).digest()
+
+
+def file_signature(key: bytes, blob_key: str) -> str:
+    """HMAC-SHA256 of one blob key, hex, first 32 characters (128 bits; RFC 2104 HMAC,
+    truncation as RFC 2104 section 5 allows)."""
+    return hmac.new(key, blob_key.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+
+class Links:
+    """Builds the URLs citations point at: ``{base}/files/{percent-encoded blob key}``.
+
+    With bearer tokens configured, a browser opening a citation link cannot send the token,
+    so each link carries ``?sig=`` — an HMAC of its own blob key (``file_signature``) that
+    ``/files`` accepts instead of the token. A signed link opens that one file and no other;
+    it does not expire (a citation is meant to be shared), and rotating the tokens revokes it.
+    """
+
+    def __init__(self, base: str, key: bytes | None = None) -> None:
         self.base = base.rstrip("/")
+        self.key = key
 
     def file(self, key: str | None) -> str | None:
         """URL of a stored blob, ``None`` without a key."""
         if not key:
             return None
-        return self.base + FILES_ROUTE + quote(key, safe="/")
+        url = self.base + FILES_ROUTE + quote(key, safe="/")
+        if self.key is not None:
+            url += f"?{SIGNATURE_PARAM}={file_signature(self.key, key)}"
+        return url
 
     def page(self, key: str | None, page: int | None) -> str | None:
         """URL of a stored PDF opened at ``page`` (``#page=N``; no fragment when unknown)."""

@@ -33,6 +33,7 @@ from kb_mcp.errors import ToolProblem
 from kb_mcp.state import EMPTY_CORPUS
 from kb_shared import citations
 from kb_shared.citations import Citation
+from kb_shared.errors import SchemaMissingError
 from kb_shared.identity import IdentityError, doc_id, normalize_name
 from kb_shared.providers.base import Embedder, Reranker
 from kb_shared.sparse import tokenize
@@ -684,8 +685,12 @@ class Catalogue:
 
 
 def catalogue(catalog: Catalog) -> Catalogue:
-    """Every document, split by status (each list ordered by normalised name)."""
-    rows = catalog.list_documents()
+    """Every document, split by status (each list ordered by normalised name). A catalog
+    whose tables were never created (a fresh ``KB_HOME``: nothing added yet) is empty."""
+    try:
+        rows = catalog.list_documents()
+    except SchemaMissingError:
+        rows = []
     return Catalogue(
         ready=[r for r in rows if r.status == "ready"],
         pending=[r for r in rows if r.status == "pending"],

@@ -175,7 +175,7 @@ def build_server(
         the server runs.
     """
     holder = holder if holder is not None else StateHolder()
-    links = render.Links(render.base_url(settings))
+    links = render.Links(render.base_url(settings), render.signing_key(settings.token_list))
     max_chars = settings.max_query_chars
 
     @asynccontextmanager

@@ -16,6 +16,11 @@ class StoreUnavailableError(StoreError):
     """A store is down or unreachable (connection refused, timeout, bad credentials)."""
 
 
+class SchemaMissingError(StoreError):
+    """The store's tables do not exist yet (nothing was ever built there, or ``kb db init``
+    was not run against a server database)."""
+
+
 class EmbeddingMismatchError(StoreError):
     """The vector index was built with another embedding model or dimension.
 

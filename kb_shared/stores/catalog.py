@@ -55,7 +55,13 @@ from sqlalchemy.exc import (
 from sqlalchemy.pool import StaticPool
 
 from kb_shared import identity
-from kb_shared.errors import DocumentNotFoundError, KbError, StoreError, StoreUnavailableError
+from kb_shared.errors import (
+    DocumentNotFoundError,
+    KbError,
+    SchemaMissingError,
+    StoreError,
+    StoreUnavailableError,
+)
 
 # --------------------------------------------------------------------------------------------
 # Limits (product caps from DESIGN.md "The MCP server": per-field length caps and a ceiling of
@@ -670,7 +676,7 @@ def _guard(engine: Engine) -> Iterator[None]:
         detail = _detail(exc, engine)
         where = safe_url(engine)
         if "no such table" in detail or _sqlstate(exc) == "42P01":
-            raise StoreError(
+            raise SchemaMissingError(
                 f"the catalog schema is missing in {where} ({detail}); run `kb db init`"
             ) from exc
         if _sqlstate(exc) == "42501":

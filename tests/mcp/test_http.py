@@ -24,7 +24,7 @@ from kb_mcp.http import (
     media_type,
     servable_key,
 )
-from kb_mcp.render import Links, base_url
+from kb_mcp.render import Links, base_url, file_signature, signing_key
 from kb_shared.settings import Settings
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
 
@@ -159,6 +159,31 @@ def test_bearer_tokens_guard_mcp_and_files(corpus_home: Path, embedder: HashingE
             assert ok.status_code == 200
         initialize = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         assert client.post("/mcp", json=initialize).status_code == 401
+
+
+def test_signed_citation_links_open_their_own_file_only(
+    corpus_home: Path, embedder: HashingEmbedder
+) -> None:
+    settings = corpus_settings(corpus_home, mcp_tokens="s3cret")
+    key = signing_key(["s3cret"])
+    links = Links("http://127.0.0.1:8765", key)
+    url = links.page("pdfs/retail-rules.pdf", 3)
+    signature = file_signature(key, "pdfs/retail-rules.pdf")
+    assert url == f"http://127.0.0.1:8765/files/pdfs/retail-rules.pdf?sig={signature}#page=3"
+    assert len(signature) == 32
+    with TestClient(build_app(settings, embedder=embedder, warm=False), base_url=ORIGIN) as client:
+        ok = client.get(f"/files/pdfs/retail-rules.pdf?sig={signature}")
+        assert ok.status_code == 200 and ok.content.startswith(b"%PDF-")
+        # the same signature does not open another file, a tampered one opens nothing
+        assert client.get(f"/files/pdfs/other.pdf?sig={signature}").status_code == 401
+        assert client.get("/files/pdfs/retail-rules.pdf?sig=" + "0" * 32).status_code == 401
+        # and it is no key to the MCP endpoint
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        assert client.post(f"/mcp?sig={signature}", json=ping).status_code == 401
+    # rotating the tokens revokes old links
+    assert file_signature(signing_key(["new-token"]), "pdfs/retail-rules.pdf") != signature
+    # without tokens, links carry no signature
+    assert Links("http://h:1", signing_key([])).file("pdfs/a.pdf") == "http://h:1/files/pdfs/a.pdf"
 
 
 def test_dns_rebinding_protection_checks_host_on_mcp_and_files(client: TestClient) -> None:
