@@ -7,7 +7,8 @@ re-derives a title, a version or a page span. A header reads::
     [1] Marginal Loss Factors for the 2020-21 Financial Year — Version 1.2 — pp. 12–13 — 3 Results › 3.1 Victoria
 
 Parts that are unknown are left out rather than shown empty; the title falls back to the
-file name. Page ranges use an en dash (``pp. 12–13``), a single page ``p. 12``.
+file name; a bare version number reads "Version N"; a first heading that repeats the title
+is not repeated in the section. Page ranges use an en dash (``pp. 12–13``), a single page ``p. 12``.
 """
 
 from __future__ import annotations
@@ -125,9 +126,27 @@ class Citation:
         """``format_pages`` of this citation."""
         return format_pages(self.page_start, self.page_end)
 
+    @property
+    def version_label(self) -> str:
+        """The version as a reader expects it: a bare number gets ``"Version "`` in front
+        (``"1.2"`` -> ``"Version 1.2"``); a labelled one (``"Rev C"``) is kept."""
+        if self.version and self.version[0].isdigit():
+            return f"Version {self.version}"
+        return self.version
+
+    @property
+    def section_label(self) -> str:
+        """The section path without a leading heading that repeats the title (many
+        documents' first heading is their title)."""
+        head = self.title + PATH_SEPARATOR
+        if self.section.startswith(head):
+            return self.section[len(head) :]
+        return "" if self.section == self.title else self.section
+
     def header(self, number: int | str) -> str:
-        """``[n] Title — Version — pp. a–b — Section`` with unknown parts left out."""
-        parts = [p for p in (self.title, self.version, self.pages, self.section) if p]
+        """``[n] Title — Version 1.2 — pp. a–b — Section › Subsection`` with unknown parts
+        left out."""
+        parts = [p for p in (self.title, self.version_label, self.pages, self.section_label) if p]
         return f"[{number}] " + PART_SEPARATOR.join(parts)
 
 
@@ -140,7 +159,7 @@ def _as_page(value: Any) -> int | None:
 def source_list(
     citations: Iterable[Citation], url_for: Callable[[Citation], str | None]
 ) -> list[str]:
-    """One line per document, in first-cited order: ``- Title (Version) — URL``.
+    """One line per document, in first-cited order: ``- Title (Version 1.2) — URL``.
 
     Args:
         citations: the results' citations in rank order (duplicates collapse by ``doc_id``).
@@ -152,7 +171,7 @@ def source_list(
         if citation.doc_id in seen:
             continue
         seen.add(citation.doc_id)
-        label = citation.title + (f" ({citation.version})" if citation.version else "")
+        label = citation.title + (f" ({citation.version_label})" if citation.version else "")
         url = url_for(citation)
         lines.append(f"- {label}" + (f" \u2014 {url}" if url else ""))
     return lines

@@ -67,7 +67,7 @@ async def test_streamable_http_client_searches_and_every_link_resolves(http_url:
     assert top["doc_id"] == SAMPLE_ID
     assert "in008-24" in code.structured_content["exact_terms"]
     assert code.content[0].text.startswith("Results 1–3")
-    assert "[1] Sample Retail Market Procedure — 1.2 — " in code.content[0].text
+    assert "[1] Sample Retail Market Procedure — Version 1.2 — " in code.content[0].text
     assert top["url"].startswith(f"{http_url}/files/pdfs/{SAMPLE_ID}#page=")
     async with httpx.AsyncClient() as http:
         pdf = await http.get(top["url"].split("#")[0])
