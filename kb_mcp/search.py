@@ -108,6 +108,7 @@ _SUGGESTIONS = 3
 
 #: A raw query word (split on spaces and punctuation that never occurs inside a code);
 #: ``identifier_terms`` decides which ones are identifiers.
+_YEAR = re.compile(r"(?:19|20)\d\d(?:[-/\u2013](?:\d\d|(?:19|20)\d\d))?")
 _RAW_TERM = re.compile(r"[^\s,;:!?()\[\]{}\"'“”‘’]+")
 
 
@@ -292,13 +293,16 @@ def identifier_terms(query: str) -> list[str]:
     A word of at least two characters counts when it contains a digit (``IN008-24``,
     ``3.1.5``, ``SO_OP_3705``, ``BW01``) or an upper-case letter after its first character
     (``UIGFSurplus``, ``RREG``); plain words (``Dispatch``, ``left-hand``) and single digits do
-    not. Each is returned as its first ``kb_shared.sparse.tokenize`` term, i.e. the whole
-    compound.
+    not. Years and financial-year ranges (``2025``, ``2025-26``, ``2020/21``) are not
+    identifiers: they qualify many passages of a document (its title, running text), so an
+    exact-match boost on them favours whichever passage repeats the year rather than the one
+    that answers. Each is returned as its first ``kb_shared.sparse.tokenize`` term, i.e. the
+    whole compound.
     """
     terms: list[str] = []
     for raw in _RAW_TERM.findall(query):
         word = raw.strip(".-_/")
-        if not word:
+        if not word or _YEAR.fullmatch(word):
             continue
         has_digit = any(ch.isdigit() for ch in word)
         inner_upper = any(ch.isupper() for ch in word[1:])

@@ -35,6 +35,9 @@ def test_check_query_strips_and_bounds() -> None:
         ("NER clause 3.6.5(3)", ["ner", "3.6.5"]),
         ("the left-hand side of a Constraint", []),
         ("What is a mode?", []),
+        # years and financial years qualify, they do not identify
+        ("When does the Notice to Market 2025-26 take effect?", []),
+        ("loss factors for 2020/21 and 2019 versus IN004-22", ["in004-22"]),
     ],
 )
 def test_identifier_terms(query: str, terms: list[str]) -> None:
