@@ -74,3 +74,54 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("KB_HOME", str(tmp_path / "kbhome"))
     # kb_assets.instance exports DAGSTER_HOME; setting it here first means it is restored.
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "kbhome" / "dagster"))
+
+
+#: The shared-corpus PDFs the slow end-to-end tests build once per session: the 9 evidence
+#: documents of eval/regulatory (AEMO procedures with diagrams, the table-heavy loss-factor
+#: report, NIST, Solar Victoria) plus two PDFs that must fail with a clear reason.
+EVAL_PDFS = (
+    "aemo_Constraint_Implementation_Guidelines_v3_FINAL_Clean.pdf",
+    "aemo_FCAS_Model_in_NEMDE.pdf",
+    "aemo_Fast_Start_Unit_Inflexibility_Profile_Model_October_2014.pdf",
+    "aemo_Marginal_Loss_Factors_for_the_2020-21_Financial_year.pdf",
+    "aemo_SO_OP_3705_Dispatch.pdf",
+    "aemo_Schedule_of_Constraint_Violation_Penalty_factors.pdf",
+    "aemo_Treatment_of_Loss_Factors_in_the_NEM.pdf",
+    "nist_SP_800-171r2.pdf",
+    "vic_SolarVictoria_NoticetoMarket_2025-26_v1.pdf",
+)
+FAILING_PDFS = (
+    "scanned_ocrmypdf_multipage.pdf",
+    "encoding_ocrmypdf_truetype_font_nomapping.pdf",
+)
+
+
+@pytest.fixture(scope="session")
+def built_corpus(tmp_path_factory: pytest.TempPathFactory):
+    """A KB_HOME where the real pipeline built ``EVAL_PDFS`` and tried ``FAILING_PDFS``, once
+    per session (several minutes); skips (fails under CI) without ``../shared/corpus``.
+
+    Returns ``(home, {file name: kb_assets.operations.BuildOutcome})``.
+    """
+    from kb_assets import operations  # noqa: PLC0415 - heavy; only the slow tests need it
+    from kb_assets.instance import dagster_instance  # noqa: PLC0415
+    from kb_assets.intake import intake_files  # noqa: PLC0415
+    from kb_assets.resources import StoresResource  # noqa: PLC0415
+    from kb_shared.settings import Settings  # noqa: PLC0415
+
+    pdfs = corpus_dir() / "pdfs"
+    home = tmp_path_factory.mktemp("builtcorpus")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KB_HOME", str(home))
+        patch.setenv("DAGSTER_HOME", str(home / "dagster"))
+        settings = Settings()
+        stores = StoresResource(home=str(home))
+        intake = intake_files(
+            [pdfs / name for name in EVAL_PDFS + FAILING_PDFS],
+            stores.catalog(), stores.blobs(), settings,
+        )
+        added = [o.doc_id for o in intake if o.status == "added"]
+        assert len(added) == len(EVAL_PDFS) + len(FAILING_PDFS), intake
+        outcomes = operations.build_documents(stores, dagster_instance(settings), added)
+        stores.close()
+    return home, {o.name: o for o in outcomes}
