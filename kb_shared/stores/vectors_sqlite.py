@@ -14,8 +14,12 @@ Tables, all prefixed with the index ``name`` (default ``chunks``):
   columns were probed too and rejected: with ``IN (a, b)`` on a partition key 0.1.9 returned
   ``k`` rows per partition (2k in all). vec0 caps ``k`` at 4096, so a search returns at most
   ``MAX_KNN`` hits.
-* ``{name}_fts`` — a contentless FTS5 table (``contentless_delete=1``, SQLite >= 3.43) over
-  ``kb_shared.sparse.fts_document(point.terms_source)``. Its tokenizer is ``unicode61`` with
+* ``{name}_fts`` — an FTS5 table over ``kb_shared.sparse.fts_document(point.terms_source)``.
+  It stores its text (not ``content=''``): a contentless table with ``contentless_delete=1``
+  cannot take a deleted row's tokens off FTS5's totals, so after re-embedding a document
+  BM25's average length and document count drifted and the same corpus ranked differently
+  when rebuilt from scratch (measured: "swamping" scored 20.6 after three rebuilds, 15.4
+  fresh). A stored row is deleted exactly, so a rebuilt index ranks like a fresh one (tested). Its tokenizer is ``unicode61`` with
   ``tokenchars '-_./'`` (joiners stay inside a token), ``categories 'L* M* N* Co'`` (marks
   are token characters, so Arabic harakat do not split a word) and ``remove_diacritics 0``
   (``ä`` stays ``ä``), so every term of our tokenizer is exactly one FTS5 token — the FTS5
@@ -67,6 +71,9 @@ MAX_KNN = 4096
 BUSY_TIMEOUT_MS = 30_000
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+#: Layout version recorded in ``{name}_meta``; 2 = FTS5 table that stores its terms.
+SCHEMA_VERSION = "2"
+
 _FTS_TOKENIZER = "unicode61 remove_diacritics 0 categories 'L* M* N* Co' tokenchars '-_./'"
 
 
@@ -214,6 +221,15 @@ class SqliteVectorIndex(VectorIndex):
                     self._create_schema(conn, model, dimension)
                     recorded = CollectionInfo(model=model, dimension=dimension)
         check_collection(recorded, model, dimension, str(self.path))
+        version = self._connection().execute(
+            f"SELECT value FROM {self._meta} WHERE key = 'schema_version'"
+        ).fetchone()
+        if version is None or version[0] != SCHEMA_VERSION:
+            raise StoreError(
+                f"the vector index {self.path} has layout version "
+                f"{version[0] if version else 'unknown'}, this kb needs {SCHEMA_VERSION}: "
+                "rebuild it with `kb rebuild embeddings --all --reset`"
+            )
         self.info = recorded
         return recorded
 
@@ -241,11 +257,11 @@ class SqliteVectorIndex(VectorIndex):
         )
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._fts} USING fts5("
-            f"terms, content='', contentless_delete=1, tokenize=\"{_FTS_TOKENIZER}\")"
+            f"terms, tokenize=\"{_FTS_TOKENIZER}\")"
         )
         conn.executemany(
             f"INSERT INTO {self._meta}(key, value) VALUES (?, ?)",
-            [("model", model), ("dimension", str(dimension)), ("schema_version", "1")],
+            [("model", model), ("dimension", str(dimension)), ("schema_version", SCHEMA_VERSION)],
         )
 
     def drop(self) -> bool:

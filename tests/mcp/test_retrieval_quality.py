@@ -12,14 +12,13 @@ Markdown, converter r2 without tables of contents, 300-word chunks), 30 answerab
 top 10:
 
 * search_docs as shipped (weighted RRF k=10, dense 0.5, sparse 1, exact identifiers 1; years
-  are not identifiers): Recall@1 0.400, Recall@5 0.867, Recall@10 0.900, MRR 0.578;
-  identifier questions Recall@1 2/7 (Recall@5 6/7). Misses: 023 (a value inside a large MLF
-  table), 034 (RHS type 'W'), 043 (CUI definition in the glossary). Baseline in
-  ../shared/corpus/README.md (SQLite FTS5): Recall@5 0.833, Recall@10 0.833, MRR 0.579.
-  The first corpus (converter r1 with contents pages, no heading leads) scored Recall@1
-  0.467, Recall@5 0.867, Recall@10 0.867, MRR 0.607; 200-word chunks scored 0.367 / 0.833 /
-  0.900 / 0.549. On 30 questions one question is 0.033 of Recall, so the three differ by
-  two or three questions each.
+  are not identifiers), corpus built from scratch: Recall@1 0.467, Recall@5 0.867, Recall@10
+  0.900, MRR 0.603; identifier questions Recall@1 2/7 (Recall@5 6/7). Misses: 023 (a value
+  inside a large MLF table), 034 (RHS type 'W'), 043 (CUI definition in the glossary).
+  Baseline in ../shared/corpus/README.md (SQLite FTS5): Recall@5 0.833, Recall@10 0.833, MRR
+  0.579. The first corpus (converter r1 with contents pages, no heading leads) scored 0.467 /
+  0.867 / 0.867 / 0.607. (An index re-embedded in place scored 0.400 / 0.867 / 0.900 / 0.578
+  before the FTS5 table stored its terms: BM25 statistics drifted; see vectors_sqlite.)
 * fusion grid without the exact list (dense and sparse lists 100 deep; Recall@5 / MRR):
   k=5: dense weight 0 .700/.557, .25 .733/.579, .5 .833/.597, .75 .833/.618, 1 .833/.573;
   k=10: .700/.557, .733/.589, .833/.593, .833/.586, .767/.554;
@@ -63,10 +62,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.corpus]
 QUESTIONS = "eval/regulatory/questions.jsonl"
 
 #: Floors (measured, rounded down; see the module docstring).
-FLOOR_RECALL_AT_1 = 0.40
+FLOOR_RECALL_AT_1 = 0.46
 FLOOR_RECALL_AT_5 = 0.86
 FLOOR_RECALL_AT_10 = 0.90
-FLOOR_MRR = 0.57
+FLOOR_MRR = 0.60
 FLOOR_IDENTIFIER_RECALL_AT_1 = 0.28
 FLOOR_GRAPH_OFF_TOPIC_REFUSED = 16
 

@@ -42,6 +42,8 @@ class Backend:
 
     name: str
     make: Callable[[], VectorIndex]
+    #: a handle on a second, separate store of the same backend
+    make_other: Callable[[], VectorIndex]
 
 
 @pytest.fixture(params=["sqlite", "qdrant"])
@@ -50,21 +52,39 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     if request.param == "sqlite":
         path = tmp_path / "vectors.sqlite"
 
-        def make() -> VectorIndex:
-            handles.append(SqliteVectorIndex(path))
+        def make(where: Path = path) -> VectorIndex:
+            handles.append(SqliteVectorIndex(where))
             return handles[-1]
+
+        def make_other() -> VectorIndex:
+            return make(tmp_path / "other.sqlite")
     else:
         client = QdrantClient(":memory:")
 
-        def make() -> VectorIndex:
-            handles.append(QdrantVectorIndex(client, "kb_test"))
+        def make(collection: str = "kb_test") -> VectorIndex:
+            handles.append(QdrantVectorIndex(client, collection))
             return handles[-1]
 
-    yield Backend(request.param, make)
+        def make_other() -> VectorIndex:
+            return make("kb_other")
+
+    yield Backend(request.param, make, make_other)
     for handle in handles:
         handle.close()
     if request.param == "qdrant":
         client.close()
+
+
+@pytest.fixture
+def fresh_index(backend: Backend) -> Callable[[], VectorIndex]:
+    """Makes an opened index in a second, separate store of the same backend."""
+
+    def make() -> VectorIndex:
+        other = backend.make_other()
+        other.open(MODEL, DIM)
+        return other
+
+    return make
 
 
 @pytest.fixture
@@ -582,3 +602,23 @@ def test_drop_removes_the_collection_so_another_model_can_open(index: VectorInde
     assert index.count() == 0
     assert index.drop() is True
     assert index.drop() is False
+
+
+def test_rebuilt_index_ranks_like_a_fresh_one(index: VectorIndex, fresh_index) -> None:
+    """Re-embedding (replace, delete, re-insert) must leave the sparse side's statistics as a
+    fresh build of the same content would: no drift in BM25 / IDF scores."""
+    final = [
+        point(f"p{i}", dense=[1, i % 3, 0, 1], text=f"swamping constraint equation {'rhs ' * i}")
+        for i in range(6)
+    ]
+    for round_ in range(3):  # earlier versions, longer texts and points that go away
+        index.upsert(
+            [point(f"p{i}", dense=[1, 0, i, 0], text="old words " * (10 + i + round_)) for i in range(9)]
+        )
+        index.delete_ids([f"p{i}" for i in range(6, 9)])
+    index.upsert(final)
+    fresh = fresh_index()
+    fresh.upsert(final)
+    for query in ("swamping", "constraint equation rhs", "rhs"):
+        rebuilt = [(h.id, round(h.score, 6)) for h in index.sparse_search(query, 10)]
+        assert rebuilt == [(h.id, round(h.score, 6)) for h in fresh.sparse_search(query, 10)]
