@@ -9,7 +9,7 @@ UV     := $(VENV)/bin/uv
 DOCS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install test demo bench verify-cloud clean
+.PHONY: install test demo bench bench-scale bench-rebuild verify-cloud clean
 
 install: $(VENV)/.installed
 
@@ -29,6 +29,20 @@ test: install
 # default, then serve the Dagster UI on :3000 and the MCP server on :8765.
 demo: install
 	$(VENV)/bin/kb demo $(DOCS)
+
+# Benchmarks (reports in benchmarks/results/, see benchmarks/README.md). `make bench` runs
+# ingest, retrieval quality and serving latency on the shared corpus; ingest leaves its
+# KB_HOME in benchmarks/work/ingest for the other two.
+bench: install
+	$(PY) -m benchmarks.ingest --mode-pages 10
+	$(PY) -m benchmarks.retrieval --home benchmarks/work/ingest
+	$(PY) -m benchmarks.serving --home benchmarks/work/ingest
+
+bench-scale: install
+	$(PY) -m benchmarks.scale
+
+bench-rebuild: install
+	$(PY) -m benchmarks.rebuild_cost
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

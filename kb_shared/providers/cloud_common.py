@@ -33,13 +33,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import httpx2
 import tenacity
 
 from kb_shared.errors import ProviderError
+
+if TYPE_CHECKING:
+    import anthropic
+    from google import genai
+    from pydantic import SecretStr
+
+    from kb_shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -503,8 +510,174 @@ class ProviderCalls:
 
 
 # --------------------------------------------------------------------------------------
+# Building providers
+# --------------------------------------------------------------------------------------
+#: The setting that holds each vendor's API key (named in messages and usage metadata).
+KEY_NAMES: dict[str, str] = {
+    "Anthropic": "ANTHROPIC_API_KEY",
+    "Gemini": "GEMINI_API_KEY",
+    "Cohere": "COHERE_API_KEY",
+}
+
+#: Client timeout of one Gemini request, milliseconds (google-genai ``HttpOptions.timeout``).
+GEMINI_REQUEST_TIMEOUT_MS = 120_000
+
+
+def provider_calls(
+    vendor: str,
+    provider: str,
+    model: str,
+    *,
+    key: str = "",
+    concurrency: int = 4,
+    retry: RetryPolicy | None = None,
+) -> ProviderCalls:
+    """The :class:`ProviderCalls` gate of one provider, with a fresh :class:`UsageMeter`
+    (``calls.meter``).
+
+    Args:
+        vendor: ``"Anthropic"``, ``"Gemini"`` or ``"Cohere"``; picks the key's setting from
+            :data:`KEY_NAMES`. Anthropic calls also retry ``anthropic.APIConnectionError``
+            (the SDK is imported here, so it loads only when an Anthropic provider is built).
+        provider: the meter's provider name, e.g. ``"claude-markdown"``.
+        model: the API model id.
+        key, concurrency, retry: as :class:`UsageMeter` and :class:`ProviderCalls`.
+
+    Raises:
+        KeyError: an unknown ``vendor``.
+        ValueError: ``concurrency`` < 1.
+    """
+    transport_errors: tuple[type[BaseException], ...] = ()
+    if vendor == "Anthropic":
+        import anthropic  # noqa: PLC0415 - the SDK loads only when this provider is chosen
+
+        transport_errors = (anthropic.APIConnectionError,)
+    return ProviderCalls(
+        vendor=vendor,
+        model=model,
+        key_name=KEY_NAMES[vendor],
+        meter=UsageMeter(provider, model, key),
+        concurrency=concurrency,
+        retry=retry,
+        transport_errors=transport_errors,
+    )
+
+
+def api_key(value: SecretStr | None, missing: str) -> str:
+    """The key's text.
+
+    Raises:
+        ProviderError: ``value`` is ``None`` (the key is not set); ``missing`` is the message.
+    """
+    if value is None:
+        raise ProviderError(missing)
+    return value.get_secret_value()
+
+
+def call_options(settings: Settings, key_name: str, secret: str) -> dict[str, Any]:
+    """The constructor keywords every cloud provider takes from settings: ``concurrency``
+    (``Settings.provider_concurrency``), ``retry`` (``Settings.provider_max_retries``) and
+    ``key`` (``"{key_name} {key_fingerprint(secret)}"``, never the key itself)."""
+    return {
+        "concurrency": settings.provider_concurrency,
+        "retry": RetryPolicy(max_retries=settings.provider_max_retries),
+        "key": f"{key_name} {key_fingerprint(secret)}",
+    }
+
+
+def anthropic_client(
+    settings: Settings, needed_by: str
+) -> tuple[anthropic.Anthropic, dict[str, Any]]:
+    """A real ``anthropic.Anthropic`` client from ``settings.anthropic_api_key``, with the
+    SDK's own retries off (``max_retries=0``: :class:`ProviderCalls` retries), and the
+    :func:`call_options` for the provider's constructor.
+
+    Raises:
+        ProviderError: no Anthropic key is set (``"ANTHROPIC_API_KEY is not set; {needed_by}
+            needs it"``).
+    """
+    import anthropic  # noqa: PLC0415 - the SDK loads only when this provider is chosen
+
+    name = KEY_NAMES["Anthropic"]
+    secret = api_key(settings.anthropic_api_key, f"{name} is not set; {needed_by} needs it")
+    return anthropic.Anthropic(api_key=secret, max_retries=0), call_options(settings, name, secret)
+
+
+def gemini_client(
+    settings: Settings, timeout_ms: int = GEMINI_REQUEST_TIMEOUT_MS
+) -> tuple[genai.Client, dict[str, Any]]:
+    """A real ``google.genai.Client`` from ``settings.gemini_api_key`` with a request timeout
+    of ``timeout_ms`` milliseconds, and the :func:`call_options` for the provider's
+    constructor.
+
+    Raises:
+        ProviderError: no Gemini key is set.
+    """
+    from google import genai  # noqa: PLC0415 - the SDK loads only when this provider is chosen
+    from google.genai import types  # noqa: PLC0415
+
+    name = KEY_NAMES["Gemini"]
+    secret = api_key(settings.gemini_api_key, f"{name} (or GOOGLE_API_KEY) is not set")
+    client = genai.Client(api_key=secret, http_options=types.HttpOptions(timeout=timeout_ms))
+    return client, call_options(settings, name, secret)
+
+
+# --------------------------------------------------------------------------------------
+# Usage of one response
+# --------------------------------------------------------------------------------------
+def record_anthropic_usage(meter: UsageMeter, message: Any) -> Any:
+    """Count what an Anthropic ``Message`` reports (input, output, cache read and cache write
+    tokens) on ``meter``; a message without ``usage`` counts as a response without usage.
+
+    Returns:
+        The message's ``usage`` object, or ``None``.
+    """
+    usage = getattr(message, "usage", None)
+    if usage is None:
+        meter.add_usage()
+        return None
+    meter.add_usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_input_tokens,
+        cache_write_tokens=usage.cache_creation_input_tokens,
+    )
+    return usage
+
+
+def record_gemini_usage(meter: UsageMeter, response: Any) -> tuple[int | None, int | None]:
+    """Count what a Gemini ``GenerateContentResponse`` reports on ``meter``: uncached prompt
+    tokens (``promptTokenCount - cachedContentTokenCount``), output tokens
+    (``candidatesTokenCount``) and cache reads. Gemini omits a count that is zero, so a
+    missing cached or output count is 0; a response without ``promptTokenCount`` counts as
+    a response without usage.
+
+    Returns:
+        ``(prompt tokens, cached tokens)``, both ``None`` when the prompt count is missing.
+    """
+    usage = getattr(response, "usage_metadata", None)
+    prompt = getattr(usage, "prompt_token_count", None) if usage is not None else None
+    if prompt is None:
+        meter.add_usage()
+        return None, None
+    cached = getattr(usage, "cached_content_token_count", None) or 0
+    meter.add_usage(
+        input_tokens=prompt - cached,
+        output_tokens=getattr(usage, "candidates_token_count", None) or 0,
+        cache_read_tokens=cached,
+    )
+    return prompt, cached
+
+
+# --------------------------------------------------------------------------------------
 # Model output helpers
 # --------------------------------------------------------------------------------------
+def anthropic_text(message: Any) -> str:
+    """The text of an Anthropic ``Message``: its ``text`` content blocks joined (thinking
+    and other blocks are skipped)."""
+    return "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+
+
 def strip_code_fence(text: str) -> str:
     """``text`` without one Markdown code fence wrapped around all of it (models add one
     now and then even when told not to)."""

@@ -30,15 +30,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kb_shared.chunking import Chunk
-from kb_shared.errors import ProviderError
 from kb_shared.models import CLAUDE_CONTEXT_MODEL, GEMINI_CONTEXT_MODEL
 from kb_shared.providers.base import Contextualiser
-from kb_shared.providers.cloud_common import ProviderCalls, RetryPolicy, UsageMeter, key_fingerprint
+from kb_shared.providers.cloud_common import (
+    RetryPolicy,
+    anthropic_client,
+    anthropic_text,
+    gemini_client,
+    provider_calls,
+    record_anthropic_usage,
+    record_gemini_usage,
+)
 
 if TYPE_CHECKING:
-    import anthropic
-    from google import genai
-
     from kb_shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -108,17 +112,44 @@ class CacheReport:
 
 
 class _CachedPrefixContextualiser(Contextualiser):
-    """First chunk alone, the rest in parallel, cache accounting; subclasses make one call."""
+    """First chunk alone, the rest in parallel, cache accounting; subclasses make one call.
+
+    Subclasses set ``vendor`` (for :func:`provider_calls`), ``provider`` (the usage meter's
+    name and the ``name`` prefix) and ``default_model`` (used when ``model`` is ``None``).
+    """
 
     vendor: str
-    calls: ProviderCalls
-    meter: UsageMeter
+    provider: str
+    default_model: str
 
-    def __init__(self, max_document_chars: int = MAX_DOCUMENT_CHARS) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model: str | None = None,
+        max_tokens: int = MAX_CONTEXT_TOKENS,
+        max_document_chars: int = MAX_DOCUMENT_CHARS,
+        concurrency: int = 4,
+        retry: RetryPolicy | None = None,
+        key: str = "",
+    ) -> None:
         if max_document_chars < 1:
             raise ValueError(f"max_document_chars must be >= 1, got {max_document_chars}")
         self.max_document_chars = max_document_chars
         self.last_cache_report: CacheReport | None = None
+        self.client = client
+        self.model = self.default_model if model is None else model
+        self.max_tokens = max_tokens
+        self.name = f"{self.provider}:{self.model}"
+        self.calls = provider_calls(
+            self.vendor,
+            self.provider,
+            self.model,
+            key=key,
+            concurrency=concurrency,
+            retry=retry,
+        )
+        self.meter = self.calls.meter
 
     def usage(self) -> dict[str, str | int | float]:
         """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
@@ -172,44 +203,20 @@ class ClaudeContextualiser(_CachedPrefixContextualiser):
 
     Args:
         client: ``anthropic.Anthropic`` (``max_retries=0``).
-        model: default :data:`kb_shared.models.CLAUDE_CONTEXT_MODEL`.
+        model: default (``None``) :data:`kb_shared.models.CLAUDE_CONTEXT_MODEL`.
         max_tokens: output budget per context.
         max_document_chars: longest document prefix (:data:`MAX_DOCUMENT_CHARS`).
         concurrency: calls in flight after the first.
         retry: retry policy.
         key: key source + fingerprint (usage metadata).
+
+    Raises:
+        ValueError: ``max_document_chars`` or ``concurrency`` < 1.
     """
 
     vendor = "Anthropic"
-
-    def __init__(
-        self,
-        client: anthropic.Anthropic,
-        *,
-        model: str = CLAUDE_CONTEXT_MODEL,
-        max_tokens: int = MAX_CONTEXT_TOKENS,
-        max_document_chars: int = MAX_DOCUMENT_CHARS,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        key: str = "",
-    ) -> None:
-        import anthropic  # noqa: PLC0415
-
-        super().__init__(max_document_chars)
-        self.client = client
-        self.model = model
-        self.max_tokens = max_tokens
-        self.name = f"claude-context:{model}"
-        self.meter = UsageMeter("claude-context", model, key)
-        self.calls = ProviderCalls(
-            vendor=self.vendor,
-            model=model,
-            key_name="ANTHROPIC_API_KEY",
-            meter=self.meter,
-            concurrency=concurrency,
-            retry=retry,
-            transport_errors=(anthropic.APIConnectionError,),
-        )
+    provider = "claude-context"
+    default_model = CLAUDE_CONTEXT_MODEL
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ClaudeContextualiser:
@@ -218,17 +225,8 @@ class ClaudeContextualiser(_CachedPrefixContextualiser):
         Raises:
             ProviderError: no Anthropic key is set.
         """
-        import anthropic  # noqa: PLC0415
-
-        if settings.anthropic_api_key is None:
-            raise ProviderError("ANTHROPIC_API_KEY is not set; Claude contextualisation needs it")
-        secret = settings.anthropic_api_key.get_secret_value()
-        return cls(
-            anthropic.Anthropic(api_key=secret, max_retries=0),
-            concurrency=settings.provider_concurrency,
-            retry=RetryPolicy(max_retries=settings.provider_max_retries),
-            key=f"ANTHROPIC_API_KEY {key_fingerprint(secret)}",
-        )
+        client, options = anthropic_client(settings, "Claude contextualisation")
+        return cls(client, **options)
 
     def _one(self, prefix: str, chunk: Chunk) -> tuple[str, int | None, int | None]:
         message = self.calls.call(
@@ -251,25 +249,14 @@ class ClaudeContextualiser(_CachedPrefixContextualiser):
                 ],
             ),
         )
-        usage: Any = getattr(message, "usage", None)
-        if usage is None:
-            self.meter.add_usage()
-            prompt = cached = None
-        else:
-            self.meter.add_usage(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens,
-                cache_write_tokens=usage.cache_creation_input_tokens,
-            )
-            cached = usage.cache_read_input_tokens
-            prompt = (
-                None
-                if cached is None
-                else usage.input_tokens + (usage.cache_creation_input_tokens or 0) + cached
-            )
-        text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
-        return " ".join(text.split()), prompt, cached
+        usage = record_anthropic_usage(self.meter, message)
+        cached = None if usage is None else usage.cache_read_input_tokens
+        prompt = (
+            None
+            if cached is None
+            else usage.input_tokens + (usage.cache_creation_input_tokens or 0) + cached
+        )
+        return " ".join(anthropic_text(message).split()), prompt, cached
 
 
 class GeminiContextualiser(_CachedPrefixContextualiser):
@@ -282,38 +269,14 @@ class GeminiContextualiser(_CachedPrefixContextualiser):
 
     Args:
         client: ``google.genai.Client``.
-        model: default :data:`kb_shared.models.GEMINI_CONTEXT_MODEL`.
+        model: default (``None``) :data:`kb_shared.models.GEMINI_CONTEXT_MODEL`.
         max_tokens: ``maxOutputTokens`` per context.
         max_document_chars, concurrency, retry, key: as :class:`ClaudeContextualiser`.
     """
 
     vendor = "Gemini"
-
-    def __init__(
-        self,
-        client: genai.Client,
-        *,
-        model: str = GEMINI_CONTEXT_MODEL,
-        max_tokens: int = MAX_CONTEXT_TOKENS,
-        max_document_chars: int = MAX_DOCUMENT_CHARS,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        key: str = "",
-    ) -> None:
-        super().__init__(max_document_chars)
-        self.client = client
-        self.model = model
-        self.max_tokens = max_tokens
-        self.name = f"gemini-context:{model}"
-        self.meter = UsageMeter("gemini-context", model, key)
-        self.calls = ProviderCalls(
-            vendor=self.vendor,
-            model=model,
-            key_name="GEMINI_API_KEY",
-            meter=self.meter,
-            concurrency=concurrency,
-            retry=retry,
-        )
+    provider = "gemini-context"
+    default_model = GEMINI_CONTEXT_MODEL
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GeminiContextualiser:
@@ -322,18 +285,8 @@ class GeminiContextualiser(_CachedPrefixContextualiser):
         Raises:
             ProviderError: no Gemini key is set.
         """
-        from google import genai  # noqa: PLC0415
-        from google.genai import types  # noqa: PLC0415
-
-        if settings.gemini_api_key is None:
-            raise ProviderError("GEMINI_API_KEY (or GOOGLE_API_KEY) is not set")
-        secret = settings.gemini_api_key.get_secret_value()
-        return cls(
-            genai.Client(api_key=secret, http_options=types.HttpOptions(timeout=120_000)),
-            concurrency=settings.provider_concurrency,
-            retry=RetryPolicy(max_retries=settings.provider_max_retries),
-            key=f"GEMINI_API_KEY {key_fingerprint(secret)}",
-        )
+        client, options = gemini_client(settings)
+        return cls(client, **options)
 
     def _one(self, prefix: str, chunk: Chunk) -> tuple[str, int | None, int | None]:
         from google.genai import types  # noqa: PLC0415
@@ -358,16 +311,5 @@ class GeminiContextualiser(_CachedPrefixContextualiser):
                 ),
             ),
         )
-        usage = getattr(response, "usage_metadata", None)
-        prompt = getattr(usage, "prompt_token_count", None) if usage is not None else None
-        cached = None
-        if prompt is not None:
-            cached = getattr(usage, "cached_content_token_count", None) or 0
-            self.meter.add_usage(
-                input_tokens=prompt - cached,
-                output_tokens=getattr(usage, "candidates_token_count", None) or 0,
-                cache_read_tokens=cached,
-            )
-        else:
-            self.meter.add_usage()
+        prompt, cached = record_gemini_usage(self.meter, response)
         return " ".join((response.text or "").split()), prompt, cached

@@ -47,7 +47,7 @@ from kb_shared.models import (
     gemini_embedding_model_id,
 )
 from kb_shared.providers.base import Embedder, FigureInput
-from kb_shared.providers.cloud_common import ProviderCalls, RetryPolicy, UsageMeter, key_fingerprint
+from kb_shared.providers.cloud_common import RetryPolicy, gemini_client, provider_calls
 
 if TYPE_CHECKING:
     from google import genai
@@ -62,8 +62,6 @@ TASK_QUERY = "RETRIEVAL_QUERY"
 MAX_TEXTS_PER_REQUEST = 100
 #: Figures (text + image) per request (module docstring).
 MAX_FIGURES_PER_REQUEST = 4
-#: Client timeout of one request, milliseconds (google-genai ``HttpOptions.timeout``).
-REQUEST_TIMEOUT_MS = 120_000
 
 
 def document_text(text: str, title: str | None = None) -> str:
@@ -122,15 +120,10 @@ class GeminiEmbedder(Embedder):
         self.dimension = dimension
         self.client = client
         self.multimodal = is_multimodal_model(model)
-        self.meter = UsageMeter("gemini-embeddings", model, key)
-        self.calls = ProviderCalls(
-            vendor="Gemini",
-            model=model,
-            key_name="GEMINI_API_KEY",
-            meter=self.meter,
-            concurrency=concurrency,
-            retry=retry,
+        self.calls = provider_calls(
+            "Gemini", "gemini-embeddings", model, key=key, concurrency=concurrency, retry=retry
         )
+        self.meter = self.calls.meter
         self._warned_text_only = False
 
     @classmethod
@@ -141,22 +134,8 @@ class GeminiEmbedder(Embedder):
         Raises:
             ProviderError: no Gemini key is set.
         """
-        from google import genai  # noqa: PLC0415 - the SDK loads only when chosen
-        from google.genai import types  # noqa: PLC0415
-
-        if settings.gemini_api_key is None:
-            raise ProviderError("GEMINI_API_KEY (or GOOGLE_API_KEY) is not set")
-        secret = settings.gemini_api_key.get_secret_value()
-        client = genai.Client(
-            api_key=secret, http_options=types.HttpOptions(timeout=REQUEST_TIMEOUT_MS)
-        )
-        return cls(
-            client,
-            dimension=settings.gemini_embedding_dimension,
-            concurrency=settings.provider_concurrency,
-            retry=RetryPolicy(max_retries=settings.provider_max_retries),
-            key=f"GEMINI_API_KEY {key_fingerprint(secret)}",
-        )
+        client, options = gemini_client(settings)
+        return cls(client, dimension=settings.gemini_embedding_dimension, **options)
 
     def usage(self) -> dict[str, str | int | float]:
         """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""

@@ -37,11 +37,11 @@ from kb_shared.figures import box_from_1000_scale, usable_box
 from kb_shared.models import GEMINI_VISION_MODEL
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
 from kb_shared.providers.cloud_common import (
-    ProviderCalls,
     RetryPolicy,
-    UsageMeter,
-    key_fingerprint,
+    gemini_client,
     parse_json_object,
+    provider_calls,
+    record_gemini_usage,
 )
 
 if TYPE_CHECKING:
@@ -126,15 +126,10 @@ class GeminiFigureLocator(FigureLocator):
         self.client = client
         self.model = model
         self.name = f"gemini-figures:{model}"
-        self.meter = UsageMeter("gemini-figures", model, key)
-        self.calls = ProviderCalls(
-            vendor="Gemini",
-            model=model,
-            key_name="GEMINI_API_KEY",
-            meter=self.meter,
-            concurrency=concurrency,
-            retry=retry,
+        self.calls = provider_calls(
+            "Gemini", "gemini-figures", model, key=key, concurrency=concurrency, retry=retry
         )
+        self.meter = self.calls.meter
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GeminiFigureLocator:
@@ -143,18 +138,8 @@ class GeminiFigureLocator(FigureLocator):
         Raises:
             ProviderError: no Gemini key is set.
         """
-        from google import genai  # noqa: PLC0415
-        from google.genai import types  # noqa: PLC0415
-
-        if settings.gemini_api_key is None:
-            raise ProviderError("GEMINI_API_KEY (or GOOGLE_API_KEY) is not set")
-        secret = settings.gemini_api_key.get_secret_value()
-        return cls(
-            genai.Client(api_key=secret, http_options=types.HttpOptions(timeout=120_000)),
-            concurrency=settings.provider_concurrency,
-            retry=RetryPolicy(max_retries=settings.provider_max_retries),
-            key=f"GEMINI_API_KEY {key_fingerprint(secret)}",
-        )
+        client, options = gemini_client(settings)
+        return cls(client, **options)
 
     def usage(self) -> dict[str, str | int | float]:
         """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
@@ -223,17 +208,7 @@ class GeminiFigureLocator(FigureLocator):
                 ),
             ),
         )
-        usage = getattr(response, "usage_metadata", None)
-        prompt = getattr(usage, "prompt_token_count", None) if usage is not None else None
-        if prompt is not None:
-            cached = getattr(usage, "cached_content_token_count", None) or 0
-            self.meter.add_usage(
-                input_tokens=prompt - cached,
-                output_tokens=getattr(usage, "candidates_token_count", None) or 0,
-                cache_read_tokens=cached,
-            )
-        else:
-            self.meter.add_usage()
+        record_gemini_usage(self.meter, response)
         answer = parse_json_object(response.text or "", "Gemini", what)
         figures = answer.get("figures")
         if not isinstance(figures, list):

@@ -36,11 +36,12 @@ from kb_shared.errors import ProviderError
 from kb_shared.models import CLAUDE_GRAPH_MODEL
 from kb_shared.providers.base import Extraction, GraphExtractor
 from kb_shared.providers.cloud_common import (
-    ProviderCalls,
     RetryPolicy,
-    UsageMeter,
-    key_fingerprint,
+    anthropic_client,
+    anthropic_text,
     parse_json_object,
+    provider_calls,
+    record_anthropic_usage,
 )
 from kb_shared.providers.local_graph import (
     ENTITY_TYPES,
@@ -269,8 +270,6 @@ class ClaudeGraphExtractor(GraphExtractor):
         retry: RetryPolicy | None = None,
         key: str = "",
     ) -> None:
-        import anthropic  # noqa: PLC0415
-
         if not entity_types or not relationship_types:
             raise ValueError("entity_types and relationship_types must not be empty")
         self.client = client
@@ -280,16 +279,10 @@ class ClaudeGraphExtractor(GraphExtractor):
         self.max_tokens = max_tokens
         self.schema = extraction_schema(self.entity_types, self.relationship_types)
         self.name = f"claude-graph:{model}"
-        self.meter = UsageMeter("claude-graph", model, key)
-        self.calls = ProviderCalls(
-            vendor="Anthropic",
-            model=model,
-            key_name="ANTHROPIC_API_KEY",
-            meter=self.meter,
-            concurrency=concurrency,
-            retry=retry,
-            transport_errors=(anthropic.APIConnectionError,),
+        self.calls = provider_calls(
+            "Anthropic", "claude-graph", model, key=key, concurrency=concurrency, retry=retry
         )
+        self.meter = self.calls.meter
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ClaudeGraphExtractor:
@@ -298,17 +291,8 @@ class ClaudeGraphExtractor(GraphExtractor):
         Raises:
             ProviderError: no Anthropic key is set.
         """
-        import anthropic  # noqa: PLC0415
-
-        if settings.anthropic_api_key is None:
-            raise ProviderError("ANTHROPIC_API_KEY is not set; Claude graph extraction needs it")
-        secret = settings.anthropic_api_key.get_secret_value()
-        return cls(
-            anthropic.Anthropic(api_key=secret, max_retries=0),
-            concurrency=settings.provider_concurrency,
-            retry=RetryPolicy(max_retries=settings.provider_max_retries),
-            key=f"ANTHROPIC_API_KEY {key_fingerprint(secret)}",
-        )
+        client, options = anthropic_client(settings, "Claude graph extraction")
+        return cls(client, **options)
 
     def usage(self) -> dict[str, str | int | float]:
         """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
@@ -415,16 +399,7 @@ class ClaudeGraphExtractor(GraphExtractor):
                 output_config={"format": {"type": "json_schema", "schema": self.schema}},
             ),
         )
-        usage = getattr(message, "usage", None)
-        if usage is not None:
-            self.meter.add_usage(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens,
-                cache_write_tokens=usage.cache_creation_input_tokens,
-            )
-        else:
-            self.meter.add_usage()
+        record_anthropic_usage(self.meter, message)
         if message.stop_reason == "max_tokens":
             raise ProviderError(
                 f"Anthropic {what}: the answer was cut off at max_tokens={self.max_tokens}; "
@@ -432,8 +407,7 @@ class ClaudeGraphExtractor(GraphExtractor):
             )
         if message.stop_reason == "refusal":
             raise ProviderError(f"Anthropic {what}: the model refused to answer")
-        text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
-        return parse_json_object(text, "Anthropic", what)
+        return parse_json_object(anthropic_text(message), "Anthropic", what)
 
 
 def _key_or_blank(name: str) -> str:

@@ -32,8 +32,9 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pymupdf
 
@@ -41,10 +42,11 @@ from kb_shared.errors import ConversionError, ProviderError
 from kb_shared.models import CLAUDE_DOCUMENT_MODEL
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
 from kb_shared.providers.cloud_common import (
-    ProviderCalls,
     RetryPolicy,
-    UsageMeter,
-    key_fingerprint,
+    anthropic_client,
+    anthropic_text,
+    provider_calls,
+    record_anthropic_usage,
     strip_code_fence,
 )
 from kb_shared.providers.local_markdown import extract_title, extract_version, open_pdf
@@ -154,8 +156,6 @@ class ClaudeMarkdownConverter(MarkdownConverter):
         retry: RetryPolicy | None = None,
         key: str = "",
     ) -> None:
-        import anthropic  # noqa: PLC0415 - the SDK loads only when this provider is chosen
-
         if not 1 <= pages_per_request <= MAX_PDF_PAGES_PER_REQUEST:
             raise ValueError(
                 f"pages_per_request must be 1..{MAX_PDF_PAGES_PER_REQUEST}, got {pages_per_request}"
@@ -168,16 +168,10 @@ class ClaudeMarkdownConverter(MarkdownConverter):
         self.max_output_tokens = max_output_tokens
         self.name = f"claude:{model}"
         self.key = key
-        self.meter = UsageMeter("claude-markdown", model, key)
-        self.calls = ProviderCalls(
-            vendor="Anthropic",
-            model=model,
-            key_name="ANTHROPIC_API_KEY",
-            meter=self.meter,
-            concurrency=concurrency,
-            retry=retry,
-            transport_errors=(anthropic.APIConnectionError,),
+        self.calls = provider_calls(
+            "Anthropic", "claude-markdown", model, key=key, concurrency=concurrency, retry=retry
         )
+        self.meter = self.calls.meter
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ClaudeMarkdownConverter:
@@ -186,17 +180,8 @@ class ClaudeMarkdownConverter(MarkdownConverter):
         Raises:
             ProviderError: no Anthropic key is set.
         """
-        import anthropic  # noqa: PLC0415
-
-        if settings.anthropic_api_key is None:
-            raise ProviderError("ANTHROPIC_API_KEY is not set; the Claude converter needs it")
-        secret = settings.anthropic_api_key.get_secret_value()
-        return cls(
-            anthropic.Anthropic(api_key=secret, max_retries=0),
-            concurrency=settings.provider_concurrency,
-            retry=RetryPolicy(max_retries=settings.provider_max_retries),
-            key=f"ANTHROPIC_API_KEY {key_fingerprint(secret)}",
-        )
+        client, options = anthropic_client(settings, "the Claude converter")
+        return cls(client, **options)
 
     def usage(self) -> dict[str, str | int | float]:
         """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
@@ -305,7 +290,7 @@ class ClaudeMarkdownConverter(MarkdownConverter):
                 ],
             ),
         )
-        _record_usage(self.meter, message)
+        record_anthropic_usage(self.meter, message)
         if message.stop_reason == "max_tokens":
             if pages.pages == 1:
                 raise ProviderError(
@@ -318,9 +303,7 @@ class ClaudeMarkdownConverter(MarkdownConverter):
             return self._convert_range(doc, first, filename) + self._convert_range(
                 doc, second, filename
             )
-        text = "".join(
-            block.text for block in message.content if getattr(block, "type", "") == "text"
-        )
+        text = anthropic_text(message)
         return [renumber_pages(text, pages.first, pages.pages, f"{filename} {pages}")]
 
 
@@ -336,19 +319,6 @@ def _sub_pdf(doc: pymupdf.Document, pages: _Range) -> bytes:
             return sub.tobytes(garbage=3, deflate=True)
         finally:
             sub.close()
-
-
-def _record_usage(meter: UsageMeter, message: Any) -> None:
-    usage = getattr(message, "usage", None)
-    if usage is None:
-        meter.add_usage()
-        return
-    meter.add_usage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_input_tokens,
-        cache_write_tokens=usage.cache_creation_input_tokens,
-    )
 
 
 def renumber_pages(text: str, first_page: int, page_count: int, where: str) -> str:
@@ -417,15 +387,21 @@ def _has_text(markdown: str) -> bool:
     return bool(_PAGE_MARKER.sub("", markdown).strip())
 
 
-def _figure_regions(markdown: str) -> list[FigureRegion]:
-    """One ``FigureRegion(page, None, caption)`` per ``[Figure: …]`` line, in page order."""
-    regions: list[FigureRegion] = []
-    page = 1
+def _paged_lines(markdown: str, page: int) -> Iterator[tuple[int, str]]:
+    """``(page, line)`` for every line that is not a page marker; lines before the first
+    marker get ``page``."""
     for line in markdown.splitlines():
         marker = _PAGE_MARKER.match(line)
         if marker:
             page = int(marker.group(1))
-            continue
+        else:
+            yield page, line
+
+
+def _figure_regions(markdown: str) -> list[FigureRegion]:
+    """One ``FigureRegion(page, None, caption)`` per ``[Figure: …]`` line, in page order."""
+    regions: list[FigureRegion] = []
+    for page, line in _paged_lines(markdown, 1):
         figure = _FIGURE.match(line)
         if figure:
             regions.append(FigureRegion(page=page, bbox=None, caption=figure.group(1).strip()))
@@ -434,16 +410,7 @@ def _figure_regions(markdown: str) -> list[FigureRegion]:
 
 def _page_text(markdown: str, page: int) -> str:
     """The Markdown between ``<!-- page {page} -->`` and the next marker."""
-    lines: list[str] = []
-    current = 0
-    for line in markdown.splitlines():
-        marker = _PAGE_MARKER.match(line)
-        if marker:
-            current = int(marker.group(1))
-            continue
-        if current == page:
-            lines.append(line)
-    return "\n".join(lines)
+    return "\n".join(line for current, line in _paged_lines(markdown, 0) if current == page)
 
 
 def _version(markdown: str) -> str:

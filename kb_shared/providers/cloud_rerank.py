@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING
 from kb_shared.errors import ProviderError
 from kb_shared.models import COHERE_RERANK_MODEL
 from kb_shared.providers.base import Reranker
-from kb_shared.providers.cloud_common import ProviderCalls, RetryPolicy, UsageMeter, key_fingerprint
+from kb_shared.providers.cloud_common import (
+    KEY_NAMES,
+    RetryPolicy,
+    api_key,
+    call_options,
+    provider_calls,
+)
 
 if TYPE_CHECKING:
     import cohere
@@ -73,15 +79,10 @@ class CohereReranker(Reranker):
         self.client = client
         self.model = model
         self.name = f"cohere:{model}"
-        self.meter = UsageMeter("cohere-rerank", model, key)
-        self.calls = ProviderCalls(
-            vendor="Cohere",
-            model=model,
-            key_name="COHERE_API_KEY",
-            meter=self.meter,
-            concurrency=concurrency,
-            retry=retry,
+        self.calls = provider_calls(
+            "Cohere", "cohere-rerank", model, key=key, concurrency=concurrency, retry=retry
         )
+        self.meter = self.calls.meter
 
     @classmethod
     def from_settings(cls, settings: Settings) -> CohereReranker:
@@ -92,15 +93,10 @@ class CohereReranker(Reranker):
         """
         import cohere  # noqa: PLC0415 - the SDK loads only when chosen
 
-        if settings.cohere_api_key is None:
-            raise ProviderError("COHERE_API_KEY is not set; Cohere rerank needs it")
-        secret = settings.cohere_api_key.get_secret_value()
-        return cls(
-            cohere.ClientV2(api_key=secret, max_retries=0, timeout=REQUEST_TIMEOUT_S),
-            concurrency=settings.provider_concurrency,
-            retry=RetryPolicy(max_retries=settings.provider_max_retries),
-            key=f"COHERE_API_KEY {key_fingerprint(secret)}",
-        )
+        name = KEY_NAMES["Cohere"]
+        secret = api_key(settings.cohere_api_key, f"{name} is not set; Cohere rerank needs it")
+        client = cohere.ClientV2(api_key=secret, max_retries=0, timeout=REQUEST_TIMEOUT_S)
+        return cls(client, **call_options(settings, name, secret))
 
     def usage(self) -> dict[str, str | int | float]:
         """Requests, search units and cost so far (``UsageMeter.snapshot``)."""

@@ -8,21 +8,28 @@ the vector index. Deleting or replacing a document removes its relationships, th
 entity no relationship touches any more (orphans).
 
 Backends: ``graph_sql.SqlGraphStore`` (tables in the catalog database; embedded default)
-and ``graph_neo4j.Neo4jGraphStore`` (official driver; vector index on entity names).
+and ``graph_neo4j.Neo4jGraphStore`` (official driver; vector index on entity names). The
+checks and the walk order both backends apply (``validate_document_edges``,
+``walk_order_key``, ``check_walk_args``, ``query_vector``, ``entity_vectors``,
+``merge_entities``, ``unique_relationships``) are at the end of this module.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 _SPACES = re.compile(r"\s+")
+
+#: The ``hops`` values ``walk`` accepts (the GraphStore contract: 1–2).
+MAX_HOPS = 2
 
 
 def entity_key(name: str) -> str:
@@ -227,3 +234,97 @@ def validate_document_edges(
             if end not in by_key:
                 raise ValueError(f"relationship {rel.id} refers to unknown entity {end!r}")
     return by_key
+
+
+def walk_order_key(seed_index: int, path: GraphPath) -> tuple:
+    """The order ``GraphStore.walk`` returns paths in, shared by every backend.
+
+    Shorter paths first, then by the seed's position in the (de-duplicated) seed list, then by
+    the node keys along the path, then by the relationship ids (so parallel edges between the
+    same nodes have a fixed order too).
+    """
+    return (
+        path.hops,
+        seed_index,
+        path.nodes,
+        tuple(rel.id for rel in path.relationships),
+    )
+
+
+def check_limit(limit: int) -> None:
+    """Raise ``ValueError`` unless ``limit >= 1`` (``walk`` and ``overview``)."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+
+
+def check_walk_args(hops: int, limit: int) -> None:
+    """Raise ``ValueError`` unless ``1 <= hops <= MAX_HOPS`` and ``limit >= 1``."""
+    if not 1 <= hops <= MAX_HOPS:
+        raise ValueError(f"hops must be 1 or 2, got {hops}")
+    check_limit(limit)
+
+
+def query_vector(vector: Sequence[float] | np.ndarray, k: int) -> np.ndarray:
+    """Check a similarity query and return it as a float32 array of shape ``(dimension,)``.
+
+    Raises:
+        ValueError: ``k`` < 1, an empty, non-finite or all-zero vector (cosine is undefined).
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    array = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if array.size == 0 or not np.all(np.isfinite(array)) or not np.any(array):
+        raise ValueError("the query vector must be non-empty, finite and not all zeros")
+    return array
+
+
+def entity_vectors(entities: Iterable[Entity], dimension: int | None) -> int | None:
+    """Check the name vectors of a write; return their common dimension (``None``: no vectors).
+
+    Raises:
+        ValueError: vectors of different lengths, a non-finite or all-zero vector, or a length
+            other than ``dimension`` (the store's, when known).
+    """
+    seen: int | None = None
+    for entity in entities:
+        if entity.vector is None:
+            continue
+        size = len(entity.vector)
+        if size == 0 or not all(math.isfinite(x) for x in entity.vector) or not any(entity.vector):
+            raise ValueError(f"entity {entity.name!r}: its vector must be finite and not all zeros")
+        if seen is None:
+            seen = size
+        elif size != seen:
+            raise ValueError(
+                f"entity {entity.name!r} has a {size}-dim vector; others in this call have {seen}"
+            )
+    if seen is not None and dimension is not None and seen != dimension:
+        raise ValueError(
+            f"entity vectors have {seen} dimensions but the graph store holds {dimension}-dim "
+            "vectors (embed entity names with the same model, or rebuild the graph)"
+        )
+    return seen
+
+
+def merge_entities(entities: Sequence[Entity]) -> dict[str, Entity]:
+    """Collapse entities with the same key, in order: the first keeps its name and type, later
+    ones fill in a missing description or vector (the ``replace_document`` merge rule)."""
+    merged: dict[str, Entity] = {}
+    for entity in entities:
+        key = entity.key
+        first = merged.get(key)
+        if first is None:
+            merged[key] = entity
+            continue
+        merged[key] = Entity(
+            name=first.name,
+            type=first.type,
+            description=first.description or entity.description,
+            vector=first.vector if first.vector is not None else entity.vector,
+        )
+    return merged
+
+
+def unique_relationships(relationships: Sequence[Relationship]) -> list[Relationship]:
+    """Drop repeats of the same edge (same ``id``: all six fields equal), keeping the order."""
+    return list({rel.id: rel for rel in relationships}.values())

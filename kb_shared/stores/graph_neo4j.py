@@ -16,7 +16,7 @@ description, sourceDoc, chunkId}]->(:Entity)``, with
 
 Walks are Cypher variable-length undirected patterns ``(s)-[:RELATES*1..N]-(:Entity)``, so
 Neo4j's relationship-uniqueness rule (no relationship twice in one match) is the path rule;
-they are ordered and capped in Cypher, then sorted with ``graph_sql.walk_order_key`` so every
+they are ordered and capped in Cypher, then sorted with ``graph.walk_order_key`` so every
 backend returns the same order. ``replace_document`` runs in one ``execute_write``
 transaction function (retried by the driver on transient errors, all or nothing).
 
@@ -41,14 +41,13 @@ from kb_shared.stores.graph import (
     GraphPath,
     GraphStore,
     Relationship,
-    validate_document_edges,
-)
-from kb_shared.stores.graph_sql import (
+    check_limit,
     check_walk_args,
     entity_vectors,
     merge_entities,
     query_vector,
     unique_relationships,
+    validate_document_edges,
     walk_order_key,
 )
 
@@ -478,8 +477,7 @@ class Neo4jGraphStore(GraphStore):
         Raises:
             ValueError: ``limit`` < 1.
         """
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
+        check_limit(limit)
         with self._errors("reading the graph overview"):
             if document is None:
                 records = self._read(OVERVIEW_ALL, limit=limit)

@@ -24,7 +24,6 @@ transaction has just linked fails (and rolls back) instead of leaving a dangling
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,16 +40,20 @@ from kb_shared.stores.graph import (
     GraphPath,
     GraphStore,
     Relationship,
+    check_limit,
+    check_walk_args,
+    entity_vectors,
+    merge_entities,
+    query_vector,
+    unique_relationships,
     validate_document_edges,
+    walk_order_key,
 )
 
 #: Keys per ``IN (…)`` list. SQLite allows 32,766 bound parameters per statement (its
 #: ``SQLITE_MAX_VARIABLE_NUMBER`` default since 3.32); Postgres 65,535. 500 stays far below
 #: both and keeps each statement small.
 IN_BATCH = 500
-
-#: The ``hops`` values ``walk`` accepts (the GraphStore contract: 1–2).
-MAX_HOPS = 2
 
 GRAPH_METADATA = sa.MetaData()
 
@@ -92,95 +95,6 @@ GRAPH_RELATIONSHIPS = sa.Table(
 
 _E = GRAPH_ENTITIES.c
 _R = GRAPH_RELATIONSHIPS.c
-
-
-def walk_order_key(seed_index: int, path: GraphPath) -> tuple:
-    """The order ``GraphStore.walk`` returns paths in, shared by every backend.
-
-    Shorter paths first, then by the seed's position in the (de-duplicated) seed list, then by
-    the node keys along the path, then by the relationship ids (so parallel edges between the
-    same nodes have a fixed order too).
-    """
-    return (
-        path.hops,
-        seed_index,
-        path.nodes,
-        tuple(rel.id for rel in path.relationships),
-    )
-
-
-def check_walk_args(hops: int, limit: int) -> None:
-    """Raise ``ValueError`` unless ``1 <= hops <= MAX_HOPS`` and ``limit >= 1``."""
-    if not 1 <= hops <= MAX_HOPS:
-        raise ValueError(f"hops must be 1 or 2, got {hops}")
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
-
-
-def query_vector(vector: Sequence[float] | np.ndarray, k: int) -> np.ndarray:
-    """Check a similarity query and return it as a float32 array of shape ``(dimension,)``.
-
-    Raises:
-        ValueError: ``k`` < 1, an empty, non-finite or all-zero vector (cosine is undefined).
-    """
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    array = np.asarray(vector, dtype=np.float32).reshape(-1)
-    if array.size == 0 or not np.all(np.isfinite(array)) or not np.any(array):
-        raise ValueError("the query vector must be non-empty, finite and not all zeros")
-    return array
-
-
-def entity_vectors(entities: Iterable[Entity], dimension: int | None) -> int | None:
-    """Check the name vectors of a write; return their common dimension (``None``: no vectors).
-
-    Raises:
-        ValueError: vectors of different lengths, a non-finite or all-zero vector, or a length
-            other than ``dimension`` (the store's, when known).
-    """
-    seen: int | None = None
-    for entity in entities:
-        if entity.vector is None:
-            continue
-        size = len(entity.vector)
-        if size == 0 or not all(math.isfinite(x) for x in entity.vector) or not any(entity.vector):
-            raise ValueError(f"entity {entity.name!r}: its vector must be finite and not all zeros")
-        if seen is None:
-            seen = size
-        elif size != seen:
-            raise ValueError(
-                f"entity {entity.name!r} has a {size}-dim vector; others in this call have {seen}"
-            )
-    if seen is not None and dimension is not None and seen != dimension:
-        raise ValueError(
-            f"entity vectors have {seen} dimensions but the graph store holds {dimension}-dim "
-            "vectors (embed entity names with the same model, or rebuild the graph)"
-        )
-    return seen
-
-
-def merge_entities(entities: Sequence[Entity]) -> dict[str, Entity]:
-    """Collapse entities with the same key, in order: the first keeps its name and type, later
-    ones fill in a missing description or vector (the ``replace_document`` merge rule)."""
-    merged: dict[str, Entity] = {}
-    for entity in entities:
-        key = entity.key
-        first = merged.get(key)
-        if first is None:
-            merged[key] = entity
-            continue
-        merged[key] = Entity(
-            name=first.name,
-            type=first.type,
-            description=first.description or entity.description,
-            vector=first.vector if first.vector is not None else entity.vector,
-        )
-    return merged
-
-
-def unique_relationships(relationships: Sequence[Relationship]) -> list[Relationship]:
-    """Drop repeats of the same edge (same ``id``: all six fields equal), keeping the order."""
-    return list({rel.id: rel for rel in relationships}.values())
 
 
 def _batches(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -485,8 +399,7 @@ class SqlGraphStore(GraphStore):
         Raises:
             ValueError: ``limit`` < 1.
         """
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
+        check_limit(limit)
         ends = sa.union_all(
             sa.select(_R.source_key.label("key")), sa.select(_R.target_key.label("key"))
         ).subquery("ends")

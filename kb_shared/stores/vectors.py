@@ -15,6 +15,7 @@ backend's, so the ranking is identical whichever store is live.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -338,3 +339,84 @@ def check_kind(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown point kind {kind!r}; expected one of {', '.join(KINDS)}")
     return kind
+
+
+def check_filters(
+    documents: Sequence[str] | None, kinds: Sequence[str] | None
+) -> list[tuple[str, list[str]]] | None:
+    """The ``documents`` / ``kinds`` filters of a search, checked.
+
+    Returns:
+        ``[(field, values), …]`` with field ``"document"`` then ``"kind"``, leaving out a
+        filter that is ``None`` (no filter); ``None`` when a filter is empty (it matches
+        nothing, so the search returns ``[]``).
+
+    Raises:
+        ValueError: an unknown kind, or a filter given as one string instead of a sequence.
+    """
+    if kinds is not None:
+        kinds = [check_kind(kind) for kind in kinds]
+    filters: list[tuple[str, list[str]]] = []
+    for name, values in (("document", documents), ("kind", kinds)):
+        if values is None:
+            continue
+        if isinstance(values, str):
+            raise ValueError(f"{name} filter must be a sequence of strings, not one string")
+        if len(values) == 0:
+            return None
+        filters.append((name, list(values)))
+    return filters
+
+
+def check_open_args(model: str, dimension: int) -> int:
+    """Check the arguments of ``VectorIndex.open``; return ``dimension`` as an ``int``.
+
+    Raises:
+        ValueError: empty ``model`` or ``dimension`` < 1.
+    """
+    if not model:
+        raise ValueError("the embedding model name cannot be empty")
+    if int(dimension) < 1:
+        raise ValueError(f"dimension must be >= 1, got {dimension}")
+    return int(dimension)
+
+
+def check_point(
+    point: Point, dimension: int, *, sort_keys: bool = False
+) -> tuple[np.ndarray, str]:
+    """Validate one point before anything is written, in the order every backend reports.
+
+    Checks a non-empty string id and document, a string text, a known kind
+    (:func:`check_kind`), the dense vector (:func:`as_unit_vector`) and a JSON-serialisable
+    payload (no NaN or infinity).
+
+    Args:
+        point: the point to write.
+        dimension: the index's vector size.
+        sort_keys: sort the payload's keys in the JSON text.
+
+    Returns:
+        ``(dense, payload)``: the vector as float32 of shape ``(dimension,)`` at unit length,
+        and the payload as JSON text (non-ASCII kept as is).
+
+    Raises:
+        ValueError: any check failed; the message names the point id.
+    """
+    if not isinstance(point.id, str) or not point.id:
+        raise ValueError(f"a point id must be a non-empty string, got {point.id!r}")
+    if not isinstance(point.document, str) or not point.document:
+        raise ValueError(f"point {point.id!r} has no document id")
+    if not isinstance(point.text, str):
+        raise ValueError(f"point {point.id!r}: text must be a string")
+    check_kind(point.kind)
+    try:
+        dense = as_unit_vector(point.dense, dimension)
+    except ValueError as exc:
+        raise ValueError(f"point {point.id!r}: {exc}") from exc
+    try:
+        payload = json.dumps(
+            dict(point.payload), ensure_ascii=False, allow_nan=False, sort_keys=sort_keys
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"point {point.id!r}: payload is not JSON-serialisable: {exc}") from exc
+    return dense, payload

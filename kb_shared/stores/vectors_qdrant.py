@@ -49,7 +49,10 @@ from kb_shared.stores.vectors import (
     VectorIndex,
     as_unit_vector,
     check_collection,
+    check_filters,
     check_kind,
+    check_open_args,
+    check_point,
 )
 
 DENSE = "dense"
@@ -156,11 +159,7 @@ class QdrantVectorIndex(VectorIndex):
             EmbeddingMismatchError: the collection records another model or dimension.
             StoreError: the collection does not exist and ``create`` is false.
         """
-        if not model:
-            raise ValueError("the embedding model name cannot be empty")
-        if int(dimension) < 1:
-            raise ValueError(f"dimension must be >= 1, got {dimension}")
-        dimension = int(dimension)
+        dimension = check_open_args(model, dimension)
         recorded = self.describe()
         if recorded is None:
             if not create:
@@ -377,18 +376,7 @@ def _prepare(points: Sequence[Point], dimension: int) -> list[models.PointStruct
     """Validate every point (raising before any request); the last of repeated ids wins."""
     structs: dict[str, models.PointStruct] = {}
     for point in points:
-        if not isinstance(point.id, str) or not point.id:
-            raise ValueError(f"a point id must be a non-empty string, got {point.id!r}")
-        if not isinstance(point.document, str) or not point.document:
-            raise ValueError(f"point {point.id!r} has no document id")
-        if not isinstance(point.text, str):
-            raise ValueError(f"point {point.id!r}: text must be a string")
-        kind = check_kind(point.kind)
-        try:
-            dense = as_unit_vector(point.dense, dimension)
-        except ValueError as exc:
-            raise ValueError(f"point {point.id!r}: {exc}") from exc
-        payload = _payload_copy(point.id, point.payload)
+        dense, payload = check_point(point, dimension)
         indices, values = sparse_vector(point.terms_source)
         structs.pop(point.id, None)
         structs[point.id] = models.PointStruct(
@@ -400,20 +388,13 @@ def _prepare(points: Sequence[Point], dimension: int) -> list[models.PointStruct
             payload={
                 "id": point.id,
                 "document": point.document,
-                "kind": kind,
+                "kind": point.kind,
                 "text": point.text,
-                "payload": payload,
+                # a JSON round-trip copy: what a reader gets back, same as SQLite
+                "payload": json.loads(payload),
             },
         )
     return list(structs.values())
-
-
-def _payload_copy(point_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON round-trip copy of ``payload`` (what a reader gets back, same as SQLite)."""
-    try:
-        return json.loads(json.dumps(dict(payload), ensure_ascii=False, allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"point {point_id!r}: payload is not JSON-serialisable: {exc}") from exc
 
 
 def _stored(payload: Mapping[str, Any] | None) -> StoredPoint:
@@ -444,15 +425,10 @@ def _any_filter(
     documents: Sequence[str] | None, kinds: Sequence[str] | None
 ) -> models.Filter | None | bool:
     """A ``MatchAny`` filter; ``None`` = no filter; ``False`` = an empty filter (no hits)."""
-    if kinds is not None:
-        kinds = [check_kind(kind) for kind in kinds]
-    must: list[models.Condition] = []
-    for key, values in (("document", documents), ("kind", kinds)):
-        if values is None:
-            continue
-        if isinstance(values, str):
-            raise ValueError(f"{key} filter must be a sequence of strings, not one string")
-        if len(values) == 0:
-            return False
-        must.append(models.FieldCondition(key=key, match=models.MatchAny(any=list(values))))
+    filters = check_filters(documents, kinds)
+    if filters is None:
+        return False
+    must: list[models.Condition] = [
+        models.FieldCondition(key=key, match=models.MatchAny(any=values)) for key, values in filters
+    ]
     return models.Filter(must=must) if must else None

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,10 @@ from kb_shared.stores.vectors import (
     VectorIndex,
     as_unit_vector,
     check_collection,
+    check_filters,
     check_kind,
+    check_open_args,
+    check_point,
 )
 
 #: vec0's upper bound on ``k`` in a KNN query (sqlite-vec 0.1.9: "k value in knn query too
@@ -202,11 +205,7 @@ class SqliteVectorIndex(VectorIndex):
                 says to re-embed).
             StoreError: the index does not exist and ``create`` is false.
         """
-        if not model:
-            raise ValueError("the embedding model name cannot be empty")
-        if int(dimension) < 1:
-            raise ValueError(f"dimension must be >= 1, got {dimension}")
-        dimension = int(dimension)
+        dimension = check_open_args(model, dimension)
         recorded = self.describe()
         if recorded is None:
             if not create:
@@ -515,21 +514,11 @@ class _Row:
     __slots__ = ("id", "document", "kind", "text", "payload", "dense", "terms")
 
     def __init__(self, point: Point, dimension: int) -> None:
-        if not isinstance(point.id, str) or not point.id:
-            raise ValueError(f"a point id must be a non-empty string, got {point.id!r}")
-        if not isinstance(point.document, str) or not point.document:
-            raise ValueError(f"point {point.id!r} has no document id")
-        if not isinstance(point.text, str):
-            raise ValueError(f"point {point.id!r}: text must be a string")
+        self.dense, self.payload = check_point(point, dimension, sort_keys=True)
         self.id = point.id
         self.document = point.document
-        self.kind = check_kind(point.kind)
+        self.kind = point.kind
         self.text = point.text
-        try:
-            self.dense = as_unit_vector(point.dense, dimension)
-        except ValueError as exc:
-            raise ValueError(f"point {point.id!r}: {exc}") from exc
-        self.payload = _payload_json(point.id, point.payload)
         self.terms = fts_document(point.terms_source)
 
 
@@ -541,13 +530,6 @@ def _prepare(points: Sequence[Point], dimension: int) -> list[_Row]:
         rows.pop(row.id, None)
         rows[row.id] = row
     return list(rows.values())
-
-
-def _payload_json(point_id: str, payload: Mapping[str, Any]) -> str:
-    try:
-        return json.dumps(dict(payload), ensure_ascii=False, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"point {point_id!r}: payload is not JSON-serialisable: {exc}") from exc
 
 
 def _stored(row: Sequence[Any]) -> StoredPoint:
@@ -577,17 +559,8 @@ def _in_filters(
     Values travel as one JSON array parameter each (``json_each``), so any number of
     documents fits without hitting SQLite's bound-parameter limit.
     """
-    if kinds is not None:
-        kinds = [check_kind(kind) for kind in kinds]
-    clauses: list[str] = []
-    params: list[str] = []
-    for column, values in (("document", documents), ("kind", kinds)):
-        if values is None:
-            continue
-        if isinstance(values, str):
-            raise ValueError(f"{column} filter must be a sequence of strings, not one string")
-        if len(values) == 0:
-            return None
-        clauses.append(f"{prefix}{column} IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(list(values)))
-    return clauses, params
+    filters = check_filters(documents, kinds)
+    if filters is None:
+        return None
+    clauses = [f"{prefix}{column} IN (SELECT value FROM json_each(?))" for column, _ in filters]
+    return clauses, [json.dumps(values) for _, values in filters]
