@@ -24,7 +24,7 @@ import typer
 
 from kb_shared.chunking import Chunk
 from kb_shared.providers.base import FigureRegion
-from kb_shared.sample_pdf import FIGURE_CAPTION, sample_pdf_bytes
+from kb_shared.sample_pdf import FIGURE_CAPTION, FIGURE_PAGE, sample_pdf_bytes
 from kb_shared.settings import Settings
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n", 1)[0])
@@ -48,6 +48,7 @@ def _first_page(pdf: bytes) -> bytes:
 
 
 def check_markdown(settings: Settings, pdf: bytes) -> str:
+    """Claude PDF -> Markdown on the sample's first page: page marker and text come back."""
     from kb_shared.providers.cloud_markdown import ClaudeMarkdownConverter
 
     converter = ClaudeMarkdownConverter.from_settings(settings)
@@ -58,6 +59,7 @@ def check_markdown(settings: Settings, pdf: bytes) -> str:
 
 
 def check_context(settings: Settings, pdf: bytes) -> str:
+    """Claude contextualisation of one chunk, with the prompt-cache report."""
     from kb_shared.providers.cloud_context import ClaudeContextualiser
 
     contextualiser = ClaudeContextualiser.from_settings(settings)
@@ -69,6 +71,7 @@ def check_context(settings: Settings, pdf: bytes) -> str:
 
 
 def check_graph(settings: Settings, pdf: bytes) -> str:
+    """Claude graph extraction on one obligation chunk: at least one relationship."""
     from kb_shared.providers.cloud_graph import ClaudeGraphExtractor
 
     extractor = ClaudeGraphExtractor.from_settings(settings)
@@ -79,6 +82,7 @@ def check_graph(settings: Settings, pdf: bytes) -> str:
 
 
 def check_embeddings(settings: Settings, pdf: bytes) -> str:
+    """Gemini document and query embeddings: shapes, unit length, their cosine."""
     from kb_shared.providers.cloud_embeddings import GeminiEmbedder
 
     embedder = GeminiEmbedder.from_settings(settings)
@@ -91,16 +95,18 @@ def check_embeddings(settings: Settings, pdf: bytes) -> str:
 
 
 def check_figures(settings: Settings, pdf: bytes) -> str:
+    """Gemini figure boxes on the sample's diagram page."""
     from kb_shared.providers.cloud_figures import GeminiFigureLocator
 
     locator = GeminiFigureLocator.from_settings(settings)
-    boxes = locator.locate(pdf, [FigureRegion(page=3, bbox=None, caption=FIGURE_CAPTION)])
-    assert boxes and all(b.page == 3 for b in boxes), boxes
+    boxes = locator.locate(pdf, [FigureRegion(page=FIGURE_PAGE, bbox=None, caption=FIGURE_CAPTION)])
+    assert boxes and all(b.page == FIGURE_PAGE for b in boxes), boxes
     shown = "; ".join(f"{tuple(round(v) for v in b.bbox)} {b.caption[:40]!r}" for b in boxes)
     return f"{shown}; {_usage(locator.usage())}"
 
 
 def check_rerank(settings: Settings, pdf: bytes) -> str:
+    """Cohere rerank puts the life-support chunk first."""
     from kb_shared.providers.cloud_rerank import CohereReranker
 
     reranker = CohereReranker.from_settings(settings)

@@ -38,6 +38,8 @@ VERSION = "1.2"
 DOC_REF = "SRMP-001"
 EFFECTIVE_DATE = "1 July 2025"
 FIGURE_CAPTION = "Figure 1 – Notification flow"
+#: The page the diagram is drawn on (1-based).
+FIGURE_PAGE = 2
 
 #: PDF date (PDF 32000-1 §7.9.4) written as both creation and modification date, so two
 #: builds are byte-identical.

@@ -184,3 +184,14 @@ def test_running_header_and_footer_are_gone(converted: ConvertedDocument) -> Non
     assert "SRMP-001 | Effective 1 July 2025" not in text
     assert not re.search(r"Page \d of 6", text)
     assert text.count("Sample Retail Market Procedure") == 1  # the cover title only
+
+
+def test_the_diagram_is_on_figure_page() -> None:
+    import pymupdf
+
+    from kb_shared.sample_pdf import FIGURE_CAPTION, FIGURE_PAGE, sample_pdf_bytes
+
+    with pymupdf.open(stream=sample_pdf_bytes(), filetype="pdf") as doc:
+        pages = [n + 1 for n, page in enumerate(doc) if FIGURE_CAPTION in page.get_text()]
+        assert pages == [FIGURE_PAGE]
+        assert doc[FIGURE_PAGE - 1].get_drawings()  # vector boxes and arrows

@@ -229,6 +229,7 @@ class TextLayerStats:
 
     @property
     def unmapped_share(self) -> float:
+        """Unmapped characters as a share of all text-layer characters (0.0 with no text)."""
         return self.unmapped / self.characters if self.characters else 0.0
 
 
