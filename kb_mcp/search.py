@@ -48,10 +48,12 @@ from kb_shared.stores.vectors import KIND_FIGURE, Hit, StoredPoint, VectorIndex
 #: Weight of the third fused list: the points that contain a rare identifier of the query
 #: whole (a clause number, a market notice, a variable name; ``exact_identifier_matches``).
 #: BM25 alone lets the common parts of a code ("3", "1", "5" of 3.1.5, or "800-171" next to
-#: it) outweigh the code itself; the issue requires that exact codes hit. Given the sparse
-#: side's weight (``kb_shared.stores.vectors.SPARSE_WEIGHT``), not tuned: on the same set it took Recall@5 from 0.833 to 0.867 and MRR from
-#: 0.585 to 0.607 (identifier questions: Recall@5 5/7 -> 6/7); weights 0.5-2 were within one
-#: question of each other.
+#: it) outweigh the code itself; the issue requires that exact codes hit. Relative to the
+#: sparse side's weight (``kb_shared.stores.vectors.SPARSE_WEIGHT``); chosen with the fusion
+#: sweep of ``benchmarks/retrieval.py`` on both eval sets (weights 0, 0.25, 0.5, 1): at k=10,
+#: dense 0.75 it lifts regulatory from 0.833 / 0.589 (no exact list) to 0.867 / 0.606
+#: Recall@5 / MRR; FinanceBench (which asks for no codes) moves from 0.588 / 0.385 to 0.588 /
+#: 0.391.
 EXACT_WEIGHT = 1.0
 
 #: A search_docs answer is "low confidence" (the corpus has nothing on it) when its best
@@ -360,19 +362,23 @@ def hybrid_candidates(
     exact: Sequence[Hit] = (),
 ) -> tuple[list[Hit], float | None]:
     """``VectorIndex.hybrid_search`` with ``exact`` as a third fused list (weight
-    ``EXACT_WEIGHT``), at most ``limit`` hits, plus the best dense cosine among them.
+    ``EXACT_WEIGHT``), at most ``limit`` hits, plus the best dense cosine of the query over
+    the filtered index (``None`` when the index holds no matching point).
 
-    The best cosine is the top dense candidate's: with the fusion weights of
-    ``kb_shared.stores.vectors`` the dense rank-1 point scores ``0.5 / 11``, which at most
-    12 sparse-only or exact points can beat, so it is always among ``max(limit, 50)`` fused
-    hits; callers ask for at least ``RERANK_CANDIDATES`` (50) for that reason.
+    The best cosine is the dense rank-1 candidate's; fusion can push that point below the
+    fused cut (many sparse or exact hits), and then one more dense query fetches it, so the
+    "nothing found" test never depends on the fusion constants.
     """
     hits = index.hybrid_search(
         vector, query, max(limit, RERANK_CANDIDATES), documents, kinds,
         extra=[(exact, EXACT_WEIGHT)] if exact else (),
     )
     similarities = [h.dense_score for h in hits if h.dense_rank == 1]
-    best = similarities[0] if similarities else None
+    if similarities:
+        best = similarities[0]
+    else:
+        top = index.dense_search(vector, 1, documents, kinds)
+        best = top[0].score if top else None
     return hits[:limit], best
 
 

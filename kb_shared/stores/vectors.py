@@ -35,14 +35,18 @@ KINDS = (KIND_TEXT, KIND_TABLE, KIND_FIGURE)
 #: from Cormack, Clarke & Büttcher (SIGIR 2009), whose k = 60 assumes long, equally good
 #: lists; Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval" (ACM
 #: TOIS 2023) show RRF is sensitive to k and to per-list weights and that tuning both on a
-#: small labelled set beats the default. Measured on ../shared/corpus/eval/regulatory (30
-#: answerable questions over the 9 evidence PDFs built by the pipeline, minilm-int8, top 10):
-#: k=60 with equal weights gave Recall@5 0.733 / MRR 0.526; over k in {5, 10, 20, 60} x dense
-#: weight in {0, .25, .5, .75, 1}, k 5-10 with dense weight .5-.75 was best (Recall@5 0.833,
-#: MRR 0.586-0.618); k=10, dense 0.5 sits in the middle of that plateau. Sparse alone scored
-#: 0.700 / 0.557, dense alone 0.600 / 0.523 (grid: tests/mcp/test_retrieval_quality.py).
+#: small labelled set beats the default. Chosen with ``benchmarks/retrieval.py``'s fusion
+#: sweep (k x dense weight x exact-identifier weight, sparse weight 1) on BOTH eval sets of
+#: ../shared/corpus/eval over pipeline-built corpora (minilm-int8, top 10; Recall@5 / MRR):
+#: k=10, dense 0.75, exact 1 gives regulatory (30 questions) 0.867 / 0.606 and FinanceBench
+#: (17) 0.588 / 0.391. The earlier k=10, dense 0.5 (tuned on regulatory alone) gave 0.867 /
+#: 0.603 and 0.471 / 0.355; equal-weight k=60 0.733 / 0.520 and 0.706 / 0.434. Dense
+#: weights 0.75 with k 5-15 form a plateau (regulatory 0.83-0.87 Recall@5); larger dense
+#: weights help FinanceBench's numeric questions but cost regulatory Recall@5 (0.73-0.80 at
+#: dense 2-3), the product's own domain, so they were not taken. The whole landscape is
+#: within 1-2 questions per set (benchmarks/results/retrieval-*.md, "Fusion constants").
 RRF_K = 10
-DENSE_WEIGHT = 0.5
+DENSE_WEIGHT = 0.75
 SPARSE_WEIGHT = 1.0
 
 #: Candidates fetched from each side before fusion, as a multiple of the requested limit

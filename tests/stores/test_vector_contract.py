@@ -363,18 +363,19 @@ def test_hybrid_search_rrf_scores(index: VectorIndex) -> None:
     assert ids(index.dense_search([1, 0, 0, 0], 3)) == ["a", "b", "c"]
     assert ids(index.sparse_search("zeta", 3)) == ["c", "a"]
     hits = index.hybrid_search([1, 0, 0, 0], "zeta", 3)
-    # weighted RRF, k=10, dense 0.5, sparse 1.0: c = .5/13 + 1/11, a = .5/11 + 1/12, b = .5/12
-    assert ids(hits) == ["c", "a", "b"]
+    # weighted RRF, k=10, dense 0.75, sparse 1.0:
+    # a = .75/11 + 1/12 = 0.1515, c = .75/13 + 1/11 = 0.1486, b = .75/12 = 0.0625
+    assert ids(hits) == ["a", "c", "b"]
     assert [h.score for h in hits] == pytest.approx(
-        [0.5 / 13 + 1 / 11, 0.5 / 11 + 1 / 12, 0.5 / 12], rel=1e-12
+        [0.75 / 11 + 1 / 12, 0.75 / 13 + 1 / 11, 0.75 / 12], rel=1e-12
     )
-    assert [(h.dense_rank, h.sparse_rank) for h in hits] == [(3, 1), (1, 2), (2, None)]
-    assert hits[1].dense_score == pytest.approx(1.0, abs=1e-5)
-    assert ids(index.hybrid_search([1, 0, 0, 0], "zeta", 1)) == ["c"]
+    assert [(h.dense_rank, h.sparse_rank) for h in hits] == [(1, 2), (3, 1), (2, None)]
+    assert hits[0].dense_score == pytest.approx(1.0, abs=1e-5)
+    assert ids(index.hybrid_search([1, 0, 0, 0], "zeta", 1)) == ["a"]
     # an extra ranked list (e.g. exact code matches) joins the fusion with its weight
     boosted = index.hybrid_search([1, 0, 0, 0], "zeta", 3, extra=[([hits[2]], 2.0)])
-    assert ids(boosted) == ["b", "c", "a"]
-    assert boosted[0].score == pytest.approx(0.5 / 12 + 2.0 / 11, rel=1e-12)
+    assert ids(boosted) == ["b", "a", "c"]
+    assert boosted[0].score == pytest.approx(0.75 / 12 + 2.0 / 11, rel=1e-12)
 
 
 def test_reciprocal_rank_fusion_formula() -> None:
