@@ -64,10 +64,12 @@ REPORTED_PACKAGES = (
 #: Provider roles of ``kb_shared.settings.Settings`` (``KB_<ROLE>_PROVIDER``).
 PROVIDER_ROLES = ("MARKDOWN", "EMBEDDING", "GRAPH", "FIGURE", "RERANK", "CONTEXTUALISE")
 
-#: A report says the machine was busy when the 1-minute load average per usable core is at
-#: least this (a fully used core is 1.0; half of every core taken by others already skews a
-#: CPU-bound timing).
-BUSY_LOAD_PER_CORE = 0.5
+#: A report says the machine was busy when other processes (not the benchmark nor the
+#: children it waited for) used at least this share of the machine's CPU time during the run
+#: (``OtherCpu``). The load average is shown too but cannot decide it: it counts the
+#: benchmark's own threads and decays over minutes, so the second benchmark of ``make bench``
+#: starts with the first one's load.
+BUSY_OTHER_CPU_SHARE = 0.25
 
 
 # --------------------------------------------------------------------------------------
@@ -364,6 +366,46 @@ def load_average() -> tuple[float, float, float] | None:
         return None
 
 
+@dataclass(frozen=True)
+class CpuSample:
+    """Machine-wide busy CPU seconds (``/proc/stat``) and this process's own CPU seconds
+    (itself plus the children it has waited for, ``getrusage``) at one moment."""
+
+    machine_busy: float
+    own: float
+
+    @staticmethod
+    def now() -> CpuSample | None:
+        """Read both counters; ``None`` where ``/proc/stat`` is missing (not Linux)."""
+        try:
+            with open("/proc/stat", encoding="ascii") as stat:
+                fields = stat.readline().split()
+        except OSError:
+            return None
+        if not fields or fields[0] != "cpu":
+            return None
+        ticks = [int(x) for x in fields[1:]]
+        # user nice system idle iowait irq softirq steal [guest guest_nice: inside user]
+        busy = sum(ticks[:8]) - ticks[3] - ticks[4]
+        hz = os.sysconf("SC_CLK_TCK")
+        own = sum(
+            r.ru_utime + r.ru_stime
+            for r in (resource.getrusage(resource.RUSAGE_SELF),
+                      resource.getrusage(resource.RUSAGE_CHILDREN))
+        )
+        return CpuSample(machine_busy=busy / hz, own=own)
+
+
+def other_cpu_share(start: CpuSample | None, end: CpuSample | None, wall_seconds: float,
+                    cores: int) -> float | None:
+    """Share (0-1) of the machine's CPU time between two samples used by other processes:
+    ``(machine busy - own) / (wall x cores)``; ``None`` without samples or time."""
+    if start is None or end is None or wall_seconds <= 0 or cores <= 0:
+        return None
+    other = (end.machine_busy - start.machine_busy) - (end.own - start.own)
+    return max(0.0, other) / (wall_seconds * cores)
+
+
 def _fmt_load(load: tuple[float, float, float] | None) -> str:
     return "n/a" if load is None else " / ".join(f"{x:.2f}" for x in load)
 
@@ -384,9 +426,10 @@ class Report:
         local_providers: the run forced local providers (``kb_environment``); the header
             then names the local embedding model even if a cloud key is set.
 
-    The load average is read at construction (start) and in ``write`` (end); when either is
-    at least ``BUSY_LOAD_PER_CORE`` per usable core the header says the timings were taken on
-    a busy machine.
+    CPU counters and the load average are read at construction (start) and in ``write``
+    (end); when other processes used at least ``BUSY_OTHER_CPU_SHARE`` of the machine's CPU
+    in between (``other_cpu_share``) the header says the timings were taken on a busy
+    machine.
     """
 
     name: str
@@ -397,6 +440,7 @@ class Report:
     started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     started: float = field(default_factory=time.perf_counter)
     load_start: tuple[float, float, float] | None = field(default_factory=load_average)
+    cpu_start: CpuSample | None = field(default_factory=CpuSample.now)
     command: str = field(default_factory=lambda: command_line())
     blocks: list[str] = field(default_factory=list)
     facts: dict[str, str] = field(default_factory=dict)
@@ -426,12 +470,14 @@ class Report:
         return self.results_dir / f"{self.name}-{self.started_at:%Y-%m-%d}{suffix}.md"
 
     def header(self) -> str:
-        """Title, run facts and the machine description (load average at start and end)."""
+        """Title, run facts and the machine description (load average at start and end, the
+        CPU share other processes used)."""
         load_end = load_average()
         cores = usable_cores()
         memory = _meminfo()
         versions = package_versions()
         elapsed = time.perf_counter() - self.started
+        other = other_cpu_share(self.cpu_start, CpuSample.now(), elapsed, cores)
         run_rows: list[tuple[str, str]] = [
             ("command", f"`{self.command}`"),
             ("started", f"{self.started_at:%Y-%m-%d %H:%M:%S} UTC"),
@@ -453,6 +499,9 @@ class Report:
             ("embedding model", embedding_model_description(local=self.local_providers)),
             ("load average 1/5/15 min", f"start {_fmt_load(self.load_start)}; "
              f"end {_fmt_load(load_end)}"),
+            ("CPU used by other processes", "n/a" if other is None else
+             f"{other:.0%} of {cores} cores over the run (this benchmark and the children it "
+             "waited for excluded)"),
         ]
         lines = [
             f"# {self.title} — {self.started_at:%Y-%m-%d}",
@@ -463,15 +512,12 @@ class Report:
             "",
             markdown_table(("", ""), machine_rows, align="ll"),
         ]
-        busiest = max(
-            (load[0] for load in (self.load_start, load_end) if load is not None), default=0.0
-        )
-        if busiest >= BUSY_LOAD_PER_CORE * cores:
+        if other is not None and other >= BUSY_OTHER_CPU_SHARE:
             lines += [
                 "",
-                f"> **Busy machine:** the 1-minute load average reached {busiest:.1f} on "
-                f"{cores} usable cores while this ran (other work shares the CPU), so every "
-                "time below is pessimistic. Re-run on a quiet machine for final numbers.",
+                f"> **Busy machine:** other processes used {other:.0%} of the CPU while this "
+                "ran, so every time below is pessimistic. Re-run on a quiet machine for final "
+                "numbers.",
             ]
         return "\n".join(lines)
 
