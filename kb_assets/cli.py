@@ -324,13 +324,21 @@ def ui(
 ) -> None:
     """Serve the Dagster UI and daemon (`dagster dev -w workspace.yaml`) on KB_HOME."""
     settings = Settings()
-    prepare_dagster_home(settings)
+    dagster_home = prepare_dagster_home(settings).resolve()
     workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
     command = [
         sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-h", host, "-p", str(port),
     ]
-    env = dict(os.environ, KB_HOME=str(settings.home))
-    raise typer.Exit(subprocess.call(command, env=env))
+    # Run from DAGSTER_HOME: from the repository root Dagster warns that the dagster.yaml
+    # there "will not be used", though its copy in DAGSTER_HOME is. `dg dev` (which Dagster's
+    # deprecation notice suggests) needs another package, so that notice is silenced.
+    env = dict(
+        os.environ,
+        KB_HOME=str(settings.home.resolve()),
+        DAGSTER_HOME=str(dagster_home),
+        PYTHONWARNINGS="ignore:Function `dev_command` is superseded",
+    )
+    raise typer.Exit(subprocess.call(command, env=env, cwd=dagster_home))
 
 
 @app.command()
