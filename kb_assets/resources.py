@@ -1,13 +1,14 @@
 """Dagster resources: thin wrappers over the ``kb_shared`` store and provider factories.
 
-Settings are read when a run starts (``setup_for_execution``), never at import, and every
-client is created on first use and closed when the run ends. Tests swap a resource for one
-built with ``home=`` or with ready-made providers (``ProvidersResource.with_providers``).
+Settings are read on first use, never at import, and every client is created on first use
+(``SettingsResource``) and, for the stores, closed when the run ends. Tests swap a resource
+for one built with ``home=``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import dagster as dg
 from pydantic import PrivateAttr
@@ -33,8 +34,11 @@ def load_settings(home: str | None) -> Settings:
     return Settings(home=home) if home else Settings()
 
 
-class StoresResource(dg.ConfigurableResource):
-    """The four stores of DESIGN.md ("Stores and their backends"), chosen by settings.
+T = TypeVar("T")
+
+
+class SettingsResource(dg.ConfigurableResource):
+    """What both resources share: settings built once per run and clients built on first use.
 
     Attributes:
         home: overrides ``KB_HOME`` (tests); ``None`` = environment.
@@ -43,7 +47,7 @@ class StoresResource(dg.ConfigurableResource):
     home: str | None = None
 
     _settings: Settings | None = PrivateAttr(default=None)
-    _clients: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _cache: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @property
     def settings(self) -> Settings:
@@ -52,19 +56,27 @@ class StoresResource(dg.ConfigurableResource):
             self._settings = load_settings(self.home)
         return self._settings
 
-    def _cached(self, name: str, build: Any) -> Any:
-        if name not in self._clients:
-            self._clients[name] = build()
-        return self._clients[name]
+    def _cached(self, name: str, build: Callable[[Settings], T]) -> T:
+        """``build(settings)`` the first time ``name`` is asked for, the same object after."""
+        if name not in self._cache:
+            self._cache[name] = build(self.settings)
+        return self._cache[name]
+
+
+class StoresResource(SettingsResource):
+    """The four stores of DESIGN.md ("Stores and their backends"), chosen by settings.
+
+    Attributes:
+        home: overrides ``KB_HOME`` (tests); ``None`` = environment.
+    """
 
     def catalog(self) -> Catalog:
         """The catalog (schema ensured on first use)."""
-
-        return self._cached("catalog", lambda: store_factory.open_catalog(self.settings))
+        return self._cached("catalog", store_factory.open_catalog)
 
     def blobs(self) -> BlobStore:
         """The blob store."""
-        return self._cached("blobs", lambda: store_factory.open_blob_store(self.settings))
+        return self._cached("blobs", store_factory.open_blob_store)
 
     def vectors(self, model: str, dimension: int) -> VectorIndex:
         """The vector index opened for ``model``/``dimension``.
@@ -72,7 +84,7 @@ class StoresResource(dg.ConfigurableResource):
         Raises:
             EmbeddingMismatchError: the index holds another model's vectors.
         """
-        index = self._cached("vectors", lambda: store_factory.open_vector_index(self.settings))
+        index = self._cached("vectors", store_factory.open_vector_index)
         if index.info is None or (index.info.model, index.info.dimension) != (model, dimension):
             index.open(model, dimension)
         return index
@@ -80,7 +92,7 @@ class StoresResource(dg.ConfigurableResource):
     def existing_vectors(self) -> VectorIndex | None:
         """The vector index opened with whatever model it records, or ``None`` if none exists
         (used by deletes and checks, which must not create or re-key an index)."""
-        index = self._cached("vectors", lambda: store_factory.open_vector_index(self.settings))
+        index = self._cached("vectors", store_factory.open_vector_index)
         if index.info is None:
             recorded = index.describe()
             if recorded is None:
@@ -91,13 +103,14 @@ class StoresResource(dg.ConfigurableResource):
     def drop_vectors(self) -> bool:
         """Drop the whole vector index (every point and its recorded model), for switching
         embedding models. Returns whether there was one."""
-        index = self._cached("vectors", lambda: store_factory.open_vector_index(self.settings))
+        index = self._cached("vectors", store_factory.open_vector_index)
         return index.drop()
 
     def graph(self) -> GraphStore:
         """The graph store (schema ensured on first use by the caller with a dimension)."""
         return self._cached(
-            "graph", lambda: store_factory.open_graph_store(self.settings, self.catalog().engine)
+            "graph",
+            lambda settings: store_factory.open_graph_store(settings, self.catalog().engine),
         )
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
@@ -106,36 +119,19 @@ class StoresResource(dg.ConfigurableResource):
 
     def close(self) -> None:
         """Close every client opened so far (safe to call twice)."""
-        for client in reversed(list(self._clients.values())):
+        for client in reversed(list(self._cache.values())):
             close = getattr(client, "close", None)
             if close is not None:
                 close()
-        self._clients.clear()
+        self._cache.clear()
 
 
-class ProvidersResource(dg.ConfigurableResource):
+class ProvidersResource(SettingsResource):
     """The model providers of DESIGN.md ("Providers"), local unless a key is set.
 
     Attributes:
         home: overrides ``KB_HOME`` (tests); ``None`` = environment.
     """
-
-    home: str | None = None
-
-    _settings: Settings | None = PrivateAttr(default=None)
-    _built: dict[str, Any] = PrivateAttr(default_factory=dict)
-
-    @property
-    def settings(self) -> Settings:
-        """Settings for this run (built once)."""
-        if self._settings is None:
-            self._settings = load_settings(self.home)
-        return self._settings
-
-    def _cached(self, name: str, build: Any) -> Any:
-        if name not in self._built:
-            self._built[name] = build(self.settings)
-        return self._built[name]
 
     def converter(self) -> MarkdownConverter:
         """PDF → Markdown converter."""
