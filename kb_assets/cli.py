@@ -21,7 +21,7 @@ from rich.table import Table
 from kb_assets import operations
 from kb_assets.constants import DOCUMENTS, REBUILDABLE
 from kb_assets.instance import dagster_instance, prepare_dagster_home
-from kb_assets.intake import ADDED, intake_files
+from kb_assets.intake import ADDED, REFUSED, intake_files
 from kb_assets.resources import StoresResource
 from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
 from kb_shared.settings import Settings
@@ -62,7 +62,11 @@ def add(
     paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (recursive).")],
     build: Annotated[bool, typer.Option("--build", help="Build the added documents now.")] = False,
 ) -> None:
-    """Add PDFs: identity rules, copy to blobs, add the partition (then `kb build`)."""
+    """Add PDFs: identity rules, copy to blobs, add the partition (then `kb build`).
+
+    Exits 1 when any file was refused (not a PDF, empty, unreadable, or its content is
+    already in the corpus under another name); a name already in the corpus is a duplicate,
+    reported but not an error, so adding a folder again is safe."""
     settings, stores = _context()
     instance = dagster_instance(settings)
     try:
@@ -77,11 +81,22 @@ def add(
     colours = {"added": "green", "duplicate": "yellow", "refused": "red"}
     for o in outcomes:
         table.add_row(o.name, f"[{colours[o.status]}]{o.status}[/]", o.doc_id or "", o.reason)
-    console.print(table)
-    console.print(f"{len(added)} added; run `kb build` to build them.")
+    if outcomes:
+        console.print(table)
+    refused = sum(1 for o in outcomes if o.status == REFUSED)
+    if not outcomes:
+        console.print("no PDF files found in " + ", ".join(str(p) for p in paths))
+    elif added:
+        then = "building them." if build else "run `kb build` to build them."
+        console.print(f"{len(added)} added; {then}")
+    elif not added:
+        console.print("nothing added.")
     stores.close()
     if build and added:
         _build(settings, stores, added)
+    if refused:
+        err.print(f"{refused} file(s) refused; see the reasons above")
+        raise typer.Exit(1)
 
 
 def _build(
@@ -211,7 +226,18 @@ def rebuild(
             )
         return
     if names:
-        doc_ids = [operations.resolve_document(stores, n).doc_id for n in names]
+        rows = [operations.resolve_document(stores, n) for n in names]
+        unready = [r for r in rows if r.status != "ready"]
+        for row in unready:
+            reason = f" ({row.failure_reason})" if row.failure_reason else ""
+            err.print(
+                f"{row.name} is {row.status}{reason}: a rebuild re-runs one asset from the "
+                "stored outputs of the others, which it does not have yet. Build it with "
+                f"`kb build {row.name}` (after fixing the file) or remove it with `kb delete`."
+            )
+        if unready:
+            raise typer.Exit(1)
+        doc_ids = [r.doc_id for r in rows]
     elif everything:
         doc_ids = [r.doc_id for r in stores.catalog().list_documents(status="ready")]
     else:

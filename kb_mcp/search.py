@@ -194,11 +194,25 @@ def resolve_document(catalog: Catalog, ref: str) -> DocumentRow:
     return row
 
 
+def not_ready(rows: Sequence[DocumentRow], action: str) -> ToolProblem:
+    """The error for asking to ``action`` ("read", "searched") documents that are pending or
+    failed: each with its status and failure reason, and where to see the ready ones."""
+    parts = [
+        f"{row.name!r} is {row.status}" + (f": {row.failure_reason}" if row.failure_reason else "")
+        for row in rows
+    ]
+    return ToolProblem(
+        f"document {'; '.join(parts)}. Only ready documents can be {action}; call "
+        "list_documents to see which are ready."
+    )
+
+
 def resolve_documents(catalog: Catalog, refs: Sequence[str] | None) -> list[str] | None:
     """doc_ids for a ``documents`` filter (``None`` = no filter).
 
     Raises:
-        ToolProblem: any name is unknown (all unknown names are listed), or the list is
+        ToolProblem: any name is unknown (all unknown names are listed), any named document
+            is pending or failed (it has nothing indexed; ``not_ready``), or the list is
             empty (an empty filter would match nothing, which is never what a caller means).
     """
     if refs is None:
@@ -210,14 +224,19 @@ def resolve_documents(catalog: Catalog, refs: Sequence[str] | None) -> list[str]
         )
     found: list[str] = []
     missing: list[str] = []
+    unready: list[DocumentRow] = []
     for ref in refs:
         row = find_document(catalog, ref)
         if row is None:
             missing.append(ref)
+        elif row.status != "ready":
+            unready.append(row)
         elif row.doc_id not in found:
             found.append(row.doc_id)
     if missing:
         raise _unknown(catalog, missing, "document" if len(missing) == 1 else "documents")
+    if unready:
+        raise not_ready(unready, "searched")
     return found
 
 
@@ -648,11 +667,7 @@ def read_doc(
         raise ToolProblem("chunk numbers start at 0 (the n of chunk id '{doc_id}-{n}')")
     row = resolve_document(catalog, document)
     if row.status != "ready":
-        detail = f": {row.failure_reason}" if row.failure_reason else ""
-        raise ToolProblem(
-            f"document {row.name!r} is {row.status}{detail}; only ready documents can be read. "
-            "Call list_documents to see which are ready."
-        )
+        raise not_ready([row], "read")
     ids = [f"{row.doc_id}-{n}" for n in numbers]
     stored = {point.id: point for point in index.fetch(ids)}
     chunks: list[Found] = []

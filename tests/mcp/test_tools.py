@@ -184,6 +184,17 @@ async def test_unknown_document_in_filter_is_an_actionable_error(server) -> None
     )
 
 
+async def test_a_failed_document_in_filter_is_an_error_with_its_reason(server) -> None:
+    result = await call(
+        server, "search_docs", query="retailer", documents=["retail-rules.pdf", "Broken.pdf"]
+    )
+    assert result.is_error is True
+    assert text_of(result) == PREFIX.format(tool="search_docs") + (
+        "document 'Broken.pdf' is failed: markdown: the PDF is encrypted. Only ready documents "
+        "can be searched; call list_documents to see which are ready."
+    )
+
+
 async def test_unknown_kind_is_rejected_by_the_schema(server) -> None:
     result = await call(server, "search_docs", query="retailer", kind="diagram")
     assert result.is_error is True
@@ -301,8 +312,8 @@ async def test_read_doc_reports_missing_numbers_and_bad_requests(server) -> None
     )
     pending = await call(server, "read_doc", document="Broken.pdf", chunk_numbers=[0])
     assert text_of(pending) == PREFIX.format(tool="read_doc") + (
-        "document 'Broken.pdf' is failed: markdown: the PDF is encrypted; only ready documents "
-        "can be read. Call list_documents to see which are ready."
+        "document 'Broken.pdf' is failed: markdown: the PDF is encrypted. Only ready documents "
+        "can be read; call list_documents to see which are ready."
     )
     too_many = await call(server, "read_doc", document="retail-rules.pdf", chunk_numbers=[0, 1, 2, 3, 4, 5])
     assert too_many.is_error is True
