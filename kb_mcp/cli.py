@@ -91,7 +91,7 @@ def serve(
     if transport is Transport.STDIO:
         from kb_mcp.server import build_server  # noqa: PLC0415
 
-        build_server(settings, log_level=log_level.name).run("stdio")
+        build_server(settings, log_level=log_level.name, stdio=True).run("stdio")
         return
 
     import uvicorn  # noqa: PLC0415

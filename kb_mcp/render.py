@@ -107,6 +107,21 @@ def file_signature(key: bytes, blob_key: str) -> str:
     return hmac.new(key, blob_key.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
 
+def links_for(settings: Settings, *, stdio: bool = False) -> Links:
+    """The citation links a server with these settings hands out.
+
+    Over HTTP: ``{base_url}/files/{key}``, signed when bearer tokens are set. Over stdio
+    there is no HTTP server to open them, so unless ``public_url`` names one, a local blob
+    store (``file://``) gives ``file://`` links straight to the stored files — the stdio
+    client runs on the same machine. Other blob stores keep the HTTP form.
+    """
+    if stdio and not settings.public_url:
+        root = settings.resolved_blob_url
+        if root.startswith("file://"):
+            return Links(root, route="/")
+    return Links(base_url(settings), signing_key(settings.token_list))
+
+
 class Links:
     """Builds the URLs citations point at: ``{base}/files/{percent-encoded blob key}``.
 
@@ -116,15 +131,16 @@ class Links:
     it does not expire (a citation is meant to be shared), and rotating the tokens revokes it.
     """
 
-    def __init__(self, base: str, key: bytes | None = None) -> None:
+    def __init__(self, base: str, key: bytes | None = None, *, route: str = FILES_ROUTE) -> None:
         self.base = base.rstrip("/")
         self.key = key
+        self.route = route
 
     def file(self, key: str | None) -> str | None:
         """URL of a stored blob, ``None`` without a key."""
         if not key:
             return None
-        url = self.base + FILES_ROUTE + quote(key, safe="/")
+        url = self.base + self.route + quote(key, safe="/")
         if self.key is not None:
             url += f"?{SIGNATURE_PARAM}={file_signature(self.key, key)}"
         return url

@@ -156,6 +156,7 @@ def build_server(
     use_reranker: bool = True,
     warm: bool = True,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO",
+    stdio: bool = False,
 ) -> MCPServer:
     """Create the kb MCP server.
 
@@ -169,13 +170,15 @@ def build_server(
         warm: load the embedding model's weights when the server starts, so the first query
             does not pay for it (several seconds for the offline models).
         log_level: level of the server's log (the SDK logs to stderr, never stdout).
+        stdio: the server runs over stdio, so citation links point at local files rather
+            than at an HTTP server that is not there (``render.links_for``).
 
     Returns:
         An ``MCPServer`` whose lifespan yields the ``ServerState``. Nothing is opened until
         the server runs.
     """
     holder = holder if holder is not None else StateHolder()
-    links = render.Links(render.base_url(settings), render.signing_key(settings.token_list))
+    links = render.links_for(settings, stdio=stdio)
     max_chars = settings.max_query_chars
 
     @asynccontextmanager

@@ -95,6 +95,11 @@ async def test_stdio_client_searches_the_same_corpus(built_home: Path) -> None:
     assert result.is_error is False
     assert result.structured_content["results"][0]["doc_id"] == SAMPLE_ID
     assert document.structured_content["chunks"][0]["id"] == f"{SAMPLE_ID}-0"
+    # no HTTP server runs beside a stdio one: citations link to the stored file itself
+    top = result.structured_content["results"][0]
+    pdf = built_home / "blobs" / "pdfs" / SAMPLE_ID
+    assert top["url"] == f"{pdf.as_uri()}#page={top['page_start']}"
+    assert Path(pdf).is_file()
 
 
 def test_stdio_stdout_carries_only_json_rpc(built_home: Path, tmp_path: Path) -> None:

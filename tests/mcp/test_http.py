@@ -24,7 +24,7 @@ from kb_mcp.http import (
     media_type,
     servable_key,
 )
-from kb_mcp.render import Links, base_url, file_signature, signing_key
+from kb_mcp.render import Links, base_url, file_signature, links_for, signing_key
 from kb_shared.settings import Settings
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
 
@@ -243,3 +243,17 @@ def test_citation_links_use_the_public_url_or_the_bind_address() -> None:
     assert links.page("pdfs/a b#1.pdf", 4) == "https://kb.example.com/files/pdfs/a%20b%231.pdf#page=4"
     assert links.page("pdfs/a.pdf", None) == "https://kb.example.com/files/pdfs/a.pdf"
     assert links.file(None) is None
+
+
+def test_stdio_links_point_at_local_files_unless_a_public_url_is_set(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", mcp_tokens="t1")
+    blobs = (tmp_path / "home" / "blobs").as_uri()
+    assert links_for(settings, stdio=True).page("pdfs/a b.pdf", 2) == f"{blobs}/pdfs/a%20b.pdf#page=2"
+    # over HTTP the same settings give signed /files links
+    assert links_for(settings).file("pdfs/a.pdf") == (
+        "http://127.0.0.1:8765/files/pdfs/a.pdf?sig=" + file_signature(signing_key(["t1"]), "pdfs/a.pdf")
+    )
+    public = Settings(home=tmp_path / "home", public_url="https://kb.example.com")
+    assert links_for(public, stdio=True).file("pdfs/a.pdf") == "https://kb.example.com/files/pdfs/a.pdf"
+    remote = Settings(home=tmp_path / "home", blob_url="memory://kb")
+    assert links_for(remote, stdio=True).file("pdfs/a.pdf") == "http://127.0.0.1:8765/files/pdfs/a.pdf"
