@@ -15,8 +15,8 @@ itself is dropped and counted; an entity of an unknown type takes the last (most
 entity type. Entities are de-duplicated across the whole document by normalised name
 (:func:`normalise_name`, then ``kb_shared.stores.graph.entity_key``): the first display
 name is kept unless a later one is capitalised and it was not, the most specific type wins
-(the order of ``entity_types``, as in the local extractor), the longest description is
-kept. One (source, type, target) is kept once per chunk. Only entities that are the endpoint
+(the order of ``entity_types``), the longest description is kept — the local extractor's
+``EntityTable``, without its abbreviation expansions. One (source, type, target) is kept once per chunk. Only entities that are the endpoint
 of a relationship are returned, and every relationship carries ``source_doc`` and the
 ``chunk_id`` it came from: the same output as ``SpacyGraphExtractor``.
 """
@@ -28,7 +28,6 @@ import re
 import time
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kb_shared.chunking import PATH_SEPARATOR, Chunk
@@ -45,10 +44,11 @@ from kb_shared.providers.cloud_common import (
 )
 from kb_shared.providers.local_graph import (
     ENTITY_TYPES,
-    MAX_DESCRIPTION_CHARS,
     RELATIONSHIP_TYPES,
+    EntityTable,
+    trim_description,
 )
-from kb_shared.stores.graph import Entity, Relationship, entity_key
+from kb_shared.stores.graph import Relationship, entity_key
 
 if TYPE_CHECKING:
     import anthropic
@@ -114,15 +114,6 @@ def normalise_name(name: str) -> str:
     text = _SPACES.sub(" ", text).strip(_WRAPPING)
     text = _ARTICLE.sub("", text)
     return text.strip(_WRAPPING)
-
-
-def _trim(text: str, limit: int = MAX_DESCRIPTION_CHARS) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
 def extraction_schema(
@@ -200,44 +191,6 @@ comes from. Both names must be in your entity list.
 - When the document itself is an endpoint, name it exactly "{title or "this document"}" with \
 type Document.
 - Extract only what the chunk states. An empty list is a valid answer."""
-
-
-@dataclass(slots=True)
-class _Table:
-    """Entities of one document by key: name, type, description (module docstring rules)."""
-
-    rank: dict[str, int]
-    order: list[str]
-    names: dict[str, str]
-    types: dict[str, str]
-    descriptions: dict[str, str]
-
-    @classmethod
-    def new(cls, entity_types: Sequence[str]) -> _Table:
-        return cls({t: i for i, t in enumerate(entity_types)}, [], {}, {}, {})
-
-    def add(self, name: str, kind: str, description: str) -> str:
-        key = entity_key(name)
-        if key not in self.names:
-            self.order.append(key)
-            self.names[key] = name
-            self.types[key] = kind
-        else:
-            if not self.names[key][:1].isupper() and name[:1].isupper():
-                self.names[key] = name
-            if self.rank[kind] < self.rank[self.types[key]]:
-                self.types[key] = kind
-        description = _trim(description)
-        if len(description) > len(self.descriptions.get(key, "")):
-            self.descriptions[key] = description
-        return key
-
-    def entities(self, keys: set[str]) -> tuple[Entity, ...]:
-        return tuple(
-            Entity(self.names[k], self.types[k], self.descriptions.get(k, ""))
-            for k in self.order
-            if k in keys
-        )
 
 
 class ClaudeGraphExtractor(GraphExtractor):
@@ -320,7 +273,9 @@ class ClaudeGraphExtractor(GraphExtractor):
                     f"chunk {chunk.id!r} belongs to {chunk.document!r}, not {document!r}"
                 )
         answers = self.calls.map(lambda c: self._ask(title, c), list(chunks))
-        table = _Table.new(self.entity_types)
+        table = EntityTable(
+            {t: i for i, t in enumerate(self.entity_types)}, expansions=False
+        )
         relationships: list[Relationship] = []
         dropped = retyped = 0
         allowed = set(self.relationship_types)
@@ -358,7 +313,7 @@ class ClaudeGraphExtractor(GraphExtractor):
                         source=source,
                         target=target,
                         type=kind,
-                        description=_trim(str(item.get("description") or "")),
+                        description=trim_description(str(item.get("description") or "")),
                         source_doc=document,
                         chunk_id=chunk.id,
                     )
@@ -367,7 +322,7 @@ class ClaudeGraphExtractor(GraphExtractor):
             log.info("%s: dropped %d relationships outside the vocabulary or without both "
                      "endpoints among the entities", document, dropped)
         endpoints = {r.source for r in relationships} | {r.target for r in relationships}
-        entities = table.entities(endpoints)
+        entities = tuple(table.entities(endpoints))
         return Extraction(
             entities,
             tuple(relationships),

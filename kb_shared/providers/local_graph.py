@@ -81,7 +81,7 @@ import re
 import threading
 from functools import lru_cache
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -409,7 +409,10 @@ def _squash(text: str) -> str:
     return re.sub(r"[\W_]+", "", text.lower())
 
 
-def _trim(text: str, limit: int = MAX_DESCRIPTION_CHARS) -> str:
+def trim_description(text: str, limit: int = MAX_DESCRIPTION_CHARS) -> str:
+    """``text`` with its whitespace collapsed, cut to at most ``limit`` characters at a word
+    boundary in its second half (else mid-word) and ended with "…" when cut. Entity and
+    relationship descriptions of every extractor go through it."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
@@ -1112,16 +1115,27 @@ class _DocLexicon:
     terms: list[str] = field(default_factory=list)  # names for the phrase matcher
 
 
-class _EntityTable:
-    """Entities by key: best name, most specific type, most informative description."""
+class EntityTable:
+    """One document's entities by key (``entity_key``): the first name unless a later one is
+    capitalised where it was not, the most specific type (lowest rank), the description with
+    the highest weight, then the longest. Shared by the offline and the cloud extractors.
 
-    def __init__(self) -> None:
+    Args:
+        rank: type -> rank, most specific lowest (default: ``ENTITY_TYPES`` order).
+        expansions: give a known abbreviation (``_KNOWN_EXPANSIONS``) its expansion as
+            description when it comes without one (offline extractor).
+    """
+
+    def __init__(self, rank: Mapping[str, int] | None = None, *, expansions: bool = True) -> None:
+        self.rank = dict(rank) if rank is not None else dict(_TYPE_RANK)
+        self.expansions = expansions
         self.order: list[str] = []
         self.names: dict[str, str] = {}
         self.types: dict[str, str] = {}
         self.descriptions: dict[str, tuple[int, str]] = {}
 
     def add(self, name: str, kind: str, description: str = "", weight: int = 0) -> str:
+        """Merge one mention; returns its key. ``kind`` must be in ``rank``."""
         key = entity_key(name)
         if key not in self.names:
             self.order.append(key)
@@ -1130,18 +1144,19 @@ class _EntityTable:
         else:
             if not self.names[key][:1].isupper() and name[:1].isupper():
                 self.names[key] = name
-            if _TYPE_RANK[kind] < _TYPE_RANK[self.types[key]]:
+            if self.rank[kind] < self.rank[self.types[key]]:
                 self.types[key] = kind
-        if not description and key in _KNOWN_EXPANSIONS:
+        if not description and self.expansions and key in _KNOWN_EXPANSIONS:
             description, weight = _KNOWN_EXPANSIONS[key], 1
         if description:
             old = self.descriptions.get(key)
-            candidate = (weight, _trim(description))
+            candidate = (weight, trim_description(description))
             if old is None or (candidate[0], len(candidate[1])) > (old[0], len(old[1])):
                 self.descriptions[key] = candidate
         return key
 
     def entities(self, keys: Iterable[str]) -> list[Entity]:
+        """The entities among ``keys``, in first-seen order."""
         wanted = set(keys)
         return [
             Entity(self.names[k], self.types[k], self.descriptions.get(k, (0, ""))[1])
@@ -1216,7 +1231,7 @@ class _Run:
         self.document = document
         self.chunks = chunks
         self.batch_size = batch_size
-        self.table = _EntityTable()
+        self.table = EntityTable()
         self.title_name = _tidy(" ".join(title.split())) or document
         self.title_key = self.table.add(self.title_name, DOCUMENT)
         self.relationships: list[Relationship] = []
@@ -1456,7 +1471,7 @@ class _Run:
             return
         self.seen.add(marker)
         self.relationships.append(
-            Relationship(source, target, kind, _trim(description), self.document, chunk.id)
+            Relationship(source, target, kind, trim_description(description), self.document, chunk.id)
         )
 
     def _add(self, mention: _Mention, description: str = "", weight: int = 0) -> str:
