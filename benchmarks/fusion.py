@@ -105,15 +105,15 @@ class SweepRow:
 
 
 def sweep(
-    per_set: dict[str, list[tuple[Lists, Callable[[Sequence[Any]], tuple[int | None]]]]],
+    per_set: dict[str, list[tuple[Lists, Callable[[Sequence[Any]], int | None]]]],
     top: int,
 ) -> list[SweepRow]:
     """Score every grid point on every set.
 
     Args:
         per_set: set name -> one ``(lists, rank_of)`` per answerable question, where
-            ``rank_of(points)`` returns ``(rank,)``: the 1-based rank of the first relevant
-            point among ``points`` or ``None`` (the benchmark's hit rule).
+            ``rank_of(points)`` returns the 1-based rank of the first relevant point among
+            ``points``, or ``None`` (the benchmark's hit rule).
         top: results judged per question (Recall@5 needs >= 5; MRR counts ranks <= top).
 
     Returns:
@@ -125,7 +125,7 @@ def sweep(
     for params in grid():
         scores: dict[str, tuple[float, float]] = {}
         for name, questions in per_set.items():
-            ranks = [rank_of(fuse(lists, params, top))[0] for lists, rank_of in questions]
+            ranks = [rank_of(fuse(lists, params, top)) for lists, rank_of in questions]
             n = len(ranks)
             recall = sum(1 for r in ranks if r is not None and r <= 5) / n
             mrr = sum(1 / r for r in ranks if r is not None) / n

@@ -848,7 +848,7 @@ class SetRun:
     candidates: list[CandidateIndex]
     sparse_text_mismatches: int | None
     missing_candidates: list[str]
-    fusion_lists: list[tuple[Any, Callable[[Sequence[Any]], tuple[int | None]]]] = field(
+    fusion_lists: list[tuple[Any, Callable[[Sequence[Any]], int | None]]] = field(
         default_factory=list)
 
 
@@ -963,8 +963,8 @@ def run_set(
 
     fusion_lists = []
     for question in eval_set.answerable:  # untimed: the lists the fusion sweep re-fuses
-        def rank_of(found: Sequence[Any], q: EvalQuestion = question) -> tuple[int | None]:
-            return (judge(q, [as_result(p) for p in found], None, False).rank,)
+        def rank_of(found: Sequence[Any], q: EvalQuestion = question) -> int | None:
+            return judge(q, [as_result(p) for p in found], None, False).rank
 
         fusion_lists.append((collect(index, embedder, question.question), rank_of))
     baseline.close()
