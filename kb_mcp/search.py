@@ -38,7 +38,8 @@ from kb_shared.identity import IdentityError, doc_id, normalize_name
 from kb_shared.providers.base import Embedder, Reranker
 from kb_shared.sparse import tokenize
 from kb_shared.stores.catalog import Catalog, DocumentRow
-from kb_shared.stores.graph import EntityHit, GraphStore, Relationship
+from kb_shared.graph_model import Relationship
+from kb_shared.stores.graph import EntityHit, GraphStore
 from kb_shared.stores.vectors import KIND_FIGURE, Hit, StoredPoint, VectorIndex
 
 # ---------------------------------------------------------------------------------------------

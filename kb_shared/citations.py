@@ -14,7 +14,7 @@ is not repeated in the section. Page ranges use an en dash (``pp. 12–13``), a 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 #: Separator between header parts and between heading-path levels.
@@ -35,6 +35,159 @@ MARKDOWN_KEY = "markdown_key"
 FIGURE_KEY = "figure_key"
 FIGURE_INLINE_KEY = "figure_inline_key"
 FINGERPRINT = "fingerprint"
+FIGURE_NUMBER = "figure_number"
+CAPTION = "caption"
+FIGURE_EMBED_KEY = "figure_embed_key"
+BBOX = "bbox"
+WIDTH_PX = "width_px"
+HEIGHT_PX = "height_px"
+
+
+@dataclass(frozen=True, slots=True)
+class FigurePayload:
+    """The figure part of a figure point's payload.
+
+    Attributes:
+        number: 1-based figure number within the document (``identity.figure_id``).
+        caption: the caption found near the figure ("" when none).
+        stored_key, inline_key, embed_key: blob keys of the renders (``layout.figure_keys``).
+        bbox: ``(x0, y0, x1, y1)`` in PDF points on its page.
+        width_px, height_px: size of the stored render in pixels.
+    """
+
+    number: int
+    caption: str
+    stored_key: str
+    inline_key: str
+    embed_key: str = ""
+    bbox: tuple[float, ...] = ()
+    width_px: int = 0
+    height_px: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PointPayload:
+    """The typed payload of one indexed point (chunk or figure): the writer builds it, the
+    reader parses it, and only ``to_payload``/``from_payload`` know the JSON keys.
+
+    Attributes:
+        doc_id, name, title, version: the document (title falls back to the name on read).
+        page_start, page_end: 1-based pages, ``None`` when unknown.
+        section: heading path joined with ``PATH_SEPARATOR`` ("" when none).
+        chunk_index: 0-based chunk index for chunk points, ``None`` for figures.
+        pdf_key, markdown_key: blob keys (``kb_shared.layout``); URLs are made at serve time.
+        fingerprint: hash of what was embedded, for skipping unchanged work (or ``None``).
+        figure: the figure fields for figure points, ``None`` for chunks.
+    """
+
+    doc_id: str
+    name: str
+    title: str
+    version: str
+    page_start: int | None
+    page_end: int | None
+    section: str = ""
+    chunk_index: int | None = None
+    pdf_key: str = ""
+    markdown_key: str | None = None
+    fingerprint: str | None = None
+    figure: FigurePayload | None = None
+
+    def __post_init__(self) -> None:
+        if self.page_start is not None and self.page_end is None:
+            object.__setattr__(self, "page_end", self.page_start)
+        if self.page_start is not None and self.page_end is not None:
+            if self.page_end < self.page_start:
+                raise ValueError(f"page_end {self.page_end} is before page_start {self.page_start}")
+
+    @classmethod
+    def build(
+        cls, *, heading_path: Sequence[str] = (), **fields: Any
+    ) -> PointPayload:
+        """Construct with the section given as a heading path (outermost first).
+
+        Raises:
+            ValueError: ``page_end < page_start``.
+        """
+        return cls(section=PATH_SEPARATOR.join(h for h in heading_path if h), **fields)
+
+    def with_fingerprint(self, value: str) -> PointPayload:
+        """A copy with ``fingerprint`` set."""
+        return replace(self, fingerprint=value)
+
+    @property
+    def is_figure(self) -> bool:
+        """Whether this is a figure point's payload."""
+        return self.figure is not None
+
+    @property
+    def citation(self) -> Citation:
+        """The citation fields of this point."""
+        return Citation.from_payload(self.to_payload())
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON-serialisable dict stored in the vector index (keys are this module's
+        constants; figure fields are flat beside the citation fields)."""
+        payload: dict[str, Any] = {
+            DOC_ID: self.doc_id,
+            NAME: self.name,
+            TITLE: self.title,
+            VERSION: self.version,
+            PAGE_START: self.page_start,
+            PAGE_END: self.page_end,
+            SECTION: self.section,
+            CHUNK_INDEX: self.chunk_index,
+            PDF_KEY: self.pdf_key,
+            MARKDOWN_KEY: self.markdown_key,
+        }
+        if self.fingerprint is not None:
+            payload[FINGERPRINT] = self.fingerprint
+        if self.figure is not None:
+            payload.update(
+                {
+                    FIGURE_NUMBER: self.figure.number,
+                    CAPTION: self.figure.caption,
+                    FIGURE_KEY: self.figure.stored_key,
+                    FIGURE_INLINE_KEY: self.figure.inline_key,
+                    FIGURE_EMBED_KEY: self.figure.embed_key,
+                    BBOX: list(self.figure.bbox),
+                    WIDTH_PX: self.figure.width_px,
+                    HEIGHT_PX: self.figure.height_px,
+                }
+            )
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> PointPayload:
+        """Parse a stored payload (missing keys become empty/``None``; a payload with a
+        ``figure_number`` is a figure's)."""
+        figure = None
+        if payload.get(FIGURE_NUMBER) is not None:
+            figure = FigurePayload(
+                number=int(payload[FIGURE_NUMBER]),
+                caption=str(payload.get(CAPTION) or "").strip(),
+                stored_key=str(payload.get(FIGURE_KEY) or ""),
+                inline_key=str(payload.get(FIGURE_INLINE_KEY) or ""),
+                embed_key=str(payload.get(FIGURE_EMBED_KEY) or ""),
+                bbox=tuple(float(v) for v in payload.get(BBOX) or ()),
+                width_px=int(payload.get(WIDTH_PX) or 0),
+                height_px=int(payload.get(HEIGHT_PX) or 0),
+            )
+        index = payload.get(CHUNK_INDEX)
+        return cls(
+            doc_id=str(payload.get(DOC_ID) or ""),
+            name=str(payload.get(NAME) or ""),
+            title=str(payload.get(TITLE) or ""),
+            version=str(payload.get(VERSION) or ""),
+            page_start=_as_page(payload.get(PAGE_START)),
+            page_end=_as_page(payload.get(PAGE_END)),
+            section=str(payload.get(SECTION) or ""),
+            chunk_index=None if index is None or index == "" else int(index),
+            pdf_key=str(payload.get(PDF_KEY) or ""),
+            markdown_key=payload.get(MARKDOWN_KEY) or None,
+            fingerprint=payload.get(FINGERPRINT) or None,
+            figure=figure,
+        )
 
 
 def citation_payload(

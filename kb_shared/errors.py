@@ -44,4 +44,69 @@ class IntakeError(KbError):
 
 
 class ProviderError(KbError):
-    """A model provider failed after its retries (bad key, missing model, exhausted retries)."""
+    """A model provider failed after its retries (bad key, missing model, exhausted retries).
+
+    Attributes:
+        role: which model failed (``"embedding"``, ``"rerank"``, ``"conversion"``, ...), so a
+            caller can say which one without guessing from the call site.
+    """
+
+    role: str = "model"
+
+
+class EmbeddingError(ProviderError):
+    """The embedding model failed (documents, queries, figures or entity names)."""
+
+    role = "embedding"
+
+
+class RerankError(ProviderError):
+    """The rerank model failed; search can still answer in fusion order."""
+
+    role = "rerank"
+
+
+class IdentityError(KbError, ValueError):
+    """A name that cannot become a document identity (empty, or nothing left after slugging).
+
+    Also a ``ValueError``, so callers validating input with ``except ValueError`` still catch it.
+    """
+
+
+class SettingsError(KbError):
+    """A ``KB_*`` setting with a bad value; the message names the variable, the value and the
+    accepted range in one line."""
+
+
+class DuplicateDocumentError(KbError):
+    """An upload refused because the catalog already holds the same document.
+
+    Attributes:
+        name: the refused name (trimmed).
+        field: which identity collided: ``"name"`` (same normalised name), ``"sha256"``
+            (same content under another name) or ``"doc_id"`` (another name that slugs to the
+            same ``doc_id``).
+        existing: the row already in the catalog (a ``DocumentRow``).
+    """
+
+    def __init__(self, message: str, *, name: str, field: str, existing: object) -> None:
+        super().__init__(message)
+        self.name = name
+        self.field = field
+        self.existing = existing
+
+
+class RequestRefusedError(KbError):
+    """A document or reference request that the queue refuses (see the subclasses)."""
+
+
+class QueueFullError(RequestRefusedError):
+    """The queue already holds its ceiling of pending requests."""
+
+
+class DuplicateRequestError(RequestRefusedError):
+    """A pending request for the same title (document queue) or URL (reference queue) exists."""
+
+
+class RequestNotFoundError(KbError, LookupError):
+    """A request id the queue does not hold."""

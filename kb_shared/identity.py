@@ -22,6 +22,8 @@ import uuid
 from pathlib import Path
 from typing import BinaryIO
 
+from kb_shared.errors import IdentityError
+
 #: Fixed namespace for UUID point ids. Changing it re-keys every stored vector.
 KB_NAMESPACE = uuid.UUID("6f1c3c1e-5b7a-4c1e-9a43-1d1f3b0e7a2c")
 
@@ -31,10 +33,6 @@ MAX_DOC_ID_LENGTH = 120
 _SLUG_DROP = re.compile(r"[^a-z0-9._-]+")
 _DASH_RUNS = re.compile(r"-{2,}")
 _DOC_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-
-
-class IdentityError(ValueError):
-    """A name that cannot become a document identity (empty, or nothing left after slugging)."""
 
 
 def normalize_name(name: str) -> str:
@@ -126,6 +124,20 @@ def figure_id(document: str, number: int) -> str:
     if number < 1:
         raise ValueError(f"figure numbers start at 1, got {number}")
     return f"{document}#figure-{number}"
+
+
+def chunk_index(document: str, chunk: str) -> int:
+    """The 0-based index of ``chunk`` (a ``chunk_id``) within ``document`` — the inverse of
+    ``chunk_id``. ``doc_id``s may end in digits and contain dashes, so the document is given.
+
+    Raises:
+        IdentityError: ``chunk`` is not ``f"{document}-{index}"``.
+    """
+    head = f"{document}-"
+    tail = chunk[len(head) :] if chunk.startswith(head) else ""
+    if not tail.isdigit() or not tail.isascii():
+        raise IdentityError(f"{chunk!r} is not a chunk id of document {document!r}")
+    return int(tail)
 
 
 def point_uuid(string_id: str) -> uuid.UUID:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kb_shared.chunking import Chunk
-from kb_shared.stores.graph import Entity, Relationship
+from kb_shared.graph_model import Entity, Relationship
 
 
 # --------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from kb_shared.providers.local_graph import (
     EntityTable,
     trim_description,
 )
-from kb_shared.stores.graph import Relationship, entity_key
+from kb_shared.graph_model import Relationship, entity_key
 
 if TYPE_CHECKING:
     import anthropic

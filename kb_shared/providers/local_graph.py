@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any
 from kb_shared.chunking import Chunk
 from kb_shared.errors import ProviderError
 from kb_shared.providers.base import Extraction, GraphExtractor
-from kb_shared.stores.graph import Entity, Relationship, entity_key
+from kb_shared.graph_model import Entity, Relationship, entity_key
 
 if TYPE_CHECKING:  # spaCy is imported lazily: importing it costs about a second.
     from spacy.language import Language

@@ -56,6 +56,11 @@ from sqlalchemy.pool import StaticPool
 
 from kb_shared import identity
 from kb_shared.errors import (
+    DuplicateDocumentError,
+    DuplicateRequestError,
+    QueueFullError,
+    RequestNotFoundError,
+    RequestRefusedError,
     DocumentNotFoundError,
     KbError,
     SchemaMissingError,
@@ -106,40 +111,6 @@ _QUEUE_LOCKS = {
 # --------------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------------
-
-
-class DuplicateDocumentError(KbError):
-    """An upload refused because the catalog already holds the same document.
-
-    Attributes:
-        name: the refused name (trimmed).
-        field: which identity collided: ``"name"`` (same normalised name), ``"sha256"``
-            (same content under another name) or ``"doc_id"`` (another name that slugs to the
-            same ``doc_id``).
-        existing: the row already in the catalog.
-    """
-
-    def __init__(self, message: str, *, name: str, field: str, existing: DocumentRow) -> None:
-        super().__init__(message)
-        self.name = name
-        self.field = field
-        self.existing = existing
-
-
-class RequestRefusedError(KbError):
-    """A document or reference request that the queue refuses (see the subclasses)."""
-
-
-class QueueFullError(RequestRefusedError):
-    """The queue already holds its ceiling of pending requests."""
-
-
-class DuplicateRequestError(RequestRefusedError):
-    """A pending request for the same title (document queue) or URL (reference queue) exists."""
-
-
-class RequestNotFoundError(KbError, LookupError):
-    """A request id the queue does not hold."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,13 +34,12 @@ import numpy as np
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 
 from kb_shared.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
+from kb_shared.graph_model import Entity, Relationship
 from kb_shared.stores.graph import (
-    Entity,
     EntityHit,
     GraphCounts,
     GraphPath,
     GraphStore,
-    Relationship,
     check_limit,
     check_walk_args,
     entity_vectors,

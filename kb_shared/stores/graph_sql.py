@@ -33,13 +33,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from kb_shared.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
+from kb_shared.graph_model import Entity, Relationship
 from kb_shared.stores.graph import (
-    Entity,
     EntityHit,
     GraphCounts,
     GraphPath,
     GraphStore,
-    Relationship,
     check_limit,
     check_walk_args,
     entity_vectors,

@@ -34,7 +34,7 @@ from kb_shared.providers.base import Embedder
 from kb_shared.settings import Settings
 from kb_shared.sparse import tokenize
 from kb_shared.stores import factory
-from kb_shared.stores.graph import Entity, Relationship, entity_key
+from kb_shared.graph_model import Entity, Relationship, entity_key
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TABLE, KIND_TEXT, Point
 
 

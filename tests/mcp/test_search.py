@@ -12,7 +12,8 @@ from kb_mcp.errors import ToolProblem
 from kb_shared import citations
 from kb_shared.citations import Citation
 from kb_shared.stores.blobs import BlobStore
-from kb_shared.stores.graph import EntityHit, GraphPath, Relationship
+from kb_shared.graph_model import Relationship
+from kb_shared.stores.graph import EntityHit, GraphPath
 from kb_shared.stores.vectors import StoredPoint
 from tests.mcp.corpus import tiny_png
 

@@ -33,13 +33,11 @@ import pytest
 import sqlalchemy as sa
 
 from kb_shared.errors import EmbeddingMismatchError, StoreUnavailableError
+from kb_shared.graph_model import Entity, Relationship, entity_key
 from kb_shared.stores.graph import (
-    Entity,
     GraphCounts,
     GraphPath,
     GraphStore,
-    Relationship,
-    entity_key,
 )
 from kb_shared.stores.graph_neo4j import Neo4jGraphStore
 from kb_shared.stores.graph_sql import GRAPH_METADATA, SqlGraphStore

@@ -12,7 +12,7 @@ from kb_shared.chunking import Chunk
 from kb_shared.errors import ProviderError
 from kb_shared.providers.cloud_graph import ClaudeGraphExtractor, normalise_name
 from kb_shared.providers.local_graph import ENTITY_TYPES, RELATIONSHIP_TYPES
-from kb_shared.stores.graph import Entity, Relationship
+from kb_shared.graph_model import Entity, Relationship
 
 from .conftest import Recorder, anthropic_client, claude_message, no_wait
 

@@ -1,0 +1,84 @@
+"""Blob key layout: where the pipeline stores each document's files, relative to the blob root.
+
+The writer (``kb_assets``) and the reader (``kb_mcp``, which serves ``/files/…``) both build keys
+here, so neither spells a prefix by hand. ``doc`` is always a ``doc_id`` (``kb_shared.identity``).
+
+    pdfs/{doc}                       the uploaded PDF (served)
+    markdown/{doc}.md, .json         converted Markdown and its metadata sidecar
+    chunks/{doc}.parquet             the chunks asset's output
+    assets/{asset}/{doc}.json        other assets' step summaries
+    figures/{doc}/figure-{n}.png     a figure crop (served), plus .inline.png and .embed.png
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PDFS = "pdfs/"
+MARKDOWN = "markdown/"
+CHUNKS = "chunks/"
+ASSET_OUTPUTS = "assets/"
+FIGURES = "figures/"
+
+#: Prefixes the read-only HTTP routes may serve (PDFs and figure renders; never step outputs).
+SERVED_PREFIXES: tuple[str, ...] = (PDFS, FIGURES)
+
+
+def pdf_key(doc: str) -> str:
+    """Key of a document's stored PDF."""
+    return f"{PDFS}{doc}"
+
+
+def markdown_key(doc: str) -> str:
+    """Key of a document's converted Markdown."""
+    return f"{MARKDOWN}{doc}.md"
+
+
+def markdown_meta_key(doc: str) -> str:
+    """Key of the JSON metadata stored beside the Markdown (title, version, pages, converter)."""
+    return f"{MARKDOWN}{doc}.json"
+
+
+def chunks_key(doc: str) -> str:
+    """Key of a document's chunks (Parquet)."""
+    return f"{CHUNKS}{doc}.parquet"
+
+
+def asset_output_key(asset: str, doc: str) -> str:
+    """Key of an asset's stored step summary (JSON) for one document."""
+    return f"{ASSET_OUTPUTS}{asset}/{doc}.json"
+
+
+def figures_prefix(doc: str) -> str:
+    """Prefix under which all of a document's figure renders live (ends with ``/``)."""
+    return f"{FIGURES}{doc}/"
+
+
+@dataclass(frozen=True, slots=True)
+class FigureKeys:
+    """Blob keys of one figure's three renders.
+
+    Attributes:
+        stored: the full-size crop (linked from citations).
+        inline: the 1024 px copy returned as MCP image content.
+        embed: the copy given to the embedding model.
+    """
+
+    stored: str
+    inline: str
+    embed: str
+
+    def all(self) -> tuple[str, str, str]:
+        """The three keys."""
+        return (self.stored, self.inline, self.embed)
+
+
+def figure_keys(doc: str, number: int) -> FigureKeys:
+    """Blob keys of figure ``number`` (1-based) of ``doc``."""
+    base = f"{figures_prefix(doc)}figure-{number}"
+    return FigureKeys(stored=f"{base}.png", inline=f"{base}.inline.png", embed=f"{base}.embed.png")
+
+
+def is_served(key: str) -> bool:
+    """Whether ``key`` is under a prefix the HTTP routes may serve."""
+    return key.startswith(SERVED_PREFIXES)
