@@ -56,6 +56,7 @@ from sqlalchemy.pool import StaticPool
 
 from kb_shared import identity
 from kb_shared.errors import (
+    IdentityError,
     DuplicateDocumentError,
     DuplicateRequestError,
     QueueFullError,
@@ -941,6 +942,38 @@ class Catalog:
     def find_by_doc_id(self, doc_id: str) -> DocumentRow | None:
         """The document with this ``doc_id``, or ``None``."""
         return self._find(documents.c.doc_id == doc_id)
+
+    def resolve(self, ref: str) -> DocumentRow | None:
+        """The document a person or model means by ``ref``, or ``None``: a ``doc_id``, else a
+        file name compared by ``normalize_name`` (case and surrounding spaces forgiven), else
+        the same with a missing ``.pdf`` extension. One read for the common case; the CLI and
+        the MCP tools both resolve through here.
+        """
+        ref = ref.strip()
+        if not ref:
+            return None
+        try:
+            keys = [identity.normalize_name(ref)]
+            ids = [ref, identity.doc_id(ref), identity.doc_id(ref + ".pdf")]
+        except IdentityError:
+            return None
+        keys.append(identity.normalize_name(ref + ".pdf"))
+        condition = sa.or_(
+            documents.c.doc_id.in_(list(dict.fromkeys(ids))),
+            documents.c.normalized_name.in_(list(dict.fromkeys(keys))),
+        )
+        with self._read() as conn:
+            rows = [_row(DocumentRow, r) for r in conn.execute(sa.select(documents).where(condition))]
+        # Prefer the most literal match: exact doc_id, then the name, then the guesses.
+        for matches in (
+            lambda r: r.doc_id == ref,
+            lambda r: r.normalized_name == keys[0],
+            lambda r: r.doc_id in ids or r.normalized_name in keys,
+        ):
+            for row in rows:
+                if matches(row):
+                    return row
+        return None
 
     def get(self, doc_id: str) -> DocumentRow:
         """The document with this ``doc_id``.
