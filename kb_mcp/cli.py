@@ -77,7 +77,8 @@ def serve(
     Exits with status 2 (and says why) when asked to bind a non-loopback address without
     KB_MCP_TOKENS and without --public.
     """
-    from kb_shared.settings import Settings  # noqa: PLC0415 - keep `kb-mcp --help` fast
+    from kb_shared.errors import SettingsError  # noqa: PLC0415 - keep `kb-mcp --help` fast
+    from kb_shared.settings import Settings  # noqa: PLC0415
 
     overrides: dict[str, Any] = {}
     if host is not None:
@@ -86,7 +87,11 @@ def serve(
         overrides["mcp_port"] = port
     if home is not None:
         overrides["home"] = home
-    settings = Settings(**overrides)
+    try:
+        settings = Settings(**overrides)
+    except SettingsError as exc:
+        typer.echo(f"kb-mcp: {exc}", err=True)
+        raise typer.Exit(2) from exc
 
     if transport is Transport.STDIO:
         from kb_mcp.server import build_server  # noqa: PLC0415

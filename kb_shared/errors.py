@@ -73,9 +73,9 @@ class IdentityError(KbError, ValueError):
     """
 
 
-class SettingsError(KbError):
+class SettingsError(KbError, ValueError):
     """A ``KB_*`` setting with a bad value; the message names the variable, the value and the
-    accepted range in one line."""
+    accepted range, one line per bad setting."""
 
 
 class DuplicateDocumentError(KbError):

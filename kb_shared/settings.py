@@ -21,11 +21,15 @@ constructor instead of touching the environment.
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum, StrEnum
 from pathlib import Path
+from typing import Any
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from annotated_types import Ge, Le
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kb_shared.errors import SettingsError
 
 
 class ProviderChoice(StrEnum):
@@ -40,7 +44,8 @@ class Settings(BaseSettings):
     """Every knob of kb. See the README's settings table for one line per field.
 
     Raises:
-        pydantic.ValidationError: a value of the wrong type or outside its bounds.
+        SettingsError: a value of the wrong type or outside its bounds; one line per bad
+            setting naming the environment variable, the value and what is accepted.
     """
 
     model_config = SettingsConfigDict(
@@ -126,6 +131,12 @@ class Settings(BaseSettings):
         False, description="Tests: a skipped Postgres/Neo4j suite or missing corpus fails."
     )
 
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(describe_errors(type(self), exc)) from None
+
     @field_validator("home", mode="after")
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:
@@ -166,3 +177,52 @@ class Settings(BaseSettings):
     def token_list(self) -> list[str]:
         """Bearer tokens from ``mcp_tokens`` (empty strings dropped)."""
         return [t.strip() for t in (self.mcp_tokens or "").split(",") if t.strip()]
+
+
+def env_name(settings_type: type[BaseSettings], field: str) -> str:
+    """The environment variable a field is read from: its first alias (``ANTHROPIC_API_KEY``)
+    or ``KB_`` + the upper-cased field name."""
+    info = settings_type.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    if isinstance(alias, AliasChoices) and alias.choices and isinstance(alias.choices[0], str):
+        return alias.choices[0]
+    return "KB_" + field.upper()
+
+
+def accepted(settings_type: type[BaseSettings], field: str) -> str:
+    """What a field accepts, in words: ``an integer from 50 to 4000``, ``one of auto, local,
+    cloud``; "" when nothing more specific than its type can be said."""
+    info = settings_type.model_fields.get(field)
+    if info is None:
+        return ""
+    low = next((m.ge for m in info.metadata if isinstance(m, Ge)), None)
+    high = next((m.le for m in info.metadata if isinstance(m, Le)), None)
+    annotation = info.annotation
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "one of " + ", ".join(str(member.value) for member in annotation)
+    kind = "an integer" if annotation is int else "a number" if annotation is float else "a value"
+    if low is not None and high is not None:
+        return f"{kind} from {low} to {high}"
+    if low is not None:
+        return f"{kind} of at least {low}"
+    if high is not None:
+        return f"{kind} of at most {high}"
+    return kind if kind != "a value" else ""
+
+
+def describe_errors(settings_type: type[BaseSettings], exc: ValidationError) -> str:
+    """One line per invalid setting: ``KB_CHUNK_WORDS=40 is not valid: use an integer from 50
+    to 4000.`` Secrets are never echoed."""
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error.get("loc") else ""
+        name = env_name(settings_type, field) if field else "a KB_* setting"
+        info = settings_type.model_fields.get(field)
+        secret = info is not None and "SecretStr" in str(info.annotation)
+        shown = "(hidden)" if secret else repr(error.get("input"))
+        if isinstance(error.get("input"), str) and not secret:
+            shown = error["input"]
+        want = accepted(settings_type, field)
+        reason = f"use {want}" if want else error.get("msg", "invalid value").lower()
+        lines.append(f"{name}={shown} is not valid: {reason}.")
+    return "\n".join(lines)

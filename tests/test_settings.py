@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+import os
+import subprocess
+import sys
 
+from kb_shared.errors import KbError, SettingsError
 from kb_shared.settings import ProviderChoice, Settings
 
 
@@ -59,8 +62,58 @@ def test_constructor_values_win_over_environment(monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("chunk_words", 10), ("mcp_port", 0), ("embedding_provider", "magic")]
+    ("field", "value", "message"),
+    [
+        ("chunk_words", 10, "KB_CHUNK_WORDS=10 is not valid: use an integer from 50 to 4000."),
+        ("mcp_port", 0, "KB_MCP_PORT=0 is not valid: use an integer from 1 to 65535."),
+        (
+            "embedding_provider",
+            "magic",
+            "KB_EMBEDDING_PROVIDER=magic is not valid: use one of auto, local, cloud.",
+        ),
+        ("provider_concurrency", "many", "KB_PROVIDER_CONCURRENCY=many is not valid: use an "
+         "integer from 1 to 64."),
+    ],
 )
-def test_out_of_bounds_values_are_refused(field: str, value: object) -> None:
-    with pytest.raises(ValidationError):
+def test_out_of_bounds_values_are_refused_in_one_line(field: str, value: object, message: str) -> None:
+    with pytest.raises(SettingsError) as caught:
         Settings(**{field: value})
+    assert str(caught.value) == message
+    assert isinstance(caught.value, KbError)
+
+
+def test_every_bad_setting_gets_its_own_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_CHUNK_WORDS", "40")
+    monkeypatch.setenv("KB_MAX_QUERY_CHARS", "0")
+    with pytest.raises(SettingsError) as caught:
+        Settings()
+    assert str(caught.value).splitlines() == [
+        "KB_CHUNK_WORDS=40 is not valid: use an integer from 50 to 4000.",
+        "KB_MAX_QUERY_CHARS=0 is not valid: use an integer of at least 1.",
+    ]
+
+
+def test_a_bad_secret_is_not_echoed() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings(anthropic_api_key=["not", "a", "string"])
+    assert str(caught.value).startswith("ANTHROPIC_API_KEY=(hidden) is not valid")
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "prefix"),
+    [(["kb", "status"], 1, ""), (["kb-mcp", "serve"], 2, "kb-mcp: ")],
+)
+def test_the_clis_print_one_line_for_a_bad_setting(
+    command: list[str], status: int, prefix: str, tmp_path: Path
+) -> None:
+    # Defect 9 of issue 10: this printed a pydantic traceback naming `chunk_words`.
+    script = Path(sys.executable).parent / command[0]
+    env = {**os.environ, "KB_CHUNK_WORDS": "40", "KB_HOME": str(tmp_path), "COLUMNS": "200"}
+    done = subprocess.run(
+        [str(script), *command[1:]], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == status
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        prefix + "KB_CHUNK_WORDS=40 is not valid: use an integer from 50 to 4000."
+    ]
