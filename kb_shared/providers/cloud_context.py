@@ -27,23 +27,18 @@ import logging
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kb_shared.chunking import Chunk
 from kb_shared.models import CLAUDE_CONTEXT_MODEL, GEMINI_CONTEXT_MODEL
 from kb_shared.providers.base import Contextualiser
 from kb_shared.providers.cloud_common import (
+    CloudProvider,
     RetryPolicy,
-    anthropic_client,
     anthropic_text,
-    gemini_client,
-    provider_calls,
     record_anthropic_usage,
     record_gemini_usage,
 )
-
-if TYPE_CHECKING:
-    from kb_shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -111,16 +106,13 @@ class CacheReport:
         return f"{self.prompt_tokens} prompt tokens, {self.cached_tokens} cached ({percent:.1f}%)"
 
 
-class _CachedPrefixContextualiser(Contextualiser):
+class _CachedPrefixContextualiser(CloudProvider, Contextualiser):
     """First chunk alone, the rest in parallel, cache accounting; subclasses make one call.
 
-    Subclasses set ``vendor`` (for :func:`provider_calls`), ``provider`` (the usage meter's
-    name and the ``name`` prefix) and ``default_model`` (used when ``model`` is ``None``).
+    Subclasses set the :class:`~kb_shared.providers.cloud_common.CloudProvider` class
+    attributes (``vendor``, ``provider`` — also the ``name`` prefix — ``default_model``,
+    ``needed_by``).
     """
-
-    vendor: str
-    provider: str
-    default_model: str
 
     def __init__(
         self,
@@ -135,25 +127,10 @@ class _CachedPrefixContextualiser(Contextualiser):
     ) -> None:
         if max_document_chars < 1:
             raise ValueError(f"max_document_chars must be >= 1, got {max_document_chars}")
+        super().__init__(client, model=model, concurrency=concurrency, retry=retry, key=key)
         self.max_document_chars = max_document_chars
         self.last_cache_report: CacheReport | None = None
-        self.client = client
-        self.model = self.default_model if model is None else model
         self.max_tokens = max_tokens
-        self.name = f"{self.provider}:{self.model}"
-        self.calls = provider_calls(
-            self.vendor,
-            self.provider,
-            self.model,
-            key=key,
-            concurrency=concurrency,
-            retry=retry,
-        )
-        self.meter = self.calls.meter
-
-    def usage(self) -> dict[str, str | int | float]:
-        """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
-        return self.meter.snapshot()
 
     def contexts(self, title: str, markdown: str, chunks: Sequence[Chunk]) -> list[str]:
         """One context per chunk, in order (whitespace collapsed; an empty answer stays
@@ -217,16 +194,7 @@ class ClaudeContextualiser(_CachedPrefixContextualiser):
     vendor = "Anthropic"
     provider = "claude-context"
     default_model = CLAUDE_CONTEXT_MODEL
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ClaudeContextualiser:
-        """Build with a real client from ``settings.anthropic_api_key``.
-
-        Raises:
-            ProviderError: no Anthropic key is set.
-        """
-        client, options = anthropic_client(settings, "Claude contextualisation")
-        return cls(client, **options)
+    needed_by = "Claude contextualisation"
 
     def _one(self, prefix: str, chunk: Chunk) -> tuple[str, int | None, int | None]:
         message = self.calls.call(
@@ -277,16 +245,7 @@ class GeminiContextualiser(_CachedPrefixContextualiser):
     vendor = "Gemini"
     provider = "gemini-context"
     default_model = GEMINI_CONTEXT_MODEL
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> GeminiContextualiser:
-        """Build with a real client from ``settings.gemini_api_key``.
-
-        Raises:
-            ProviderError: no Gemini key is set.
-        """
-        client, options = gemini_client(settings)
-        return cls(client, **options)
+    needed_by = "Gemini contextualisation"
 
     def _one(self, prefix: str, chunk: Chunk) -> tuple[str, int | None, int | None]:
         from google.genai import types  # noqa: PLC0415

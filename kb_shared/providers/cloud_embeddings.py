@@ -40,14 +40,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kb_shared.errors import ProviderError
+from kb_shared.errors import EmbeddingError
 from kb_shared.models import (
     GEMINI_EMBEDDING_DIMENSION,
     GEMINI_EMBEDDING_MODEL,
     gemini_embedding_model_id,
 )
 from kb_shared.providers.base import Embedder, FigureInput
-from kb_shared.providers.cloud_common import RetryPolicy, gemini_client, provider_calls
+from kb_shared.providers.cloud_common import CloudProvider, RetryPolicy
 
 if TYPE_CHECKING:
     from google import genai
@@ -84,62 +84,59 @@ def is_multimodal_model(model: str) -> bool:
     )
 
 
-class GeminiEmbedder(Embedder):
-    """``Embedder`` over the Gemini embeddings API.
+class GeminiEmbedder(CloudProvider, Embedder):
+    """``Embedder`` over the Gemini embeddings API; ``from_settings`` (``GEMINI_API_KEY`` and
+    ``settings.gemini_embedding_dimension``), ``usage()`` and ``close()`` as
+    :class:`~kb_shared.providers.cloud_common.CloudProvider`.
 
     Args:
         client: a ``google.genai.Client`` (tests inject one whose ``http_options.httpx_client``
             has an ``httpx2.MockTransport``).
-        model: API model id (default :data:`kb_shared.models.GEMINI_EMBEDDING_MODEL`).
+        model: API model id; ``None`` = :data:`kb_shared.models.GEMINI_EMBEDDING_MODEL`.
         dimension: output dimension, 128..3072 (default 1536).
         concurrency: requests in flight at once.
-        retry: retry policy for transient failures.
-        key: where the key came from + its fingerprint (usage metadata).
+        retry, key: as ``CloudProvider``.
 
     Attributes:
         model: the id recorded in the vector index, ``"{api model}@{dimension}"``
             (``kb_shared.models.gemini_embedding_model_id``).
         api_model: the API model id.
+        name: ``"gemini-embeddings:{api model}"``.
 
     Raises:
         ValueError: ``dimension`` outside 128..3072.
+        EmbeddingError: every failure of a call (``CloudProvider.error``).
     """
+
+    vendor = "Gemini"
+    provider = "gemini-embeddings"
+    default_model = GEMINI_EMBEDDING_MODEL
+    needed_by = "Gemini embeddings"
+    error = EmbeddingError
 
     def __init__(
         self,
         client: genai.Client,
         *,
-        model: str = GEMINI_EMBEDDING_MODEL,
+        model: str | None = None,
         dimension: int = GEMINI_EMBEDDING_DIMENSION,
         concurrency: int = 4,
         retry: RetryPolicy | None = None,
         key: str = "",
     ) -> None:
-        self.model = gemini_embedding_model_id(dimension, model)
-        self.api_model = model
+        api_model = self.default_model if model is None else model
+        model_id = gemini_embedding_model_id(dimension, api_model)  # checks the dimension
+        super().__init__(client, model=api_model, concurrency=concurrency, retry=retry, key=key)
+        self.api_model = api_model
+        self.model = model_id
         self.dimension = dimension
-        self.client = client
-        self.multimodal = is_multimodal_model(model)
-        self.calls = provider_calls(
-            "Gemini", "gemini-embeddings", model, key=key, concurrency=concurrency, retry=retry
-        )
-        self.meter = self.calls.meter
+        self.multimodal = is_multimodal_model(self.api_model)
         self._warned_text_only = False
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> GeminiEmbedder:
-        """Build with a real client from ``settings.gemini_api_key`` and
-        ``settings.gemini_embedding_dimension``.
-
-        Raises:
-            ProviderError: no Gemini key is set.
-        """
-        client, options = gemini_client(settings)
-        return cls(client, dimension=settings.gemini_embedding_dimension, **options)
-
-    def usage(self) -> dict[str, str | int | float]:
-        """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
-        return self.meter.snapshot()
+    def settings_options(cls, settings: Settings) -> dict[str, Any]:
+        """``dimension`` from ``settings.gemini_embedding_dimension``."""
+        return {"dimension": settings.gemini_embedding_dimension}
 
     # ------------------------------------------------------------------ Embedder
     def embed_documents(
@@ -152,7 +149,7 @@ class GeminiEmbedder(Embedder):
 
         Raises:
             ValueError: ``titles`` given with another length than ``texts``.
-            ProviderError: the API failed, or answered with the wrong number or size of
+            EmbeddingError: the API failed, or answered with the wrong number or size of
                 vectors, or a zero vector.
         """
         if titles is not None and len(titles) != len(texts):
@@ -254,16 +251,16 @@ class GeminiEmbedder(Embedder):
         self.meter.add_usage(input_tokens=prompt_tokens)
         embeddings = response.embeddings or []
         if len(embeddings) != len(contents):
-            raise ProviderError(
+            raise EmbeddingError(
                 f"Gemini {what}: sent {len(contents)} entries but got {len(embeddings)} vectors"
             )
         rows = np.asarray([e.values or [] for e in embeddings], dtype=np.float64)
         if rows.ndim != 2 or rows.shape[1] != self.dimension:
             got = rows.shape[1] if rows.ndim == 2 else "ragged"
-            raise ProviderError(
+            raise EmbeddingError(
                 f"Gemini {what}: asked for {self.dimension}-dimensional vectors, got {got}"
             )
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         if not np.all(np.isfinite(norms)) or np.any(norms == 0):
-            raise ProviderError(f"Gemini {what}: a vector is zero or not finite")
+            raise EmbeddingError(f"Gemini {what}: a vector is zero or not finite")
         return (rows / norms).astype(np.float32)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pymupdf
 
@@ -36,18 +36,7 @@ from kb_shared.errors import ConversionError, ProviderError
 from kb_shared.figures import box_from_1000_scale, usable_box
 from kb_shared.models import GEMINI_VISION_MODEL
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
-from kb_shared.providers.cloud_common import (
-    RetryPolicy,
-    gemini_client,
-    parse_json_object,
-    provider_calls,
-    record_gemini_usage,
-)
-
-if TYPE_CHECKING:
-    from google import genai
-
-    from kb_shared.settings import Settings
+from kb_shared.providers.cloud_common import CloudProvider, parse_json_object, record_gemini_usage
 
 log = logging.getLogger(__name__)
 
@@ -103,47 +92,22 @@ Also list logos, letterheads, signatures, stamps, watermarks, barcodes and decor
 with decorative set to true. A table of text is not a figure."""
 
 
-class GeminiFigureLocator(FigureLocator):
-    """``FigureLocator`` that asks Gemini where the marked figures are.
+class GeminiFigureLocator(CloudProvider, FigureLocator):
+    """``FigureLocator`` that asks Gemini where the marked figures are; constructor,
+    ``from_settings`` (``GEMINI_API_KEY``), ``usage()`` and ``close()`` as
+    :class:`~kb_shared.providers.cloud_common.CloudProvider`.
 
     Args:
         client: ``google.genai.Client``.
-        model: default :data:`kb_shared.models.GEMINI_VISION_MODEL`.
+        model: default (``None``) :data:`kb_shared.models.GEMINI_VISION_MODEL`.
         concurrency: pages in flight at once.
-        retry: retry policy.
-        key: key source + fingerprint (usage metadata).
+        retry, key: as ``CloudProvider``.
     """
 
-    def __init__(
-        self,
-        client: genai.Client,
-        *,
-        model: str = GEMINI_VISION_MODEL,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        key: str = "",
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.name = f"gemini-figures:{model}"
-        self.calls = provider_calls(
-            "Gemini", "gemini-figures", model, key=key, concurrency=concurrency, retry=retry
-        )
-        self.meter = self.calls.meter
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> GeminiFigureLocator:
-        """Build with a real client from ``settings.gemini_api_key``.
-
-        Raises:
-            ProviderError: no Gemini key is set.
-        """
-        client, options = gemini_client(settings)
-        return cls(client, **options)
-
-    def usage(self) -> dict[str, str | int | float]:
-        """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
-        return self.meter.snapshot()
+    vendor = "Gemini"
+    provider = "gemini-figures"
+    default_model = GEMINI_VISION_MODEL
+    needed_by = "the Gemini figure locator"
 
     def locate(self, pdf: bytes, regions: Sequence[FigureRegion]) -> list[FigureBox]:
         """Boxes of the informative figures on the pages ``regions`` name.

@@ -3,57 +3,54 @@
 ``ClaudeGraphExtractor`` makes one call per chunk (in parallel, up to the provider's
 concurrency) and asks for ``{"entities": [...], "relationships": [...]}`` under a JSON schema
 sent as ``output_config.format`` (Anthropic docs, "Structured outputs"): entity types and
-relationship types are ``enum`` s, so the model cannot invent a type. The vocabulary is the
-local extractor's (``kb_shared.providers.local_graph.ENTITY_TYPES`` /
-``RELATIONSHIP_TYPES``), imported rather than copied, so both extractors write the same
-types into one graph; both are constructor arguments, so a deployment can narrow or extend
-them (the reference README's "constrained relationship vocabulary").
+relationship types are ``enum`` s, so the model cannot invent a type. The vocabulary is
+``kb_shared.providers.graph_vocabulary``'s (``ENTITY_TYPES`` / ``RELATIONSHIP_TYPES``),
+shared with the offline extractor, so both extractors write the same types into one graph;
+both are constructor arguments, so a deployment can narrow or extend them (the reference
+README's "constrained relationship vocabulary").
 
 The answer is still checked, not trusted: a relationship whose type is outside the
 vocabulary, whose endpoint is not among the chunk's entities, or that joins an entity to
 itself is dropped and counted; an entity of an unknown type takes the last (most generic)
 entity type. Entities are de-duplicated across the whole document by normalised name
-(:func:`normalise_name`, then ``kb_shared.stores.graph.entity_key``): the first display
+(:func:`normalise_name`, then ``kb_shared.graph_model.entity_key``): the first display
 name is kept unless a later one is capitalised and it was not, the most specific type wins
-(the order of ``entity_types``), the longest description is kept — the local extractor's
-``EntityTable``, without its abbreviation expansions. One (source, type, target) is kept once per chunk. Only entities that are the endpoint
-of a relationship are returned, and every relationship carries ``source_doc`` and the
-``chunk_id`` it came from: the same output as ``SpacyGraphExtractor``.
+(the order of ``entity_types``), the longest description is kept — the shared
+``EntityTable``, without its abbreviation expansions. One (source, type, target) is kept
+once per chunk. Only entities that are the endpoint of a relationship are returned, and
+every relationship carries ``source_doc`` and the ``chunk_id`` it came from: the same output
+as ``SpacyGraphExtractor``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import time
 import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kb_shared.chunking import PATH_SEPARATOR, Chunk
 from kb_shared.errors import ProviderError
+from kb_shared.graph_model import Relationship, entity_key
 from kb_shared.models import CLAUDE_GRAPH_MODEL
 from kb_shared.providers.base import Extraction, GraphExtractor
 from kb_shared.providers.cloud_common import (
+    CloudProvider,
     RetryPolicy,
-    anthropic_client,
     anthropic_text,
     parse_json_object,
-    provider_calls,
     record_anthropic_usage,
 )
-from kb_shared.providers.local_graph import (
+from kb_shared.providers.graph_vocabulary import (
     ENTITY_TYPES,
     RELATIONSHIP_TYPES,
     EntityTable,
     trim_description,
 )
-from kb_shared.graph_model import Relationship, entity_key
 
 if TYPE_CHECKING:
     import anthropic
-
-    from kb_shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -193,12 +190,14 @@ type Document.
 - Extract only what the chunk states. An empty list is a valid answer."""
 
 
-class ClaudeGraphExtractor(GraphExtractor):
-    """``GraphExtractor`` on Claude with JSON-schema output and a fixed vocabulary.
+class ClaudeGraphExtractor(CloudProvider, GraphExtractor):
+    """``GraphExtractor`` on Claude with JSON-schema output and a fixed vocabulary;
+    ``from_settings`` (``ANTHROPIC_API_KEY``), ``usage()`` and ``close()`` as
+    :class:`~kb_shared.providers.cloud_common.CloudProvider`.
 
     Args:
         client: ``anthropic.Anthropic`` (``max_retries=0``).
-        model: default :data:`kb_shared.models.CLAUDE_GRAPH_MODEL`.
+        model: ``None`` = :data:`kb_shared.models.CLAUDE_GRAPH_MODEL`.
         entity_types: allowed entity types, most specific first (default the local
             extractor's ``ENTITY_TYPES``).
         relationship_types: allowed relationship types (default ``RELATIONSHIP_TYPES``).
@@ -211,11 +210,16 @@ class ClaudeGraphExtractor(GraphExtractor):
         ValueError: an empty vocabulary.
     """
 
+    vendor = "Anthropic"
+    provider = "claude-graph"
+    default_model = CLAUDE_GRAPH_MODEL
+    needed_by = "Claude graph extraction"
+
     def __init__(
         self,
         client: anthropic.Anthropic,
         *,
-        model: str = CLAUDE_GRAPH_MODEL,
+        model: str | None = None,
         entity_types: Sequence[str] = ENTITY_TYPES,
         relationship_types: Sequence[str] = RELATIONSHIP_TYPES,
         max_tokens: int = MAX_OUTPUT_TOKENS,
@@ -225,53 +229,20 @@ class ClaudeGraphExtractor(GraphExtractor):
     ) -> None:
         if not entity_types or not relationship_types:
             raise ValueError("entity_types and relationship_types must not be empty")
-        self.client = client
-        self.model = model
+        super().__init__(client, model=model, concurrency=concurrency, retry=retry, key=key)
         self.entity_types = tuple(entity_types)
         self.relationship_types = tuple(relationship_types)
         self.max_tokens = max_tokens
         self.schema = extraction_schema(self.entity_types, self.relationship_types)
-        self.name = f"claude-graph:{model}"
-        self.calls = provider_calls(
-            "Anthropic", "claude-graph", model, key=key, concurrency=concurrency, retry=retry
-        )
-        self.meter = self.calls.meter
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ClaudeGraphExtractor:
-        """Build with a real client from ``settings.anthropic_api_key``.
+    def _extract(self, document: str, title: str, chunks: Sequence[Chunk]) -> Extraction:
+        """One call per chunk (arguments checked by ``extract``); ``stats``: ``chunks``,
+        ``entities``, ``relationships``, ``dropped_relationships``, ``retyped_entities``.
 
         Raises:
-            ProviderError: no Anthropic key is set.
-        """
-        client, options = anthropic_client(settings, "Claude graph extraction")
-        return cls(client, **options)
-
-    def usage(self) -> dict[str, str | int | float]:
-        """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
-        return self.meter.snapshot()
-
-    def extract(self, document: str, title: str, chunks: Sequence[Chunk]) -> Extraction:
-        """Extract from one document's chunks.
-
-        Returns:
-            ``Extraction`` with the entities that are endpoints of a relationship (first-seen
-            order), relationships in chunk order, and ``stats``: ``chunks``, ``entities``,
-            ``relationships``, ``dropped_relationships``, ``retyped_entities``, ``seconds``.
-
-        Raises:
-            ValueError: ``document`` is empty, or a chunk belongs to another document.
             ProviderError: a call failed for good, or an answer was malformed or cut off;
                 nothing is returned for the document then.
         """
-        started = time.perf_counter()
-        if not document or not document.strip():
-            raise ValueError("document (the doc_id) must not be empty")
-        for chunk in chunks:
-            if chunk.document != document:
-                raise ValueError(
-                    f"chunk {chunk.id!r} belongs to {chunk.document!r}, not {document!r}"
-                )
         answers = self.calls.map(lambda c: self._ask(title, c), list(chunks))
         table = EntityTable(
             {t: i for i, t in enumerate(self.entity_types)}, expansions=False
@@ -332,7 +303,6 @@ class ClaudeGraphExtractor(GraphExtractor):
                 "relationships": len(relationships),
                 "dropped_relationships": dropped,
                 "retyped_entities": retyped,
-                "seconds": time.perf_counter() - started,
             },
         )
 

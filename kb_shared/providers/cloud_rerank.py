@@ -19,30 +19,16 @@ and the v2 rerank API reference):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from kb_shared.errors import ProviderError
+from kb_shared.errors import RerankError
 from kb_shared.models import COHERE_RERANK_MODEL
 from kb_shared.providers.base import Reranker
-from kb_shared.providers.cloud_common import (
-    KEY_NAMES,
-    RetryPolicy,
-    api_key,
-    call_options,
-    provider_calls,
-)
-
-if TYPE_CHECKING:
-    import cohere
-
-    from kb_shared.settings import Settings
+from kb_shared.providers.cloud_common import CloudProvider
 
 MAX_TOKENS_PER_DOC = 4_096
 MAX_DOCUMENT_CHARS = 4 * MAX_TOKENS_PER_DOC
 MAX_QUERY_CHARS = 4 * 2_048
 MAX_DOCUMENTS_PER_REQUEST = 1_000
-#: Client timeout of one request (seconds).
-REQUEST_TIMEOUT_S = 60.0
 
 
 def truncate(text: str, limit: int) -> str:
@@ -55,52 +41,24 @@ def truncate(text: str, limit: int) -> str:
     return cut[:space].rstrip() if space >= limit // 2 else cut
 
 
-class CohereReranker(Reranker):
-    """``Reranker`` on Cohere Rerank.
+class CohereReranker(CloudProvider, Reranker):
+    """``Reranker`` on Cohere Rerank; constructor, ``from_settings`` (``COHERE_API_KEY``),
+    ``usage()`` and ``close()`` as :class:`~kb_shared.providers.cloud_common.CloudProvider`.
 
     Args:
         client: ``cohere.ClientV2`` (tests give it an ``httpx.Client`` that respx mocks;
             ``max_retries=0``).
-        model: default :data:`kb_shared.models.COHERE_RERANK_MODEL`.
+        model: default (``None``) :data:`kb_shared.models.COHERE_RERANK_MODEL`.
         concurrency: requests in flight (only matters past 1,000 documents).
-        retry: retry policy.
-        key: key source + fingerprint (usage metadata).
+        retry, key: as ``CloudProvider``.
     """
 
-    def __init__(
-        self,
-        client: cohere.ClientV2,
-        *,
-        model: str = COHERE_RERANK_MODEL,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        key: str = "",
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.name = f"cohere:{model}"
-        self.calls = provider_calls(
-            "Cohere", "cohere-rerank", model, key=key, concurrency=concurrency, retry=retry
-        )
-        self.meter = self.calls.meter
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> CohereReranker:
-        """Build with a real client from ``settings.cohere_api_key``.
-
-        Raises:
-            ProviderError: no Cohere key is set.
-        """
-        import cohere  # noqa: PLC0415 - the SDK loads only when chosen
-
-        name = KEY_NAMES["Cohere"]
-        secret = api_key(settings.cohere_api_key, f"{name} is not set; Cohere rerank needs it")
-        client = cohere.ClientV2(api_key=secret, max_retries=0, timeout=REQUEST_TIMEOUT_S)
-        return cls(client, **call_options(settings, name, secret))
-
-    def usage(self) -> dict[str, str | int | float]:
-        """Requests, search units and cost so far (``UsageMeter.snapshot``)."""
-        return self.meter.snapshot()
+    vendor = "Cohere"
+    provider = "cohere-rerank"
+    name_prefix = "cohere"
+    default_model = COHERE_RERANK_MODEL
+    needed_by = "Cohere rerank"
+    error = RerankError
 
     def rerank(self, query: str, texts: Sequence[str], top_n: int) -> list[tuple[int, float]]:
         """Re-order ``texts`` for ``query``.
@@ -111,7 +69,7 @@ class CohereReranker(Reranker):
 
         Raises:
             ValueError: ``top_n`` < 1.
-            ProviderError: the API failed, or answered with an index outside the request.
+            RerankError: the API failed, or answered with an index outside the request.
         """
         if top_n < 1:
             raise ValueError(f"top_n must be >= 1, got {top_n}")
@@ -142,7 +100,7 @@ class CohereReranker(Reranker):
             ranked: list[tuple[int, float]] = []
             for result in response.results:
                 if not 0 <= result.index < len(batch):
-                    raise ProviderError(
+                    raise RerankError(
                         f"Cohere rerank returned index {result.index} for {len(batch)} documents"
                     )
                 ranked.append((start + result.index, float(result.relevance_score)))

@@ -3,7 +3,8 @@
 Rule (DESIGN.md "Providers"): a cloud provider is used only when its key is set (``auto``)
 or when forced (``KB_<ROLE>_PROVIDER=cloud``, which then requires the key); otherwise the
 local implementation, which needs no network and no key. Backends are imported inside the
-functions so an optional SDK loads only when it is chosen.
+functions so an optional SDK loads only when it is chosen. Every function returns a provider,
+never ``None``: the optional roles (contextualiser, reranker) have null objects offline.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from kb_shared.providers.base import (
     Contextualiser,
     Embedder,
     FigureLocator,
+    FusionOrderReranker,
     GraphExtractor,
+    HeadingPathContextualiser,
     MarkdownConverter,
     Reranker,
 )
@@ -62,12 +65,13 @@ def embedder(settings: Settings) -> Embedder:
     return load_local_embedder(settings.local_embedding_model)
 
 
-def contextualiser(settings: Settings) -> Contextualiser | None:
+def contextualiser(settings: Settings) -> Contextualiser:
     """Per-chunk context: Claude (explicit prompt caching) when ``ANTHROPIC_API_KEY`` is set,
     else Gemini (implicit prefix caching) when only ``GEMINI_API_KEY`` is set.
 
-    Returns ``None`` offline: the local context is the heading path, which
-    ``kb_shared.chunking.embedding_text`` already puts in front of every chunk.
+    Offline, a ``HeadingPathContextualiser`` (``adds_context`` false, every context ``""``):
+    the local context is the heading path, which ``kb_shared.chunking.embedding_text``
+    already puts in front of every chunk.
     """
     if _use_cloud(
         settings.contextualise_provider,
@@ -79,7 +83,7 @@ def contextualiser(settings: Settings) -> Contextualiser | None:
         if settings.anthropic_api_key is not None:
             return ClaudeContextualiser.from_settings(settings)
         return GeminiContextualiser.from_settings(settings)
-    return None
+    return HeadingPathContextualiser()
 
 
 def graph_extractor(settings: Settings) -> GraphExtractor:
@@ -111,9 +115,10 @@ def figure_locator(settings: Settings) -> FigureLocator:
     return LayoutFigureLocator()
 
 
-def reranker(settings: Settings) -> Reranker | None:
-    """Cohere rerank when ``COHERE_API_KEY`` is set; ``None`` offline (fusion order stands,
-    since no cross-encoder ships its weights on PyPI)."""
+def reranker(settings: Settings) -> Reranker:
+    """Cohere rerank when ``COHERE_API_KEY`` is set; offline a ``FusionOrderReranker``
+    (``reorders`` false: fusion order stands, since no cross-encoder ships its weights on
+    PyPI)."""
     if _use_cloud(
         settings.rerank_provider, settings.cohere_api_key is not None, "rerank",
         "COHERE_API_KEY",
@@ -121,4 +126,4 @@ def reranker(settings: Settings) -> Reranker | None:
         from kb_shared.providers.cloud_rerank import CohereReranker
 
         return CohereReranker.from_settings(settings)
-    return None
+    return FusionOrderReranker()

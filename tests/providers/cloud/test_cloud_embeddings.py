@@ -9,7 +9,7 @@ import httpx2
 import numpy as np
 import pytest
 
-from kb_shared.errors import ProviderError
+from kb_shared.errors import EmbeddingError
 from kb_shared.providers.base import FigureInput
 from kb_shared.providers.cloud_embeddings import GeminiEmbedder
 
@@ -163,7 +163,7 @@ def test_429_then_success_is_retried() -> None:
 
 def test_500_exhausted_raises_after_the_configured_retries() -> None:
     recorder = Recorder(lambda r, i: gemini_error(500, "INTERNAL", "An internal error has occurred."))
-    with pytest.raises(ProviderError) as caught:
+    with pytest.raises(EmbeddingError) as caught:
         _embedder(recorder, retry=no_wait(max_retries=1)).embed_query("q")
     assert len(recorder.requests) == 2
     assert str(caught.value).startswith(
@@ -177,10 +177,10 @@ def test_missing_model_and_bad_key_are_clear_errors() -> None:
         404, "NOT_FOUND",
         "models/gemini-embedding-009 is not found for API version v1, or is not supported for embedContent.",
     ))
-    with pytest.raises(ProviderError, match=r"^Gemini has no model 'gemini-embedding-009' \(HTTP 404\)"):
+    with pytest.raises(EmbeddingError, match=r"^Gemini has no model 'gemini-embedding-009' \(HTTP 404\)"):
         _embedder(missing, model="gemini-embedding-009").embed_query("q")
     bad_key = Recorder(lambda r, i: gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."))
-    with pytest.raises(ProviderError) as caught:
+    with pytest.raises(EmbeddingError) as caught:
         _embedder(bad_key).embed_query("q")
     assert str(caught.value) == (
         "Gemini rejected the API key in GEMINI_API_KEY (HTTP 400) while embedding a query "
@@ -192,10 +192,10 @@ def test_missing_model_and_bad_key_are_clear_errors() -> None:
 
 def test_wrong_vector_size_or_count_is_an_error() -> None:
     short = Recorder(lambda r, i: httpx2.Response(200, json={"embeddings": [{"values": [0.1] * 3072}]}))
-    with pytest.raises(ProviderError, match="asked for 1536-dimensional vectors, got 3072"):
+    with pytest.raises(EmbeddingError, match="asked for 1536-dimensional vectors, got 3072"):
         _embedder(short).embed_query("q")
     missing = Recorder(lambda r, i: httpx2.Response(200, json={"embeddings": []}))
-    with pytest.raises(ProviderError, match="sent 1 entries but got 0 vectors"):
+    with pytest.raises(EmbeddingError, match="sent 1 entries but got 0 vectors"):
         _embedder(missing).embed_query("q")
 
 

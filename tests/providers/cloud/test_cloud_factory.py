@@ -1,11 +1,17 @@
-"""The factory picks the cloud providers from keys alone (no request is made to build them)."""
+"""The factory picks the cloud providers from keys alone (no request is made to build them),
+and what every cloud provider shares (``cloud_common.CloudProvider``)."""
 
 from __future__ import annotations
 
+import cohere
+import httpx
+import httpx2
 import pytest
 
-from kb_shared.errors import ProviderError
+from kb_shared.errors import EmbeddingError, ProviderError, RerankError
 from kb_shared.providers import factory
+from kb_shared.providers.base import HeadingPathContextualiser
+from kb_shared.providers.cloud_common import close_client
 from kb_shared.providers.cloud_context import ClaudeContextualiser, GeminiContextualiser
 from kb_shared.providers.cloud_embeddings import GeminiEmbedder
 from kb_shared.providers.cloud_figures import GeminiFigureLocator
@@ -13,6 +19,8 @@ from kb_shared.providers.cloud_graph import ClaudeGraphExtractor
 from kb_shared.providers.cloud_markdown import ClaudeMarkdownConverter
 from kb_shared.providers.cloud_rerank import CohereReranker
 from kb_shared.settings import ProviderChoice, Settings
+
+from .conftest import Recorder, anthropic_client, claude_message
 
 
 def _settings(**keys: str | None) -> Settings:
@@ -33,11 +41,57 @@ def test_every_key_selects_its_cloud_provider() -> None:
     assert isinstance(reranker, CohereReranker)
     usage = reranker.usage()
     assert usage["key"].startswith("COHERE_API_KEY sha256:") and "c-key" not in usage["key"]
+    assert reranker.reorders
+
+
+def test_names_and_usage_meters_of_the_cloud_providers() -> None:
+    settings = _settings(anthropic_api_key="a-key", gemini_api_key="g-key", cohere_api_key="c-key")
+    built = [
+        factory.markdown_converter(settings), factory.embedder(settings),
+        factory.contextualiser(settings), factory.figure_locator(settings),
+        factory.reranker(settings),
+    ]
+    assert [(p.name, p.usage()["provider"], p.usage()["requests"]) for p in built] == [
+        ("claude:claude-sonnet-5-5", "claude-markdown", 0),
+        ("gemini-embeddings:gemini-embedding-001", "gemini-embeddings", 0),
+        ("claude-context:claude-haiku-4-5", "claude-context", 0),
+        ("gemini-figures:gemini-2.5-flash", "gemini-figures", 0),
+        ("cohere:rerank-v3.5", "cohere-rerank", 0),
+    ]
+    assert ClaudeGraphExtractor.from_settings(settings).name == "claude-graph:claude-sonnet-5-5"
+
+
+def test_a_missing_key_fails_with_the_role_s_error_naming_what_needs_it() -> None:
+    with pytest.raises(EmbeddingError, match=(
+        r"^GEMINI_API_KEY \(or GOOGLE_API_KEY\) is not set; Gemini embeddings needs it$"
+    )):
+        GeminiEmbedder.from_settings(_settings())
+    with pytest.raises(RerankError, match=r"^COHERE_API_KEY is not set; Cohere rerank needs it$"):
+        CohereReranker.from_settings(_settings())
+    with pytest.raises(ProviderError, match=r"^ANTHROPIC_API_KEY is not set; the Claude converter"):
+        ClaudeMarkdownConverter.from_settings(_settings())
+
+
+def test_close_closes_the_client_the_provider_built_but_not_one_it_was_given() -> None:
+    built = ClaudeMarkdownConverter.from_settings(_settings(anthropic_api_key="a-key"))
+    assert not built.client.is_closed()
+    built.close()
+    assert built.client.is_closed()
+    built.close()  # a second close is harmless
+    given = anthropic_client(Recorder(lambda r, i: httpx2.Response(200, json=claude_message("ok"))))
+    ClaudeMarkdownConverter(given).close()
+    assert not given.is_closed()
+
+
+def test_a_cohere_client_is_closed_through_its_context_exit() -> None:
+    http = httpx.Client()
+    close_client("Cohere", cohere.ClientV2(api_key="test-cohere-key", httpx_client=http))
+    assert http.is_closed
 
 
 def test_only_a_gemini_key_contextualises_with_gemini() -> None:
     assert isinstance(factory.contextualiser(_settings(gemini_api_key="g-key")), GeminiContextualiser)
-    assert factory.contextualiser(_settings()) is None
+    assert isinstance(factory.contextualiser(_settings()), HeadingPathContextualiser)
 
 
 def test_forcing_cloud_without_a_key_names_the_keys() -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from kb_shared.chunking import Chunk
 from kb_shared.errors import ProviderError
-from kb_shared.providers.cloud_graph import ClaudeGraphExtractor, normalise_name
-from kb_shared.providers.local_graph import ENTITY_TYPES, RELATIONSHIP_TYPES
 from kb_shared.graph_model import Entity, Relationship
+from kb_shared.providers.cloud_graph import ClaudeGraphExtractor, normalise_name
+from kb_shared.providers.graph_vocabulary import ENTITY_TYPES, RELATIONSHIP_TYPES
 
 from .conftest import Recorder, anthropic_client, claude_message, no_wait
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import respx
 
-from kb_shared.errors import ProviderError
+from kb_shared.errors import RerankError
 from kb_shared.providers.cloud_rerank import MAX_DOCUMENT_CHARS, CohereReranker, truncate
 
 from .conftest import no_wait
@@ -67,7 +67,7 @@ def test_429_then_success() -> None:
 @respx.mock
 def test_500_exhausted_raises_after_the_configured_retries() -> None:
     route = respx.post(URL).mock(return_value=httpx.Response(500, json={"message": "internal server error"}))
-    with pytest.raises(ProviderError) as caught:
+    with pytest.raises(RerankError) as caught:
         _reranker(retry=no_wait(max_retries=2)).rerank("q", ["a"], top_n=1)
     assert route.call_count == 3
     assert str(caught.value).startswith(
@@ -79,10 +79,10 @@ def test_500_exhausted_raises_after_the_configured_retries() -> None:
 @respx.mock
 def test_bad_key_and_malformed_answer() -> None:
     respx.post(URL).mock(return_value=httpx.Response(401, json={"message": "invalid api token"}))
-    with pytest.raises(ProviderError, match=r"^Cohere rejected the API key in COHERE_API_KEY \(HTTP 401\)"):
+    with pytest.raises(RerankError, match=r"^Cohere rejected the API key in COHERE_API_KEY \(HTTP 401\)"):
         _reranker().rerank("q", ["a"], top_n=1)
     respx.post(URL).mock(return_value=_ok([(7, 0.9)]))
-    with pytest.raises(ProviderError, match="returned index 7 for 1 documents"):
+    with pytest.raises(RerankError, match="returned index 7 for 1 documents"):
         _reranker().rerank("q", ["a"], top_n=1)
 
 
