@@ -1,6 +1,6 @@
 -- kb catalog schema (Postgres). Idempotent: safe to run on every `kb db init`.
 --
--- The same tables, columns, defaults and constraints as kb_shared/stores/catalog.py
+-- The same tables, columns, defaults and constraints as kb_shared/stores/catalog/
 -- (CATALOG_METADATA); tests/stores/test_sql_files.py creates one database from this file and
 -- one from the code and checks that Postgres reports the same schema for both.
 --

@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS graph_entities (
 
 -- Relationships, each owned by one document (source_doc = doc_id) and one chunk
 -- (chunk_id, resolvable in the vector index). id = first 16 hex characters of the SHA-256
--- of the six fields (kb_shared.stores.graph.Relationship.id).
+-- of the six fields (kb_shared.graph_model.Relationship.id).
 CREATE TABLE IF NOT EXISTS graph_relationships (
     id          text NOT NULL,
     source_key  text NOT NULL,

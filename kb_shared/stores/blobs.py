@@ -310,5 +310,11 @@ class BlobStore:
                 return
             folder = os.path.dirname(folder)
 
+    def close(self) -> None:
+        """Release what this store holds: nothing. fsspec shares one filesystem object per
+        URL and options across the process (its instance cache) and has no close of its own,
+        so closing it here would break other stores on the same URL. Present so every store
+        role closes the same way; safe to call twice, and the store stays usable."""
+
     def __repr__(self) -> str:
         return f"BlobStore({self._url!r})"

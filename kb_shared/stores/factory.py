@@ -10,22 +10,39 @@ embedded setup never imports ``qdrant_client`` or ``neo4j`` and vice versa.
 | blobs    | ``blob_url`` (any fsspec URL)            | ``file://{home}/blobs``              |
 | vectors  | ``qdrant_url``                           | SQLite ``{home}/vectors.sqlite``     |
 | graph    | ``neo4j_uri``                            | SQL tables in the catalog database   |
+
+``init_database`` is what ``kb db init`` runs: the schema of every role, and on Postgres the
+DDL and grants of ``sql/``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
+from kb_shared.errors import StoreError
 from kb_shared.settings import Settings
 from kb_shared.stores.blobs import BlobStore
-from kb_shared.stores.catalog import Catalog, make_engine
+from kb_shared.stores.catalog import CATALOG_METADATA, Catalog
+from kb_shared.stores.graph_sql import GRAPH_METADATA, SqlGraphStore
+from kb_shared.stores.sql import apply_sql_files, create_tables, make_engine, safe_url
 
 if TYPE_CHECKING:
+    import neo4j
+
     from kb_shared.stores.graph import GraphStore
     from kb_shared.stores.vectors import VectorIndex
+
+#: Every table kb keeps in the SQL database: the catalog's and the embedded graph's (the
+#: graph tables exist even when Neo4j holds the graph, as they always have).
+SQL_SCHEMA = (CATALOG_METADATA, GRAPH_METADATA)
+
+#: The numbered Postgres DDL files (``NNN_*.sql``) of a kb checkout; not installed with the
+#: package, so ``init_database`` takes another folder as an argument.
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 
 
 def _sqlite_file(url: str) -> Path | None:
@@ -62,16 +79,71 @@ def open_catalog(
     Args:
         settings: where things live.
         reader: connect with the reader URL (MCP server).
-        create: run ``ensure_schema()`` (idempotent). Default: yes for the writer, no for the
-            reader (the Postgres reader role cannot create tables; ``kb db init`` does).
+        create: create missing tables (``ensure_sql_schema``: catalog and SQL graph).
+            Default: yes for the writer, no for the reader (the Postgres reader role cannot
+            create tables; ``kb db init`` does).
 
     Raises:
         StoreUnavailableError: ``create`` and the database cannot be reached.
     """
     catalog = Catalog(open_engine(settings, reader=reader))
     if create if create is not None else not reader:
-        catalog.ensure_schema()
+        ensure_sql_schema(catalog.engine)
     return catalog
+
+
+def ensure_sql_schema(engine: Engine) -> None:
+    """Create every missing table of ``SQL_SCHEMA`` (catalog and SQL graph) in one locked
+    transaction; idempotent, never alters a table.
+
+    Raises:
+        StoreUnavailableError: the database cannot be reached.
+        StoreError: the role may not create tables.
+    """
+    create_tables(engine, *SQL_SCHEMA)
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseInit:
+    """What ``init_database`` did: ``database`` is the URL with the password hidden;
+    ``sql_files`` the ``sql/`` files applied, in order (empty on SQLite)."""
+
+    database: str
+    sql_files: tuple[str, ...]
+
+
+def init_database(settings: Settings, *, sql_dir: Path = SQL_DIR) -> DatabaseInit:
+    """Create the schema of the configured stores; safe to run again (``kb db init``).
+
+    Creates the catalog and SQL graph tables, then on Postgres applies every numbered file
+    of ``sql_dir`` (the same tables, plus the ``kb_reader`` role and its grants, which only
+    those files create; DESIGN.md "Stores and their backends"), then, when ``neo4j_uri`` is
+    set, the Neo4j graph's constraint and index.
+
+    Raises:
+        StoreUnavailableError: a store cannot be reached.
+        StoreError: a ``sql/`` file failed (named in the message; earlier files stay
+            applied), the role lacks a privilege, or ``sql_dir`` is missing on Postgres.
+    """
+    engine = open_engine(settings)
+    try:
+        ensure_sql_schema(engine)
+        applied: list[str] = []
+        if engine.dialect.name == "postgresql":
+            if not sql_dir.is_dir():
+                raise StoreError(
+                    f"the Postgres DDL folder {sql_dir} does not exist; run `kb db init` from "
+                    "a kb checkout, or apply its sql/ files with psql (see their headers)"
+                )
+            applied = apply_sql_files(engine, sql_dir)
+        if settings.neo4j_uri:
+            from kb_shared.stores.graph_neo4j import Neo4jGraphStore  # noqa: PLC0415
+
+            with _neo4j_driver(settings) as driver:
+                Neo4jGraphStore(driver, settings.neo4j_database).ensure_schema(None)
+        return DatabaseInit(database=safe_url(engine), sql_files=tuple(applied))
+    finally:
+        engine.dispose()
 
 
 def open_blob_store(settings: Settings) -> BlobStore:
@@ -108,15 +180,17 @@ def open_graph_store(settings: Settings, engine: Engine | None = None) -> GraphS
             on ``resolved_database_url``.
     """
     if settings.neo4j_uri:
-        from neo4j import GraphDatabase  # noqa: PLC0415
-
         from kb_shared.stores.graph_neo4j import Neo4jGraphStore  # noqa: PLC0415
 
-        password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
-        auth = (settings.neo4j_user, password) if password is not None else None
-        driver = GraphDatabase.driver(settings.neo4j_uri, auth=auth)
-        return Neo4jGraphStore(driver, database=settings.neo4j_database)
-
-    from kb_shared.stores.graph_sql import SqlGraphStore  # noqa: PLC0415
+        return Neo4jGraphStore(_neo4j_driver(settings), database=settings.neo4j_database)
 
     return SqlGraphStore(engine if engine is not None else open_engine(settings))
+
+
+def _neo4j_driver(settings: Settings) -> neo4j.Driver:
+    """A driver on ``settings.neo4j_uri`` (no I/O until first use); the caller closes it."""
+    from neo4j import GraphDatabase  # noqa: PLC0415
+
+    password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
+    auth = (settings.neo4j_user, password) if password is not None else None
+    return GraphDatabase.driver(settings.neo4j_uri, auth=auth)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kb_shared.errors import EmbeddingMismatchError
 from kb_shared.graph_model import Entity, Relationship, entity_key
 
 
@@ -70,8 +71,9 @@ class GraphStore(ABC):
     """The graph store role. Constructors do no I/O; call ``ensure_schema`` first.
 
     Errors: ``StoreUnavailableError`` when the backend cannot be reached; ``ValueError`` for a
-    relationship whose endpoint is not among the given entities, or ``hops`` outside 1–2.
-    Every write is one transaction: on error nothing of it is visible.
+    relationship whose endpoint is not among the given entities, or ``hops`` outside 1–2;
+    ``EmbeddingMismatchError`` for a name or query vector whose dimension is not the stored
+    vectors'. Every write is one transaction: on error nothing of it is visible.
     """
 
     @abstractmethod
@@ -217,8 +219,9 @@ def entity_vectors(entities: Iterable[Entity], dimension: int | None) -> int | N
     """Check the name vectors of a write; return their common dimension (``None``: no vectors).
 
     Raises:
-        ValueError: vectors of different lengths, a non-finite or all-zero vector, or a length
-            other than ``dimension`` (the store's, when known).
+        ValueError: vectors of different lengths in this call, or a non-finite or all-zero
+            vector.
+        EmbeddingMismatchError: a length other than ``dimension`` (the store's, when known).
     """
     seen: int | None = None
     for entity in entities:
@@ -234,7 +237,7 @@ def entity_vectors(entities: Iterable[Entity], dimension: int | None) -> int | N
                 f"entity {entity.name!r} has a {size}-dim vector; others in this call have {seen}"
             )
     if seen is not None and dimension is not None and seen != dimension:
-        raise ValueError(
+        raise EmbeddingMismatchError(
             f"entity vectors have {seen} dimensions but the graph store holds {dimension}-dim "
             "vectors (embed entity names with the same model, or rebuild the graph)"
         )

@@ -412,8 +412,8 @@ class Neo4jGraphStore(GraphStore):
         key), from the ``entity_names`` vector index (approximate on large graphs: HNSW).
 
         Raises:
-            ValueError: ``k`` < 1; an empty, non-finite or zero query; a query whose length is
-                not the index dimension.
+            ValueError: ``k`` < 1; an empty, non-finite or zero query.
+            EmbeddingMismatchError: the query's length is not the index dimension.
         """
         query = query_vector(vector, k)
         if self._dimension is None:
@@ -422,7 +422,7 @@ class Neo4jGraphStore(GraphStore):
             if self._dimension is None:
                 return []
         if query.size != self._dimension:
-            raise ValueError(
+            raise EmbeddingMismatchError(
                 f"query vector has {query.size} dimensions; the {VECTOR_INDEX!r} index has "
                 f"{self._dimension}"
             )

@@ -1,7 +1,7 @@
 """The embedded graph store: two tables in the catalog database (SQLite or Postgres).
 
-Tables (on their own ``GRAPH_METADATA``, which the catalog includes for ``kb db init``; the
-same DDL for DBAs is ``sql/002_graph.sql``):
+Tables (on their own ``GRAPH_METADATA``, which ``factory.ensure_sql_schema`` creates beside
+the catalog's; the same DDL for DBAs is ``sql/002_graph.sql``):
 
 * ``graph_entities(key PK, name, type, description, vector, dimension)`` — ``vector`` is the
   entity-name embedding as little-endian float32 bytes (``dimension`` values), or NULL.
@@ -32,7 +32,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from kb_shared.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
+from kb_shared.errors import EmbeddingMismatchError, StoreError
 from kb_shared.graph_model import Entity, Relationship
 from kb_shared.stores.graph import (
     EntityHit,
@@ -48,6 +48,7 @@ from kb_shared.stores.graph import (
     validate_document_edges,
     walk_order_key,
 )
+from kb_shared.stores.sql import guard, safe_url, upsert
 
 #: Keys per ``IN (…)`` list. SQLite allows 32,766 bound parameters per statement (its
 #: ``SQLITE_MAX_VARIABLE_NUMBER`` default since 3.32); Postgres 65,535. 500 stays far below
@@ -120,9 +121,9 @@ class SqlGraphStore(GraphStore):
             it: ``close`` does not dispose it.
 
     The constructor does no I/O. Errors: ``StoreUnavailableError`` when the database cannot
-    be reached; ``StoreError`` for other database failures; ``ValueError`` for bad input
-    (nothing written); ``EmbeddingMismatchError`` from ``ensure_schema`` when stored vectors
-    have another dimension.
+    be reached; ``SchemaMissingError`` before ``kb db init``; ``StoreError`` for other
+    database failures; ``ValueError`` for bad input (nothing written);
+    ``EmbeddingMismatchError`` when a vector's dimension is not the stored vectors'.
     """
 
     def __init__(self, engine: sa.Engine) -> None:
@@ -132,26 +133,23 @@ class SqlGraphStore(GraphStore):
             )
         self.engine = engine
         self._dimension: int | None = None
-        self._where = engine.url.render_as_string(hide_password=True)
+        self._where = safe_url(engine)
 
     # -- plumbing ------------------------------------------------------------------------
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
-        """Turn SQLAlchemy errors into ``StoreError``s naming the database and the action."""
+        """Translate database errors (``sql.guard``: unreachable, schema missing, permission
+        denied); any other SQLAlchemy error becomes a ``StoreError`` naming the action."""
         try:
-            yield
-        except sa.exc.OperationalError as exc:
-            raise StoreUnavailableError(
-                f"graph store {self._where}: {action} failed (database unreachable?): {exc.orig}"
-            ) from exc
+            with guard(self.engine, "graph", action):
+                yield
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"graph store {self._where}: {action} failed: {exc}") from exc
 
     def _insert(self) -> postgresql.Insert | sqlite.Insert:
         """The dialect's INSERT with ``ON CONFLICT`` support."""
-        module = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-        return module.insert(GRAPH_ENTITIES)
+        return upsert(GRAPH_ENTITIES, self.engine.dialect.name)
 
     def _stored_dimension(self, conn: sa.Connection) -> int | None:
         return conn.execute(
@@ -255,6 +253,7 @@ class SqlGraphStore(GraphStore):
         Raises:
             ValueError: a relationship of another document or with an endpoint not among
                 ``entities``; inconsistent or bad vectors (checked before any write).
+            EmbeddingMismatchError: vectors of another dimension than the stored ones.
         """
         validate_document_edges(document, entities, relationships)
         merged = merge_entities(entities)
@@ -305,8 +304,9 @@ class SqlGraphStore(GraphStore):
         key). Entities without a vector are never returned.
 
         Raises:
-            ValueError: ``k`` < 1; an empty, non-finite or zero query; a query whose length is
-                not the stored vectors' dimension.
+            ValueError: ``k`` < 1; an empty, non-finite or zero query.
+            EmbeddingMismatchError: the query's length is not the stored vectors' dimension
+                (the embedding model changed since the graph was built).
         """
         query = query_vector(vector, k)
         with self._errors("searching entity vectors"), self.engine.connect() as conn:
@@ -319,9 +319,10 @@ class SqlGraphStore(GraphStore):
             return []
         dims = {row.dimension for row in rows}
         if dims != {query.size}:
-            raise ValueError(
+            raise EmbeddingMismatchError(
                 f"query vector has {query.size} dimensions; stored entity vectors have "
-                f"{sorted(dims)}"
+                f"{sorted(dims)}: re-embed everything after changing the embedding model: "
+                "`kb rebuild embeddings --all --reset`"
             )
         matrix = np.frombuffer(b"".join(row.vector for row in rows), dtype="<f4").reshape(
             len(rows), query.size

@@ -31,20 +31,10 @@ KIND_TABLE = "table"
 KIND_FIGURE = "figure"
 KINDS = (KIND_TEXT, KIND_TABLE, KIND_FIGURE)
 
-#: Weighted reciprocal rank fusion: ``score(d) = sum_i w_i / (RRF_K + rank_i(d))``. RRF is
-#: from Cormack, Clarke & Büttcher (SIGIR 2009), whose k = 60 assumes long, equally good
-#: lists; Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval" (ACM
-#: TOIS 2023) show RRF is sensitive to k and to per-list weights and that tuning both on a
-#: small labelled set beats the default. Chosen with ``benchmarks/retrieval.py``'s fusion
-#: sweep (k x dense weight x exact-identifier weight, sparse weight 1) on BOTH eval sets of
-#: ../shared/corpus/eval over pipeline-built corpora (minilm-int8, top 10; Recall@5 / MRR):
-#: k=10, dense 0.75, exact 1 gives regulatory (30 questions) 0.867 / 0.606 and FinanceBench
-#: (17) 0.588 / 0.391. The earlier k=10, dense 0.5 (tuned on regulatory alone) gave 0.867 /
-#: 0.603 and 0.471 / 0.355; equal-weight k=60 0.733 / 0.520 and 0.706 / 0.434. Dense
-#: weights 0.75 with k 5-15 form a plateau (regulatory 0.83-0.87 Recall@5); larger dense
-#: weights help FinanceBench's numeric questions but cost regulatory Recall@5 (0.73-0.80 at
-#: dense 2-3), the product's own domain, so they were not taken. The whole landscape is
-#: within 1-2 questions per set (benchmarks/results/retrieval-*.md, "Fusion constants").
+#: Weighted reciprocal rank fusion, ``score(d) = sum_i w_i / (RRF_K + rank_i(d))`` (Cormack,
+#: Clarke & Büttcher, SIGIR 2009; k and weights tuned per Bruch et al., ACM TOIS 2023). The
+#: values come from the fusion sweep in benchmarks/results/retrieval-2026-11-30.md
+#: ("Fusion constants").
 RRF_K = 10
 DENSE_WEIGHT = 0.75
 SPARSE_WEIGHT = 1.0

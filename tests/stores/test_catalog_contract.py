@@ -17,22 +17,27 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from kb_shared import identity
-from kb_shared.errors import DocumentNotFoundError, StoreError, StoreUnavailableError
+from kb_shared.errors import (
+    DocumentNotFoundError,
+    DuplicateDocumentError,
+    DuplicateRequestError,
+    QueueFullError,
+    RequestNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
 from kb_shared.stores.catalog import (
     CATALOG_METADATA,
     AerMetric,
     AerRow,
     Catalog,
     ComplianceActionRow,
-    DuplicateDocumentError,
-    DuplicateRequestError,
-    QueueFullError,
-    RequestNotFoundError,
     document_requests,
     documents,
-    make_engine,
+    duplicate_message,
     title_key,
 )
+from kb_shared.stores.sql import make_engine
 from tests.conftest import postgres_url
 
 SHA_A = "a" * 64
@@ -220,6 +225,52 @@ def test_finders(catalog: Catalog) -> None:
     assert catalog.find_by_normalized_name("other.pdf") is None
     assert catalog.find_by_sha256(SHA_C) is None
     assert catalog.find_by_doc_id("other.pdf") is None
+
+
+def test_resolve_by_doc_id_name_or_name_without_pdf(catalog: Catalog) -> None:
+    report = _pending(catalog, "Annual Report 2024.pdf", SHA_A)
+    assert report.doc_id == "annual-report-2024.pdf"
+    assert catalog.resolve("annual-report-2024.pdf") == report  # the doc_id
+    assert catalog.resolve("  ANNUAL report 2024.PDF ") == report  # normalised name
+    assert catalog.resolve("Annual Report 2024") == report  # ".pdf" left off
+    assert catalog.resolve("annual-report-2024") == report  # doc_id without ".pdf"
+
+
+def test_resolve_unknown_or_empty_is_none(catalog: Catalog) -> None:
+    _pending(catalog, "Annual Report 2024.pdf", SHA_A)
+    assert catalog.resolve("Annual Report 2023") is None
+    assert catalog.resolve("") is None
+    assert catalog.resolve("   ") is None
+    assert catalog.resolve("???") is None  # no letters or digits: no doc_id to look up
+
+
+def test_resolve_prefers_the_literal_match_to_the_pdf_guess(catalog: Catalog) -> None:
+    bare = _pending(catalog, "Notes", SHA_A)  # a file named without an extension
+    pdf = _pending(catalog, "Notes.pdf", SHA_B)
+    assert (bare.doc_id, pdf.doc_id) == ("notes", "notes.pdf")
+    assert catalog.resolve("notes") == bare
+    assert catalog.resolve("NOTES") == bare
+    assert catalog.resolve("notes.pdf") == pdf
+
+
+def test_duplicate_message_is_the_refusal_wording(catalog: Catalog) -> None:
+    report = _pending(catalog, "Report.pdf", SHA_A)
+    spaced = _pending(catalog, "a b.pdf", SHA_C)
+    for name, sha, field, existing in (
+        ("report.PDF", SHA_B, "name", report),
+        ("Copy.pdf", SHA_A, "sha256", report),
+        ("a-b.pdf", SHA_B, "doc_id", spaced),
+    ):
+        with pytest.raises(DuplicateDocumentError) as info:
+            _pending(catalog, name, sha)
+        assert (info.value.field, info.value.existing) == (field, existing)
+        assert str(info.value) == duplicate_message(field, name, existing)
+    assert duplicate_message("sha256", "Copy.pdf", report) == (
+        '"Copy.pdf" has the same content (sha256 aaaaaaaaaaaa…) as the existing document '
+        '"Report.pdf" (doc_id report.pdf, status pending); it is not added twice'
+    )
+    with pytest.raises(ValueError, match="a duplicate field is one of"):
+        duplicate_message("title", "x.pdf", report)
 
 
 def test_list_documents_is_ordered_by_normalized_name(catalog: Catalog) -> None:
@@ -667,25 +718,6 @@ def test_unopenable_sqlite_is_store_unavailable(tmp_path: Path) -> None:
         catalog.ensure_schema()
 
 
-def test_sqlite_engine_settings(tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'kb.sqlite'}")
-    assert engine.dialect.dbapi.__name__ == "pysqlite3.dbapi2"
-    with engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
-    engine.dispose()
-
-
-def test_make_engine_urls() -> None:
-    assert make_engine("postgresql://u@h/db").url.drivername == "postgresql+psycopg"
-    assert make_engine("postgres://u@h/db").url.drivername == "postgresql+psycopg"
-    with pytest.raises(ValueError, match="the catalog supports sqlite:/// and postgresql://"):
-        make_engine("mysql://u@h/db")
-    with pytest.raises(ValueError, match="unsupported Postgres driver 'postgresql\\+psycopg2'"):
-        make_engine("postgresql+psycopg2://u@h/db")
-
-
 def test_sqlite_write_transactions_are_immediate(tmp_path: Path) -> None:
     """A second writer waits for (here: times out on) the first writer's lock instead of
     interleaving a read-then-write, which is what makes the queue ceiling exact."""
@@ -746,9 +778,6 @@ def test_open_vector_index_embedded(tmp_path: Path) -> None:
 
 
 def test_open_graph_store_embedded_shares_the_catalog_engine(tmp_path: Path) -> None:
-    pytest.importorskip(
-        "kb_shared.stores.graph_sql", reason="graph_sql.py (SqlGraphStore) is not written yet"
-    )
     from kb_shared.settings import Settings
     from kb_shared.stores.factory import open_catalog, open_graph_store
     from kb_shared.stores.graph_sql import SqlGraphStore

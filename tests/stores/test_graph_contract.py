@@ -284,7 +284,9 @@ def test_vector_of_wrong_dimension_raises_and_writes_nothing(store: GraphStore) 
     odd = Entity("Embedded network", "DefinedTerm", "", (1.0, 0.0, 0.0))
     bare = Entity("Retailer", "Role")
     edge = rel(bare, odd, "OPERATES", "d2-0")
-    with pytest.raises(ValueError, match="3 dimensions but the graph store holds 4-dim"):
+    with pytest.raises(
+        EmbeddingMismatchError, match="3 dimensions but the graph store holds 4-dim"
+    ):
         store.replace_document("d2", [bare, odd], [edge])
     with pytest.raises(ValueError, match="has a 3-dim vector; others in this call have 4"):
         store.replace_document("d2", [RETAILER, odd], [edge])
@@ -341,7 +343,7 @@ def test_similar_entities_by_cosine(store: GraphStore) -> None:
 
 def test_similar_entities_rejects_bad_queries(store: GraphStore) -> None:
     load_hub(store)
-    with pytest.raises(ValueError, match="query vector has 3 dimensions"):
+    with pytest.raises(EmbeddingMismatchError, match="query vector has 3 dimensions"):
         store.similar_entities((1.0, 0.0, 0.0), k=3)
     with pytest.raises(ValueError, match="not all zeros"):
         store.similar_entities((0.0, 0.0, 0.0, 0.0), k=3)

@@ -19,12 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import ProgrammingError
 
 from kb_shared.errors import StoreError
-from kb_shared.stores.catalog import (
-    CATALOG_METADATA,
-    Catalog,
-    apply_sql_files,
-    make_engine,
-)
+from kb_shared.stores.catalog import CATALOG_METADATA, Catalog
+from kb_shared.stores.sql import apply_sql_files, make_engine
 from tests.conftest import REPO_ROOT
 from tests.stores.test_catalog_contract import fresh_postgres_database
 

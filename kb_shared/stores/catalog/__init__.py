@@ -1,0 +1,102 @@
+"""Catalog role: the documents and the catalog's other tables, in one SQL database (SQLite
+or Postgres) through SQLAlchemy 2 Core.
+
+* ``documents.py``: the ``documents`` table, ``DocumentRow`` and its lifecycle.
+* ``requests.py``: the two intake queues and the reference sources.
+* ``market.py``: compliance actions and AER retail statistics.
+* ``common.py``: the shared ``MetaData``, input checks and ``CatalogBase``.
+
+Engines, error translation and ``apply_sql_files`` live in ``kb_shared.stores.sql``. The
+same ``CATALOG_METADATA`` creates the schema on both backends; ``sql/001_catalog.sql`` is
+that DDL written out for DBAs, and ``tests/stores/test_sql_files.py`` proves the two agree.
+"""
+
+from __future__ import annotations
+
+from kb_shared.stores.catalog.common import CATALOG_METADATA, FAILURE_REASON_MAX, URL_MAX
+from kb_shared.stores.catalog.documents import (
+    DOCUMENT_STATUSES,
+    NAME_MAX,
+    DocumentCatalog,
+    DocumentRow,
+    documents,
+    duplicate_message,
+)
+from kb_shared.stores.catalog.market import (
+    AerMetric,
+    AerRow,
+    ComplianceActionRow,
+    MarketCatalog,
+    aer_metrics,
+    aer_performance,
+    compliance_actions,
+)
+from kb_shared.stores.catalog.requests import (
+    DEFAULT_MAX_PENDING,
+    DESCRIPTION_MAX,
+    REASON_MAX,
+    REQUEST_STATUSES,
+    TITLE_MAX,
+    DocumentRequestRow,
+    ReferenceRequestRow,
+    ReferenceSourceRow,
+    RequestCatalog,
+    document_requests,
+    reference_requests,
+    reference_sources,
+    title_key,
+)
+# Re-exported for tests that imported them from here before the split; new code imports
+# them from kb_shared.stores.sql.
+from kb_shared.stores.sql import apply_sql_files, make_engine
+
+
+class Catalog(DocumentCatalog, RequestCatalog, MarketCatalog):
+    """The catalog store over one SQLAlchemy engine (SQLite or Postgres): every method of
+    ``DocumentCatalog``, ``RequestCatalog`` and ``MarketCatalog``.
+
+    The constructor does no I/O. ``ensure_schema()`` creates the catalog tables (the factory
+    and ``kb db init`` also create the SQL graph's); ``close()`` disposes the engine's pool.
+    Every method runs in its own transaction and returns frozen dataclasses.
+
+    Errors (all methods):
+        StoreUnavailableError: the database cannot be reached (message has the URL, password
+            hidden).
+        StoreError: the schema is missing ("run `kb db init`") or the role lacks a privilege.
+    """
+
+
+__all__ = [
+    "CATALOG_METADATA",
+    "DEFAULT_MAX_PENDING",
+    "DESCRIPTION_MAX",
+    "DOCUMENT_STATUSES",
+    "FAILURE_REASON_MAX",
+    "NAME_MAX",
+    "REASON_MAX",
+    "REQUEST_STATUSES",
+    "TITLE_MAX",
+    "URL_MAX",
+    "AerMetric",
+    "AerRow",
+    "Catalog",
+    "ComplianceActionRow",
+    "DocumentCatalog",
+    "DocumentRequestRow",
+    "DocumentRow",
+    "MarketCatalog",
+    "ReferenceRequestRow",
+    "ReferenceSourceRow",
+    "RequestCatalog",
+    "aer_metrics",
+    "aer_performance",
+    "apply_sql_files",
+    "compliance_actions",
+    "document_requests",
+    "documents",
+    "duplicate_message",
+    "make_engine",
+    "reference_requests",
+    "reference_sources",
+    "title_key",
+]

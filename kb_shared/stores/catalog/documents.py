@@ -1,0 +1,417 @@
+"""The ``documents`` table: one row per PDF, and its lifecycle (pending → ready | failed).
+
+The constraints keep the data true, not the Python around them: ``doc_id`` primary key,
+``normalized_name`` and ``sha256`` unique. The intake writes a ``pending`` row first
+(``add_pending``) so these indexes close the race between two uploads of the same document;
+the pipeline's ``record`` asset then marks it ``ready`` (or ``failed``). A ``failed`` row
+always has a reason and a ``ready`` row always has its page and chunk counts (CHECKs).
+Identity rules: DESIGN.md "Identity", implemented in ``kb_shared.identity``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from kb_shared import identity
+from kb_shared.errors import (
+    DocumentNotFoundError,
+    DuplicateDocumentError,
+    IdentityError,
+    KbError,
+    StoreError,
+)
+from kb_shared.stores.catalog.common import (
+    CATALOG_METADATA,
+    CatalogBase,
+    clean_failure,
+    clean_text,
+    created_at,
+    to_row,
+)
+from kb_shared.stores.sql import error_detail, utc_now
+
+#: Longest document name (as uploaded, trimmed), in characters.
+NAME_MAX = 1024
+
+DOCUMENT_STATUSES = ("pending", "ready", "failed")
+
+#: The identities a new document can collide on, in the order they are reported.
+DUPLICATE_FIELDS = ("name", "sha256", "doc_id")
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+_COUNT_COLUMNS = ("pages", "chunk_count", "figure_count", "entity_count", "relationship_count")
+
+documents = sa.Table(
+    "documents",
+    CATALOG_METADATA,
+    sa.Column("doc_id", sa.String(120), primary_key=True),
+    sa.Column("name", sa.String(NAME_MAX), nullable=False),
+    sa.Column("normalized_name", sa.String(NAME_MAX), nullable=False),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
+    sa.Column("failure_reason", sa.Text),
+    sa.Column("title", sa.Text),
+    sa.Column("version", sa.Text),
+    *(sa.Column(name, sa.Integer) for name in _COUNT_COLUMNS),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("blob_key", sa.Text, nullable=False),
+    sa.Column("markdown_key", sa.Text),
+    sa.Column("converter", sa.Text),
+    sa.Column("embedding_model", sa.Text),
+    created_at(),
+    created_at("updated_at"),
+    sa.UniqueConstraint("normalized_name", name="uq_documents_normalized_name"),
+    sa.UniqueConstraint("sha256", name="uq_documents_sha256"),
+    sa.CheckConstraint("status IN ('pending', 'ready', 'failed')", name="ck_documents_status"),
+    sa.CheckConstraint(
+        "(status = 'failed') = (failure_reason IS NOT NULL)", name="ck_documents_failure_reason"
+    ),
+    sa.CheckConstraint(
+        "status <> 'ready' OR (pages IS NOT NULL AND chunk_count IS NOT NULL)",
+        name="ck_documents_ready_counts",
+    ),
+    sa.CheckConstraint("length(sha256) = 64", name="ck_documents_sha256"),
+    sa.CheckConstraint("size_bytes >= 0", name="ck_documents_size_bytes"),
+    *(sa.CheckConstraint(f"{name} >= 0", name=f"ck_documents_{name}") for name in _COUNT_COLUMNS),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    """One document. ``status`` is ``pending`` | ``ready`` | ``failed``; counts are ``None``
+    until the pipeline records them; ``size_bytes`` is the PDF size in bytes; ``blob_key`` and
+    ``markdown_key`` are blob-store keys; timestamps are aware UTC."""
+
+    doc_id: str
+    name: str
+    normalized_name: str
+    sha256: str
+    status: str
+    failure_reason: str | None
+    title: str | None
+    version: str | None
+    pages: int | None
+    chunk_count: int | None
+    figure_count: int | None
+    entity_count: int | None
+    relationship_count: int | None
+    size_bytes: int
+    blob_key: str
+    markdown_key: str | None
+    converter: str | None
+    embedding_model: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+def duplicate_message(field: str, name: str, existing: DocumentRow) -> str:
+    """The one wording of "this upload duplicates a catalogued document".
+
+    Args:
+        field: the identity that collided: ``"name"`` (same normalised name), ``"sha256"``
+            (same content under another name) or ``"doc_id"`` (another name that slugs to
+            the same ``doc_id``).
+        name: the refused name, as uploaded (trimmed).
+        existing: the catalogued document it collides with.
+
+    Raises:
+        ValueError: an unknown ``field``.
+    """
+    what = f'"{existing.name}" (doc_id {existing.doc_id}, status {existing.status})'
+    if field == "name":
+        return (
+            f'"{name}" is already in the catalog as {what}; '
+            "delete that document first to replace it"
+        )
+    if field == "sha256":
+        return (
+            f'"{name}" has the same content (sha256 {existing.sha256[:12]}…) as the existing '
+            f"document {what}; it is not added twice"
+        )
+    if field == "doc_id":
+        return (
+            f'"{name}" maps to doc_id "{existing.doc_id}", which the existing document '
+            f"{what} already uses; rename the file so its letters and digits differ"
+        )
+    raise ValueError(f"a duplicate field is one of {DUPLICATE_FIELDS}, not {field!r}")
+
+
+def _count(value: Any, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{field} must be an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{field} cannot be negative, got {value}")
+    return value
+
+
+_DOCUMENT_FIELDS: dict[str, str] = {
+    "title": "text",
+    "version": "text",
+    "pages": "count",
+    "chunk_count": "count",
+    "figure_count": "count",
+    "entity_count": "count",
+    "relationship_count": "count",
+    "size_bytes": "count",
+    "blob_key": "key",
+    "markdown_key": "text",
+    "converter": "text",
+    "embedding_model": "text",
+}
+
+
+def _document_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(values) - set(_DOCUMENT_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"cannot set {', '.join(unknown)} on a document; settable fields: "
+            f"{', '.join(sorted(_DOCUMENT_FIELDS))} (identity fields never change)"
+        )
+    clean: dict[str, Any] = {}
+    for name, value in values.items():
+        kind = _DOCUMENT_FIELDS[name]
+        if kind == "count":
+            if value is None and name == "size_bytes":
+                raise ValueError("size_bytes cannot be None")
+            clean[name] = _count(value, name)
+        elif kind == "key":
+            clean[name] = clean_text(value, name, 4096)
+        else:
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string or None, got {value!r}")
+            clean[name] = value
+    return clean
+
+
+def _not_found(doc_id: str) -> DocumentNotFoundError:
+    return DocumentNotFoundError(f"no document with doc_id {doc_id!r} in the catalog")
+
+
+class DocumentCatalog(CatalogBase):
+    """The documents of the catalog (see the module docstring for the rules)."""
+
+    def add_pending(
+        self, name: str, doc_id: str, sha256: str, size_bytes: int, blob_key: str
+    ) -> DocumentRow:
+        """Write the intake row of a new document with status ``pending``.
+
+        Args:
+            name: the file name as uploaded (stored trimmed).
+            doc_id: ``identity.doc_id(name)`` (checked).
+            sha256: lower-case hex SHA-256 of the PDF bytes.
+            size_bytes: PDF size in bytes.
+            blob_key: blob-store key of the PDF.
+
+        Raises:
+            DuplicateDocumentError: the normalised name, the content hash or the ``doc_id`` is
+                already in the catalog (the unique indexes decide, so two racing intakes
+                cannot both win); the message (``duplicate_message``) names the existing one.
+            ValueError: an empty or over-long name, a ``doc_id`` that is not
+                ``identity.doc_id(name)``, a malformed hash, a negative size or empty key.
+        """
+        clean = clean_text(name, "name", NAME_MAX)
+        assert clean is not None
+        normal = identity.normalize_name(clean)
+        expected = identity.doc_id(clean)
+        if doc_id != expected:
+            raise ValueError(f"doc_id {doc_id!r} does not match the name {clean!r} ({expected!r})")
+        if not isinstance(sha256, str) or not _SHA256.match(sha256):
+            raise ValueError(f"sha256 must be 64 lower-case hex digits, got {sha256!r}")
+        size = _count(size_bytes, "size_bytes")
+        if size is None:
+            raise ValueError("size_bytes is required")
+        key = clean_text(blob_key, "blob_key", 4096)
+        now = utc_now()
+        values: dict[str, Any] = {
+            "doc_id": doc_id,
+            "name": clean,
+            "normalized_name": normal,
+            "sha256": sha256,
+            "status": "pending",
+            "size_bytes": size,
+            "blob_key": key,
+            "created_at": now,
+            "updated_at": now,
+        }
+        try:
+            with self._write() as conn:
+                row = conn.execute(
+                    documents.insert().values(**values).returning(*documents.c)
+                ).one()
+        except IntegrityError as exc:
+            raise self._duplicate(clean, normal, doc_id, sha256, exc) from exc
+        return to_row(DocumentRow, row)
+
+    def _duplicate(
+        self, name: str, normal: str, doc_id: str, sha256: str, exc: IntegrityError
+    ) -> KbError:
+        checks = {
+            "name": documents.c.normalized_name == normal,
+            "sha256": documents.c.sha256 == sha256,
+            "doc_id": documents.c.doc_id == doc_id,
+        }
+        with self._read() as conn:
+            for field in DUPLICATE_FIELDS:
+                found = conn.execute(sa.select(documents).where(checks[field])).first()
+                if found is None:
+                    continue
+                existing: DocumentRow = to_row(DocumentRow, found)
+                return DuplicateDocumentError(
+                    duplicate_message(field, name, existing),
+                    name=name,
+                    field=field,
+                    existing=existing,
+                )
+        return StoreError(f'the catalog refused "{name}": {error_detail(exc, self._engine)}')
+
+    def find_by_normalized_name(self, name: str) -> DocumentRow | None:
+        """The document whose normalised name equals ``normalize_name(name)``, or ``None``."""
+        return self._find(documents.c.normalized_name == identity.normalize_name(name))
+
+    def find_by_sha256(self, sha256: str) -> DocumentRow | None:
+        """The document with this content hash (lower-case hex), or ``None``."""
+        return self._find(documents.c.sha256 == sha256.lower())
+
+    def find_by_doc_id(self, doc_id: str) -> DocumentRow | None:
+        """The document with this ``doc_id``, or ``None``."""
+        return self._find(documents.c.doc_id == doc_id)
+
+    def resolve(self, ref: str) -> DocumentRow | None:
+        """The document a person or model means by ``ref``, or ``None``: a ``doc_id``, else a
+        file name compared by ``normalize_name`` (case and surrounding spaces forgiven), else
+        the same with a missing ``.pdf`` extension. One read; the CLI and the MCP tools both
+        resolve through here. An empty ``ref``, or one with no letters or digits, is ``None``.
+        """
+        ref = ref.strip()
+        if not ref:
+            return None
+        try:
+            keys = [identity.normalize_name(ref)]
+            ids = [ref, identity.doc_id(ref), identity.doc_id(ref + ".pdf")]
+        except IdentityError:
+            return None
+        keys.append(identity.normalize_name(ref + ".pdf"))
+        condition = sa.or_(
+            documents.c.doc_id.in_(list(dict.fromkeys(ids))),
+            documents.c.normalized_name.in_(list(dict.fromkeys(keys))),
+        )
+        with self._read() as conn:
+            rows = [
+                to_row(DocumentRow, r) for r in conn.execute(sa.select(documents).where(condition))
+            ]
+        # Prefer the most literal match: exact doc_id, then the name, then the guesses.
+        for matches in (
+            lambda r: r.doc_id == ref,
+            lambda r: r.normalized_name == keys[0],
+            lambda r: r.doc_id in ids or r.normalized_name in keys,
+        ):
+            for row in rows:
+                if matches(row):
+                    return row
+        return None
+
+    def get(self, doc_id: str) -> DocumentRow:
+        """The document with this ``doc_id``.
+
+        Raises:
+            DocumentNotFoundError: no such document.
+        """
+        row = self.find_by_doc_id(doc_id)
+        if row is None:
+            raise _not_found(doc_id)
+        return row
+
+    def _find(self, condition: sa.ColumnElement[bool]) -> DocumentRow | None:
+        with self._read() as conn:
+            row = conn.execute(sa.select(documents).where(condition)).first()
+        return None if row is None else to_row(DocumentRow, row)
+
+    def list_documents(self, status: str | None = None) -> list[DocumentRow]:
+        """Every document (or those with ``status``), ordered by normalised name.
+
+        Raises:
+            ValueError: an unknown status.
+        """
+        query = sa.select(documents).order_by(documents.c.normalized_name)
+        if status is not None:
+            if status not in DOCUMENT_STATUSES:
+                raise ValueError(f"status must be one of {DOCUMENT_STATUSES}, got {status!r}")
+            query = query.where(documents.c.status == status)
+        with self._read() as conn:
+            return [to_row(DocumentRow, r) for r in conn.execute(query)]
+
+    def mark_ready(self, doc_id: str, **fields: Any) -> DocumentRow:
+        """Set status ``ready`` (clearing any failure reason) and the given fields.
+
+        A ready document must have ``pages`` and ``chunk_count`` (given here or earlier).
+        Settable fields: title, version, pages, chunk_count, figure_count, entity_count,
+        relationship_count, size_bytes, blob_key, markdown_key, converter, embedding_model.
+
+        Raises:
+            DocumentNotFoundError: no such document.
+            ValueError: an unknown field, a bad value, or missing pages/chunk_count.
+        """
+        values = _document_fields(fields)
+        with self._write() as conn:
+            current = conn.execute(
+                sa.select(documents.c.pages, documents.c.chunk_count).where(
+                    documents.c.doc_id == doc_id
+                )
+            ).first()
+            if current is None:
+                raise _not_found(doc_id)
+            merged = {**current._mapping, **values}
+            missing = [k for k in ("pages", "chunk_count") if merged.get(k) is None]
+            if missing:
+                raise ValueError(f"a ready document needs {' and '.join(missing)}")
+            return self._set(conn, doc_id, status="ready", failure_reason=None, **values)
+
+    def mark_failed(self, doc_id: str, reason: str) -> DocumentRow:
+        """Set status ``failed`` with a reason (cut to ``FAILURE_REASON_MAX`` characters).
+
+        Raises:
+            DocumentNotFoundError: no such document.
+            ValueError: an empty reason.
+        """
+        message = clean_failure(reason)
+        with self._write() as conn:
+            return self._set(conn, doc_id, status="failed", failure_reason=message)
+
+    def update(self, doc_id: str, **fields: Any) -> DocumentRow:
+        """Set fields without changing the status (same fields as ``mark_ready``).
+
+        Raises:
+            DocumentNotFoundError: no such document.
+            ValueError: an unknown field or a bad value.
+        """
+        values = _document_fields(fields)
+        with self._write() as conn:
+            return self._set(conn, doc_id, **values)
+
+    def _set(self, conn: Connection, doc_id: str, **values: Any) -> DocumentRow:
+        row = conn.execute(
+            documents.update()
+            .where(documents.c.doc_id == doc_id)
+            .values(updated_at=utc_now(), **values)
+            .returning(*documents.c)
+        ).first()
+        if row is None:
+            raise _not_found(doc_id)
+        return to_row(DocumentRow, row)
+
+    def delete(self, doc_id: str) -> bool:
+        """Delete the catalog row of a document. Returns ``False`` when there was none."""
+        with self._write() as conn:
+            result = conn.execute(documents.delete().where(documents.c.doc_id == doc_id))
+        return result.rowcount > 0
