@@ -182,7 +182,9 @@ def open_graph_store(settings: Settings, engine: Engine | None = None) -> GraphS
     if settings.neo4j_uri:
         from kb_shared.stores.graph_neo4j import Neo4jGraphStore  # noqa: PLC0415
 
-        return Neo4jGraphStore(_neo4j_driver(settings), database=settings.neo4j_database)
+        return Neo4jGraphStore(
+            _neo4j_driver(settings), database=settings.neo4j_database, owns_driver=True
+        )
 
     return SqlGraphStore(engine if engine is not None else open_engine(settings))
 

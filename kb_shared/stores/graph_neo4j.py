@@ -215,8 +215,10 @@ class Neo4jGraphStore(GraphStore):
     """``GraphStore`` on a Neo4j 5 database.
 
     Args:
-        driver: an open ``neo4j.Driver``. The caller owns it: ``close`` does not close it.
+        driver: an open ``neo4j.Driver``.
         database: the database name (Neo4j's default is ``neo4j``).
+        owns_driver: ``close`` closes the driver too (the factory's stores own theirs; a
+            driver passed in by a test or another owner stays open).
 
     The constructor does no I/O. Errors: ``StoreUnavailableError`` (naming the server
     address) when Neo4j is unreachable or refuses the credentials; ``StoreError`` for other
@@ -224,10 +226,18 @@ class Neo4jGraphStore(GraphStore):
     from ``ensure_schema`` when stored vectors have another dimension.
     """
 
-    def __init__(self, driver: neo4j.Driver, database: str = "neo4j") -> None:
+    def __init__(
+        self, driver: neo4j.Driver, database: str = "neo4j", *, owns_driver: bool = False
+    ) -> None:
         self.driver = driver
         self.database = database
+        self._owns_driver = owns_driver
         self._dimension: int | None = None
+
+    def close(self) -> None:
+        """Close the driver if this store owns it (safe to call twice)."""
+        if self._owns_driver:
+            self.driver.close()
 
     # -- plumbing ------------------------------------------------------------------------
 

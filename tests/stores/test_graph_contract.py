@@ -559,3 +559,27 @@ def test_unreachable_neo4j_raises_store_unavailable() -> None:
     ) as driver:
         with pytest.raises(StoreUnavailableError, match=rf"Neo4j at 127\.0\.0\.1:{port}"):
             Neo4jGraphStore(driver).counts()
+
+
+@pytest.mark.services
+def test_neo4j_store_from_the_factory_closes_its_driver(neo4j_driver: neo4j.Driver) -> None:
+    # A store the factory opened owns its driver (else every run leaked one); a driver
+    # handed in by its owner stays open.
+    from kb_shared.settings import Settings
+    from kb_shared.stores.factory import open_graph_store
+
+    user = os.environ.get("KB_TEST_NEO4J_USER")
+    settings = Settings(
+        neo4j_uri=neo4j_uri(),
+        **({"neo4j_user": user, "neo4j_password": os.environ.get("KB_TEST_NEO4J_PASSWORD", "")}
+           if user else {}),
+    )
+    store = open_graph_store(settings)
+    assert isinstance(store, Neo4jGraphStore)
+    store.counts()
+    store.close()
+    with pytest.raises(Exception, match="closed"):
+        store.driver.verify_connectivity()
+    borrowed = Neo4jGraphStore(neo4j_driver)
+    borrowed.close()
+    neo4j_driver.verify_connectivity()
