@@ -35,7 +35,7 @@ class Provider(ABC):
 
     Attributes:
         name: short id of the backend (and its model or version), e.g.
-            ``"claude:claude-sonnet-5-5"`` or ``"pymupdf4llm-layout-r2"``; it keys the usage
+            ``"claude:claude-sonnet-5-5"`` or ``"pymupdf4llm-layout-r3"``; it keys the usage
             metadata and names the provider in messages.
     """
 

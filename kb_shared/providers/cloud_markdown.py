@@ -6,7 +6,7 @@
 is, pipe tables, no running headers or footers; a title and a version; one ``FigureRegion``
 (page known, ``bbox=None``) per figure marker, for the cloud figure locator to place. The
 PDF is opened, refused, titled and versioned by the local converter's own public helpers
-(``local_markdown.open_pdf``, ``extract_title``, ``extract_version``), so both converters
+(``kb_shared.pdf.open_pdf``, ``extract_title``, ``extract_version``), so both converters
 agree on those; the version falls back to the Markdown when the PDF has no text layer.
 
 **Page ranges.** A request carries at most 100 PDF pages and 32 MB (Anthropic API docs, "PDF
@@ -40,8 +40,10 @@ import pymupdf
 
 from kb_shared.errors import ConversionError, ProviderError
 from kb_shared.models import CLAUDE_DOCUMENT_MODEL
+from kb_shared.pdf import extract_title, extract_version, open_pdf
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
 from kb_shared.providers.cloud_common import (
+    CloudProvider,
     RetryPolicy,
     anthropic_client,
     anthropic_text,
@@ -49,7 +51,6 @@ from kb_shared.providers.cloud_common import (
     record_anthropic_usage,
     strip_code_fence,
 )
-from kb_shared.providers.local_markdown import extract_title, extract_version, open_pdf
 
 if TYPE_CHECKING:
     import anthropic
@@ -127,14 +128,16 @@ class _Range:
         return f"pages {self.first}-{self.last}"
 
 
-class ClaudeMarkdownConverter(MarkdownConverter):
-    """``MarkdownConverter`` that asks Claude to transcribe each page range of a PDF.
+class ClaudeMarkdownConverter(CloudProvider, MarkdownConverter):
+    """``MarkdownConverter`` that asks Claude to transcribe each page range of a PDF;
+    ``from_settings`` (``ANTHROPIC_API_KEY``), ``usage()`` and ``close()`` as
+    :class:`~kb_shared.providers.cloud_common.CloudProvider`.
 
     Args:
         client: an ``anthropic.Anthropic`` client (tests inject one whose ``http_client``
             has an ``httpx2.MockTransport``). It should have ``max_retries=0``: retries are
-            :class:`~kb_shared.providers.cloud_common.ProviderCalls`'.
-        model: Claude model id (default :data:`kb_shared.models.CLAUDE_DOCUMENT_MODEL`).
+            :class:`~kb_shared.providers.cloud_calls.ProviderCalls`'.
+        model: Claude model id; ``None`` = :data:`kb_shared.models.CLAUDE_DOCUMENT_MODEL`.
         pages_per_request: pages per request, 1..100 (:data:`PAGES_PER_REQUEST`).
         max_output_tokens: ``max_tokens`` per request (:data:`MAX_OUTPUT_TOKENS`).
         concurrency: page ranges converted at once.
@@ -145,11 +148,17 @@ class ClaudeMarkdownConverter(MarkdownConverter):
         ValueError: ``pages_per_request`` outside 1..100 or ``max_output_tokens`` < 1.
     """
 
+    vendor = "Anthropic"
+    provider = "claude-markdown"
+    name_prefix = "claude"
+    default_model = CLAUDE_DOCUMENT_MODEL
+    needed_by = "the Claude converter"
+
     def __init__(
         self,
         client: anthropic.Anthropic,
         *,
-        model: str = CLAUDE_DOCUMENT_MODEL,
+        model: str | None = None,
         pages_per_request: int = PAGES_PER_REQUEST,
         max_output_tokens: int = MAX_OUTPUT_TOKENS,
         concurrency: int = 4,
@@ -162,30 +171,10 @@ class ClaudeMarkdownConverter(MarkdownConverter):
             )
         if max_output_tokens < 1:
             raise ValueError(f"max_output_tokens must be >= 1, got {max_output_tokens}")
-        self.client = client
-        self.model = model
+        super().__init__(client, model=model, concurrency=concurrency, retry=retry, key=key)
         self.pages_per_request = pages_per_request
         self.max_output_tokens = max_output_tokens
-        self.name = f"claude:{model}"
         self.key = key
-        self.calls = provider_calls(
-            "Anthropic", "claude-markdown", model, key=key, concurrency=concurrency, retry=retry
-        )
-        self.meter = self.calls.meter
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ClaudeMarkdownConverter:
-        """Build with a real client from ``settings.anthropic_api_key``.
-
-        Raises:
-            ProviderError: no Anthropic key is set.
-        """
-        client, options = anthropic_client(settings, "the Claude converter")
-        return cls(client, **options)
-
-    def usage(self) -> dict[str, str | int | float]:
-        """Requests, tokens and cost so far (``UsageMeter.snapshot``)."""
-        return self.meter.snapshot()
 
     # ------------------------------------------------------------------ public
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
@@ -200,7 +189,7 @@ class ClaudeMarkdownConverter(MarkdownConverter):
             the ``[Figure: …]`` markers (``bbox=None``), ``converter`` = ``"claude:<model>"``.
 
         Raises:
-            ConversionError: refused by ``local_markdown.open_pdf`` (empty, not a PDF,
+            ConversionError: refused by ``kb_shared.pdf.open_pdf`` (empty, not a PDF,
                 damaged, truncated, password-protected, no pages), one page too large for a
                 request, or the model returned no text at all. A PDF without a text layer
                 (scanned) is *not* refused: Claude reads the page images.

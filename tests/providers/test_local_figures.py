@@ -19,7 +19,7 @@ from kb_shared.errors import ConversionError
 from kb_shared.figures import PAD_FRACTION, Box, crop_geometry, text_line_boxes
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
 from kb_shared.providers.local_figures import LayoutFigureLocator
-from kb_shared.sample_pdf import FIGURE_CAPTION, MARGIN_X, PAGE_WIDTH, sample_pdf_bytes
+from kb_assets.sample_pdf import FIGURE_CAPTION, MARGIN_X, PAGE_WIDTH, sample_pdf_bytes
 from tests.conftest import corpus_dir
 
 A4 = (595.0, 842.0)
@@ -340,7 +340,7 @@ def test_plot_with_crossing_axes_and_segmented_lines_is_still_a_figure() -> None
 
 
 # --------------------------------------------------------------------------------------
-# The sample procedure (kb_shared.sample_pdf)
+# The sample procedure (kb_assets.sample_pdf)
 # --------------------------------------------------------------------------------------
 def _sample_caption() -> tuple[int, Box]:
     """The page (1-based) and the line box of the sample's figure caption."""

@@ -1,11 +1,12 @@
 """Local PDF → Markdown converter (pymupdf4llm 2.0 layout mode).
 
 Refusals are tested on PDFs built here with pymupdf (they fail before layout runs, so they
-are fast and need no corpus). Real-document behaviour (tables layout misses, furniture,
-figure markers, titles and versions, Arabic and German text, the corpus's scanned and
-unmappable files) is tested on ``../shared/corpus``; those tests skip without it. Whole
-conversions of corpus PDFs take tens of seconds (layout mode is ~1 s/page), so each PDF is
-converted once per module.
+are fast and need no corpus). Real-document behaviour (tables layout misses, furniture and
+the numbered headings it must keep, figure markers, Arabic and German text, the corpus's
+scanned and unmappable files) is tested on ``../shared/corpus``; those tests skip without
+it. Whole conversions of corpus PDFs take tens of seconds (layout mode is ~1 s/page), so
+each PDF is converted once per module. The clean-up rules themselves are unit-tested in
+``test_markdown_cleanup.py``, titles and versions in ``tests/test_pdf.py``.
 """
 
 from __future__ import annotations
@@ -16,24 +17,13 @@ import pymupdf
 import pymupdf4llm
 import pytest
 
+from kb_shared.chunking import chunk_markdown
 from kb_shared.errors import ConversionError
 from kb_shared.providers.base import ConvertedDocument
-from kb_shared.providers.local_markdown import (
-    CONVERTER_NAME,
-    MIN_INVISIBLE_TEXT_CHARS,
-    PymupdfMarkdownConverter,
-    TextLayerStats,
-    check_text_layer,
-    extract_title,
-    extract_version,
-    contents_entries,
-    furniture_key,
-    open_pdf,
-    unmapped_characters,
-)
-from kb_shared.providers.local_markdown import _merge_continuation_rows
-from kb_shared.sample_pdf import sample_pdf_bytes
+from kb_shared.providers.local_markdown import CONVERTER_NAME, PymupdfMarkdownConverter
+from kb_assets.sample_pdf import sample_pdf_bytes
 from tests.conftest import corpus_dir
+from tests.providers.pdf_builders import image_page_pdf, text_pdf
 
 CVP = "aemo_Schedule_of_Constraint_Violation_Penalty_factors.pdf"
 FCAS = "aemo_FCAS_Model_in_NEMDE.pdf"
@@ -42,28 +32,6 @@ FCAS = "aemo_FCAS_Model_in_NEMDE.pdf"
 # --------------------------------------------------------------------------------------
 # PDFs built for the tests
 # --------------------------------------------------------------------------------------
-def text_pdf(*pages: str) -> bytes:
-    """One page per string, the text at the top left in Helvetica."""
-    doc = pymupdf.open()
-    for text in pages:
-        doc.new_page().insert_text((72, 72), text, fontsize=11)
-    return doc.tobytes()
-
-
-def image_page_pdf(pages: int, invisible_text: str = "") -> bytes:
-    """``pages`` pages that are a grey raster image each (a "scan"), optionally with
-    invisible text (render mode 3, what OCR tools add) on the first page."""
-    doc = pymupdf.open()
-    pixmap = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, 60, 80), False)
-    pixmap.set_rect(pixmap.irect, (200,))
-    for number in range(pages):
-        page = doc.new_page()
-        page.insert_image(page.rect, pixmap=pixmap)
-        if invisible_text and number == 0:
-            page.insert_textbox(pymupdf.Rect(40, 40, 560, 800), invisible_text, render_mode=3)
-    return doc.tobytes()
-
-
 def zero_page_pdf() -> bytes:
     """A syntactically valid PDF whose page tree is empty (pymupdf refuses to save one)."""
     objects = ["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>"]
@@ -120,15 +88,6 @@ def test_office_file_is_named_as_such() -> None:
     assert "a ZIP archive or an Office document" in message
 
 
-def test_header_after_leading_junk_is_still_a_pdf() -> None:
-    # Acrobat accepts the header anywhere in the first 1,024 bytes; so do we.
-    doc = open_pdf(b"\r\n" * 20 + text_pdf("Shifted header"), "shifted.pdf")
-    try:
-        assert doc.page_count == 1
-    finally:
-        doc.close()
-
-
 def test_damaged_pdf_is_refused() -> None:
     message = refusal(b"%PDF-1.7\n this is not an object table", "broken.pdf")
     assert message.startswith("broken.pdf is damaged and cannot be opened as a PDF (")
@@ -154,17 +113,6 @@ def test_password_protected_pdf_is_refused() -> None:
     )
 
 
-def test_owner_password_only_opens() -> None:
-    # Permissions-only encryption (empty user password) opens without a prompt.
-    doc = pymupdf.open(stream=text_pdf("Printable but not editable"))
-    restricted = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="own", user_pw="")
-    opened = open_pdf(restricted, "restricted.pdf")
-    try:
-        assert "Printable but not editable" in opened[0].get_text()
-    finally:
-        opened.close()
-
-
 def test_pdf_without_pages_is_refused() -> None:
     assert refusal(zero_page_pdf(), "hollow.pdf") == "hollow.pdf has no pages; check the export"
 
@@ -187,14 +135,6 @@ def test_stray_invisible_ocr_text_is_not_a_text_layer() -> None:
     assert "no text layer on any of 3 pages" in refusal(image_page_pdf(3, stray), "chart.pdf")
 
 
-def test_a_real_invisible_ocr_layer_counts_as_text() -> None:
-    words = " ".join(["notify the distributor within two business days"] * 6)
-    assert len(words.replace(" ", "")) >= MIN_INVISIBLE_TEXT_CHARS
-    doc = pymupdf.open(stream=image_page_pdf(2, words))
-    stats = unmapped_characters(doc)
-    assert (stats.pages, stats.pages_with_text, stats.unmapped) == (2, 1, 0)
-
-
 def test_font_without_unicode_mapping_is_refused() -> None:
     # The sample PDF's fonts are Type0/Identity-H; without /ToUnicode their codes are
     # glyph ids and MuPDF extracts "4BNQMF" for "Sample".
@@ -206,17 +146,6 @@ def test_font_without_unicode_mapping_is_refused() -> None:
         "mapping (font Nimbus Sans Regular, Nimbus Sans Bold); re-export the PDF with "
         "embedded Unicode fonts or OCR it"
     )
-
-
-def test_a_few_symbol_glyphs_are_tolerated() -> None:
-    stats = TextLayerStats(
-        pages=3, pages_with_text=3, characters=1000, unmapped=12, unmapped_fonts=("Wingdings",)
-    )
-    check_text_layer(stats, "bullets.pdf")  # 1.2 % private-use bullets: fine
-    with pytest.raises(ConversionError, match=r"bullets\.pdf: the text layer cannot be read: 30% "):
-        check_text_layer(
-            TextLayerStats(3, 3, 1000, 300, ("Wingdings",)), "bullets.pdf"
-        )
 
 
 def test_refusals_print_nothing(capfd: pytest.CaptureFixture[str]) -> None:
@@ -261,145 +190,6 @@ def test_every_page_gets_one_marker_in_order() -> None:
     assert (result.pages, result.converter, result.figures) == (3, CONVERTER_NAME, ())
     assert CONVERTER_NAME == "pymupdf4llm-2.0 layout"
     assert result.seconds > 0
-
-
-# --------------------------------------------------------------------------------------
-# Helpers: table rows, furniture keys, titles, versions
-# --------------------------------------------------------------------------------------
-def test_rows_split_inside_a_wrapped_cell_are_merged() -> None:
-    table = [
-        "|**Constraints**|**Dispatch**|**Pre-dispatch**|",
-        "|---|---|---|",
-        "|**Scaling for AGC ramp**|All|None|",
-        "|**rates**|||",
-        "|**Scaling for UIGF**|All|All|",
-        "|Note|||",  # one filled cell, but capitalised: a row of its own
-    ]
-    assert _merge_continuation_rows(table) == [
-        "|**Constraints**|**Dispatch**|**Pre-dispatch**|",
-        "|---|---|---|",
-        "|**Scaling for AGC ramp rates**|All|None|",
-        "|**Scaling for UIGF**|All|All|",
-        "|Note|||",
-    ]
-
-
-
-@pytest.mark.parametrize(
-    ("text", "key"),
-    [
-        ("**Page 12** of 67", "page of"),
-        ("Page 13 of 67", "page of"),
-        ("PAGE iv", "page"),
-        ("© AEMO 2017", "© aemo"),
-        ("_Dispatch procedure_", "dispatch procedure"),
-        ("SP 800-171, REVISION 2", "sp - , revision"),
-        ("civil mild", "civil mild"),  # words made of roman-numeral letters stay words
-        ("17", "#"),  # a bare page number
-        # left- and right-hand pages of one running footer share a key
-        ("**Solar Victoria** Notice to Market 2025\u201326 **1**", "solar victoria notice to market \u2013"),
-        ("**2 Solar Victoria** Notice to Market 2025\u201326", "solar victoria notice to market \u2013"),
-    ],
-)
-def test_furniture_key(text: str, key: str) -> None:
-    assert furniture_key(text) == key
-
-
-def _doc_with_lines(*lines: tuple[float, float, str, float]) -> pymupdf.Document:
-    doc = pymupdf.open()
-    page = doc.new_page()
-    for x, y, text, size in lines:
-        page.insert_text((x, y), text, fontsize=size)
-    return doc
-
-
-def test_metadata_title_used_only_when_page_one_says_it() -> None:
-    doc = _doc_with_lines((72, 100, "Dispatch procedure", 24), (72, 140, "Version: 94", 10))
-    page = doc[0]
-    assert extract_title("Dispatch Procedure", "", page) == "Dispatch Procedure"
-    # A template's leftover title (AEMO's case) or a placeholder falls back to the page.
-    assert extract_title("Power System Security Guidelines", "", page) == "Dispatch procedure"
-    assert extract_title("Microsoft Word - draft.docx", "", page) == "Dispatch procedure"
-    assert extract_title("", "## **Dispatch procedure (draft)**\n\ntext", page) == (
-        "Dispatch procedure (draft)"
-    )
-
-
-def test_version_label_and_placeholder() -> None:
-    label_and_value = _doc_with_lines((72, 100, "Version:", 10), (160, 100, "1.2", 10))
-    assert extract_version(label_and_value) == "1.2"
-    assert extract_version(_doc_with_lines((72, 100, "Revision 2", 10))) == "2"
-    assert extract_version(_doc_with_lines((72, 100, "VERSION: Enter Version Number", 10))) == ""
-    assert extract_version(_doc_with_lines((72, 100, "Doc Ref: SO_OP_3705", 10))) == "SO_OP_3705"
-
-
-def test_version_table_gives_the_latest_version() -> None:
-    doc = _doc_with_lines(
-        (72, 100, "Version", 10),
-        (140, 100, "Release date", 10),
-        (260, 100, "Changes", 10),
-        (72, 120, "3", 10),
-        (140, 120, "20 April 2023", 10),
-        (260, 120, "Complete review; 12 examples", 10),
-        (72, 140, "10", 10),
-        (140, 140, "June 2015", 10),
-        (72, 160, "1", 10),
-        (140, 160, "14 September 2011", 10),
-    )
-    assert extract_version(doc) == "10"
-
-
-# --------------------------------------------------------------------------------------
-# Real PDFs: titles and versions (no layout run, fast)
-# --------------------------------------------------------------------------------------
-@pytest.mark.corpus
-@pytest.mark.parametrize(
-    ("name", "title", "version"),
-    [
-        # metadata title is another document's ("Victorian Transfer Limit Advice -
-        # Outages"); version from the version-control table on page 3 (3, 2, 1)
-        (
-            "aemo_Constraint_Implementation_Guidelines_v3_FINAL_Clean.pdf",
-            "Constraint Implementation Guidelines",
-            "3",
-        ),
-        # metadata says "Power System Security Guidelines"; cover: "Version: 94"
-        ("aemo_SO_OP_3705_Dispatch.pdf", "Dispatch procedure", "94"),
-        # version release history on page 4: 4.0, 3.0, 2.0, 1.0
-        (CVP, "Schedule of Constraint Violation Penalty Factors", "4.0"),
-        # "VER.REL" column: 1.0, 1.1
-        (
-            "aemo_Fast_Start_Unit_Inflexibility_Profile_Model_October_2014.pdf",
-            "Fast-Start Inflexibility Profile",
-            "1.1",
-        ),
-        # no metadata title; version control 1 (draft), 2 (final)
-        (
-            "aemo_Marginal_Loss_Factors_for_the_2020-21_Financial_year.pdf",
-            "Regions and Marginal Loss Factors: FY 2020-21",
-            "2",
-        ),
-        (
-            "nist_SP_800-171r2.pdf",
-            "Protecting Controlled Unclassified Information in Nonfederal Systems",
-            "2",
-        ),
-        # an unfilled template: "VERSION: Enter Version Number", "DOCUMENT REF: Enter Document Ref"
-        (
-            "aemo_Treatment_of_Loss_Factors_in_the_NEM.pdf",
-            "treatment of loss factors in the national electricity market",
-            "",
-        ),
-        (FCAS, "FCAS Model in NEMDE", ""),
-    ],
-)
-def test_title_and_version_of_real_pdfs(name: str, title: str, version: str) -> None:
-    doc = pymupdf.open(corpus_dir() / "pdfs" / name)
-    try:
-        assert extract_title(doc.metadata["title"], "", doc[0]) == title
-        assert extract_version(doc) == version
-    finally:
-        doc.close()
 
 
 # --------------------------------------------------------------------------------------
@@ -543,27 +333,6 @@ def test_fcas_wrapped_table_cell_is_one_row(fcas: ConvertedDocument) -> None:
     assert "|**Scaling for AGC enablement limits**|All|First|First|" in rows
 
 
-@pytest.mark.parametrize(
-    ("markdown", "pages", "expected"),
-    [
-        # AEMO contents table: section number, title, page in its own cell
-        ("|1|Introduction|7|\n|---|---|---|\n|1.1|Other AEMO Procedures|7|\n|2|Structure|9|", 54, (3, 3, False)),
-        # Solar Victoria: dotted leaders inside one cell
-        ("|**Foreword ........ 3**|\n|---|\n|**Section 1: Overview ....... 4**|\n|1.1 About ...... 5|", 60, (3, 3, True)),
-        # a data table whose last column holds a few small integers is not a listing
-        ("|Generator|DUID|Units|\n|---|---|---|\n|Bayswater|BW01|4|\n|Eraring|ER01|4.5|", 62, (1, 3, False)),
-        # page numbers that go backwards: not a contents listing
-        ("|Clause|Party|Days|\n|---|---|---|\n|4.1.1|Retailer|2|\n|4.1.2|Distributor|1|", 6, None),
-        # a page number beyond the document is not an entry
-        ("Section 1 ........ 3\nSection 2 ........ 900", 60, (1, 2, True)),
-        # layout joined two entries into one line
-        ("1 Introduction ........ 2 2 Scope ........ 2", 9, (2, 1, True)),
-    ],
-)
-def test_contents_entries(markdown: str, pages: int, expected) -> None:
-    assert contents_entries(markdown, pages) == expected
-
-
 def test_contents_listing_is_dropped_but_data_tables_stay() -> None:
     doc = pymupdf.open()
     page = doc.new_page()
@@ -580,3 +349,73 @@ def test_contents_listing_is_dropped_but_data_tables_stay() -> None:
     assert "........" not in converted.markdown
     assert "3 Obligations" not in converted.markdown
     assert "The Retailer must notify the Distributor within 2 days." in converted.markdown
+
+
+# --------------------------------------------------------------------------------------
+# Numbered headings atop every page of their part (issue 10, defect 6)
+# --------------------------------------------------------------------------------------
+#: The part whose heading opens each of its pages, and the pages it spans (6 of 10: at
+#: least ``FURNITURE_PAGE_SHARE`` of the pages, so it is a running header by count).
+PARTS = {2: "Part 11 - General", 3: "Part 11 - General"} | {
+    n: "Part 12 - Registration" for n in range(4, 10)
+} | {10: "Part 13 - Compliance"}
+
+
+def parts_pdf() -> bytes:
+    """A 10-page code: a cover, then each page headed by its part's heading in 16 pt bold
+    at the top, a paragraph of clauses, and a page number at the foot."""
+    doc = pymupdf.open()
+    cover = doc.new_page()
+    cover.insert_text((72, 300), "Electricity Distribution Code", fontsize=24)
+    for number in range(2, 11):
+        page = doc.new_page()
+        page.insert_text((72, 60), PARTS[number], fontsize=16, fontname="hebo")
+        for line in range(12):
+            page.insert_text(
+                (72, 110 + 20 * line),
+                f"Clause {number}.{line} The distributor must keep a register of every "
+                f"connection it makes on page {number}.",
+                fontsize=10,
+            )
+        page.insert_text((290, 800), str(number), fontsize=9)
+    return doc.tobytes()
+
+
+def test_a_heading_atop_every_page_of_its_part_is_kept_where_the_part_begins() -> None:
+    markdown = PymupdfMarkdownConverter().convert(parts_pdf(), "parts.pdf").markdown
+    # Part 12 opens on page 4: its heading is kept there as a heading ...
+    assert page_segment(markdown, 4).lstrip().startswith("# **Part 12 - Registration**\n")
+    # ... and its copies atop pages 5-9 are running-header repeats, removed.
+    for page in range(5, 10):
+        assert "Part 12" not in page_segment(markdown, page)
+        assert f"Clause {page}.0 The distributor" in page_segment(markdown, page)
+    assert "# **Part 13 - Compliance**" in page_segment(markdown, 10)
+    assert not re.search(r"^\d+$", markdown, re.M)  # page numbers are still furniture
+    chunks = chunk_markdown(markdown, "parts")
+    by_page = {
+        page: {c.heading_path for c in chunks if c.page_start <= page <= c.page_end}
+        for page in range(2, 11)
+    }
+    assert by_page == {
+        2: {("Part 11 - General",)},
+        3: {("Part 11 - General",)},
+        **{page: {("Part 12 - Registration",)} for page in range(4, 10)},
+        10: {("Part 13 - Compliance",)},
+    }
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_nist_chapter_heading_survives_its_running_footer() -> None:
+    # NIST SP 800-171r2 pages 17-28: Chapter Two (17-20), then CHAPTER THREE, whose heading
+    # opens page 21 at the top and whose running footer "CHAPTER THREE" is on pages 21-28,
+    # 8 of the 12 pages. Both have the key "chapter three", so the heading went with the
+    # footer. Excerpt page k is NIST page k + 16.
+    source = pymupdf.open(corpus_dir() / "pdfs" / "nist_SP_800-171r2.pdf")
+    excerpt = pymupdf.open()
+    excerpt.insert_pdf(source, from_page=16, to_page=27)
+    markdown = PymupdfMarkdownConverter().convert(excerpt.tobytes(), "nist-p17-28.pdf").markdown
+    assert re.search(r"^#+ \*\*CHAPTER THREE\*\*$", page_segment(markdown, 5), re.M)  # p. 21
+    assert markdown.count("CHAPTER THREE") == 1  # the footers on pages 21-28 are gone
+    chunks = chunk_markdown(markdown, "nist")
+    assert (5, "CHAPTER THREE") in {(c.page_start, c.heading_path[-1]) for c in chunks}

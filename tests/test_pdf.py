@@ -1,0 +1,159 @@
+"""PDF inspection shared by both converters (``kb_shared.pdf``): opening, the text-layer
+statistics behind the scanned/unmappable refusals, titles and versions.
+
+The refusal messages themselves are tested through the local converter in
+``tests/providers/test_local_markdown.py``. Real-document titles and versions read
+``../shared/corpus`` and skip without it; they run no layout, so they are fast.
+"""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from kb_shared.errors import ConversionError
+from kb_shared.pdf import (
+    MIN_INVISIBLE_TEXT_CHARS,
+    TextLayerStats,
+    check_text_layer,
+    extract_title,
+    extract_version,
+    open_pdf,
+    unmapped_characters,
+)
+from tests.conftest import corpus_dir
+from tests.providers.pdf_builders import doc_with_lines, image_page_pdf, text_pdf
+
+CVP = "aemo_Schedule_of_Constraint_Violation_Penalty_factors.pdf"
+FCAS = "aemo_FCAS_Model_in_NEMDE.pdf"
+
+
+# --------------------------------------------------------------------------------------
+# Opening and the text layer
+# --------------------------------------------------------------------------------------
+def test_header_after_leading_junk_is_still_a_pdf() -> None:
+    # Acrobat accepts the header anywhere in the first 1,024 bytes; so do we.
+    doc = open_pdf(b"\r\n" * 20 + text_pdf("Shifted header"), "shifted.pdf")
+    try:
+        assert doc.page_count == 1
+    finally:
+        doc.close()
+
+
+def test_owner_password_only_opens() -> None:
+    # Permissions-only encryption (empty user password) opens without a prompt.
+    doc = pymupdf.open(stream=text_pdf("Printable but not editable"))
+    restricted = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="own", user_pw="")
+    opened = open_pdf(restricted, "restricted.pdf")
+    try:
+        assert "Printable but not editable" in opened[0].get_text()
+    finally:
+        opened.close()
+
+
+def test_a_real_invisible_ocr_layer_counts_as_text() -> None:
+    words = " ".join(["notify the distributor within two business days"] * 6)
+    assert len(words.replace(" ", "")) >= MIN_INVISIBLE_TEXT_CHARS
+    doc = pymupdf.open(stream=image_page_pdf(2, words))
+    stats = unmapped_characters(doc)
+    assert (stats.pages, stats.pages_with_text, stats.unmapped) == (2, 1, 0)
+
+
+def test_a_few_symbol_glyphs_are_tolerated() -> None:
+    stats = TextLayerStats(
+        pages=3, pages_with_text=3, characters=1000, unmapped=12, unmapped_fonts=("Wingdings",)
+    )
+    check_text_layer(stats, "bullets.pdf")  # 1.2 % private-use bullets: fine
+    with pytest.raises(ConversionError, match=r"bullets\.pdf: the text layer cannot be read: 30% "):
+        check_text_layer(
+            TextLayerStats(3, 3, 1000, 300, ("Wingdings",)), "bullets.pdf"
+        )
+
+
+# --------------------------------------------------------------------------------------
+# Titles and versions
+# --------------------------------------------------------------------------------------
+def test_metadata_title_used_only_when_page_one_says_it() -> None:
+    doc = doc_with_lines((72, 100, "Dispatch procedure", 24), (72, 140, "Version: 94", 10))
+    page = doc[0]
+    assert extract_title("Dispatch Procedure", "", page) == "Dispatch Procedure"
+    # A template's leftover title (AEMO's case) or a placeholder falls back to the page.
+    assert extract_title("Power System Security Guidelines", "", page) == "Dispatch procedure"
+    assert extract_title("Microsoft Word - draft.docx", "", page) == "Dispatch procedure"
+    assert extract_title("", "## **Dispatch procedure (draft)**\n\ntext", page) == (
+        "Dispatch procedure (draft)"
+    )
+
+
+def test_version_label_and_placeholder() -> None:
+    label_and_value = doc_with_lines((72, 100, "Version:", 10), (160, 100, "1.2", 10))
+    assert extract_version(label_and_value) == "1.2"
+    assert extract_version(doc_with_lines((72, 100, "Revision 2", 10))) == "2"
+    assert extract_version(doc_with_lines((72, 100, "VERSION: Enter Version Number", 10))) == ""
+    assert extract_version(doc_with_lines((72, 100, "Doc Ref: SO_OP_3705", 10))) == "SO_OP_3705"
+
+
+def test_version_table_gives_the_latest_version() -> None:
+    doc = doc_with_lines(
+        (72, 100, "Version", 10),
+        (140, 100, "Release date", 10),
+        (260, 100, "Changes", 10),
+        (72, 120, "3", 10),
+        (140, 120, "20 April 2023", 10),
+        (260, 120, "Complete review; 12 examples", 10),
+        (72, 140, "10", 10),
+        (140, 140, "June 2015", 10),
+        (72, 160, "1", 10),
+        (140, 160, "14 September 2011", 10),
+    )
+    assert extract_version(doc) == "10"
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    ("name", "title", "version"),
+    [
+        # metadata title is another document's ("Victorian Transfer Limit Advice -
+        # Outages"); version from the version-control table on page 3 (3, 2, 1)
+        (
+            "aemo_Constraint_Implementation_Guidelines_v3_FINAL_Clean.pdf",
+            "Constraint Implementation Guidelines",
+            "3",
+        ),
+        # metadata says "Power System Security Guidelines"; cover: "Version: 94"
+        ("aemo_SO_OP_3705_Dispatch.pdf", "Dispatch procedure", "94"),
+        # version release history on page 4: 4.0, 3.0, 2.0, 1.0
+        (CVP, "Schedule of Constraint Violation Penalty Factors", "4.0"),
+        # "VER.REL" column: 1.0, 1.1
+        (
+            "aemo_Fast_Start_Unit_Inflexibility_Profile_Model_October_2014.pdf",
+            "Fast-Start Inflexibility Profile",
+            "1.1",
+        ),
+        # no metadata title; version control 1 (draft), 2 (final)
+        (
+            "aemo_Marginal_Loss_Factors_for_the_2020-21_Financial_year.pdf",
+            "Regions and Marginal Loss Factors: FY 2020-21",
+            "2",
+        ),
+        (
+            "nist_SP_800-171r2.pdf",
+            "Protecting Controlled Unclassified Information in Nonfederal Systems",
+            "2",
+        ),
+        # an unfilled template: "VERSION: Enter Version Number", "DOCUMENT REF: Enter Document Ref"
+        (
+            "aemo_Treatment_of_Loss_Factors_in_the_NEM.pdf",
+            "treatment of loss factors in the national electricity market",
+            "",
+        ),
+        (FCAS, "FCAS Model in NEMDE", ""),
+    ],
+)
+def test_title_and_version_of_real_pdfs(name: str, title: str, version: str) -> None:
+    doc = pymupdf.open(corpus_dir() / "pdfs" / name)
+    try:
+        assert extract_title(doc.metadata["title"], "", doc[0]) == title
+        assert extract_version(doc) == version
+    finally:
+        doc.close()
