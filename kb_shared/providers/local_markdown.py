@@ -135,7 +135,7 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     #: stored Markdown only while it matches. The ``rN`` suffix is the revision of the rules
     #: in this module and ``markdown_cleanup``: bump it when a rule changes the output, so
     #: documents are converted again (r2: dropped tables of contents, number-free furniture
-    #: keys).
+    #: keys; r3: a numbered heading atop every page of its part is kept where it begins).
     name = "pymupdf4llm-layout-r3"
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
