@@ -313,7 +313,7 @@ def _sqlite_version() -> str:
     return sqlite3.sqlite_version
 
 
-def _git_revision() -> str:
+def git_revision() -> str:
     """Short HEAD and whether the working tree has changes (read-only git commands)."""
     try:
         head = subprocess.run(
@@ -482,7 +482,7 @@ class Report:
             ("command", f"`{self.command}`"),
             ("started", f"{self.started_at:%Y-%m-%d %H:%M:%S} UTC"),
             ("took", fmt_duration(elapsed)),
-            ("git", _git_revision()),
+            ("git", git_revision()),
             *self.facts.items(),
         ]
         machine_rows: list[tuple[str, str]] = [
@@ -644,20 +644,20 @@ def open_corpus(home: Path) -> Corpus:
 
 
 def add_pdfs(corpus: Corpus, pdfs: Sequence[Path]) -> tuple[list[str], list[Any]]:
-    """``kb add``: the intake rules, then a dynamic partition per added file.
+    """``kb add``: ``kb_assets.intake.admit`` (the intake rules, then a catalog row, a blob
+    and a Dagster partition per added file).
 
     Returns:
         ``(doc_ids added, every IntakeOutcome)``.
-    """
-    from kb_assets.constants import DOCUMENTS  # noqa: PLC0415
-    from kb_assets.intake import ADDED, intake_files  # noqa: PLC0415
 
-    outcomes = intake_files(
-        list(pdfs), corpus.stores.catalog(), corpus.stores.blobs(), corpus.settings
-    )
-    added = [o.doc_id for o in outcomes if o.status == ADDED and o.doc_id]
-    if added:
-        corpus.instance.add_dynamic_partitions(DOCUMENTS, added)
+    Raises:
+        kb_shared.errors.IntakeError: the catalog or the Dagster instance failed (nothing
+            was added).
+    """
+    from kb_assets.intake import IntakeStatus, admit  # noqa: PLC0415
+
+    outcomes = admit(list(pdfs), corpus.stores, corpus.instance)
+    added = [o.doc_id for o in outcomes if o.status == IntakeStatus.ADDED and o.doc_id]
     return added, outcomes
 
 

@@ -40,6 +40,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from kb_shared.evaluation import (
+    Question,
+    Retrieved,
+    load_questions,
+    mean_reciprocal_rank,
+    pages_overlap,
+    recall_at_k,
+)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("KB_CORPUS_DIR", REPO_ROOT.parent / "shared" / "corpus"))
 QUESTIONS = CORPUS / "eval" / "regulatory" / "questions.jsonl"
@@ -101,12 +110,10 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _hit(piece: Piece, evidence: list[dict]) -> bool:
-    return any(
-        piece.doc == item["doc"]
-        and any(piece.page_start <= page <= piece.page_end for page in item["pages"])
-        for item in evidence
-    )
+def _hit(piece: Piece, question: Question) -> bool:
+    """The proxy hit rule (module docstring): evidence document and overlapping pages."""
+    found = Retrieved(piece.doc, piece.page_start, piece.page_end, piece.text)
+    return any(pages_overlap(found, evidence) for evidence in question.evidence)
 
 
 def run_model(key: str) -> dict:
@@ -116,15 +123,11 @@ def run_model(key: str) -> dict:
     from kb_shared.providers.local_embeddings import load_local_embedder
 
     pieces, shifted = build_pieces()
-    questions = [
-        q
-        for q in map(json.loads, QUESTIONS.read_text(encoding="utf-8").splitlines())
-        if q["kind"] != "absent"
-    ]
+    questions = [q for q in load_questions(QUESTIONS) if q.answerable]
     rss_imports = _rss_mb()
     embedder = load_local_embedder(key)
     started = time.perf_counter()
-    embedder.load()
+    embedder.warm()
     load_seconds = time.perf_counter() - started
     rss_loaded = _rss_mb()
 
@@ -146,11 +149,9 @@ def run_model(key: str) -> dict:
 
     per_question = []
     for q in questions:
-        ranking = np.argsort(-(vectors @ embedder.embed_query(q["question"])))[:10]
-        first = next(
-            (rank for rank, i in enumerate(ranking, 1) if _hit(pieces[i], q["evidence"])), None
-        )
-        per_question.append({"id": q["id"], "kind": q["kind"], "first_hit": first})
+        ranking = np.argsort(-(vectors @ embedder.embed_query(q.question)))[:10]
+        first = next((rank for rank, i in enumerate(ranking, 1) if _hit(pieces[i], q)), None)
+        per_question.append({"id": q.id, "kind": q.kind, "first_hit": first})
 
     return {
         "key": key,
@@ -170,12 +171,11 @@ def run_model(key: str) -> dict:
 
 
 def _scores(questions: list[dict]) -> dict[str, float]:
-    n = len(questions)
-    ranks = [q["first_hit"] for q in questions]
+    ranks = [q["first_hit"] for q in questions]  # within the top 10
     return {
-        "recall@5": sum(r is not None and r <= 5 for r in ranks) / n,
-        "recall@10": sum(r is not None for r in ranks) / n,
-        "mrr@10": sum(1 / r for r in ranks if r is not None) / n,
+        "recall@5": recall_at_k(ranks, 5),
+        "recall@10": recall_at_k(ranks, 10),
+        "mrr@10": mean_reciprocal_rank(ranks),
     }
 
 

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kb_shared.evaluation import mean_reciprocal_rank, recall_at_k
+
 #: RRF constants tried. 60 is Cormack et al.'s default (SIGIR 2009); Bruch et al. (ACM TOIS
 #: 2023) found small k better when the first ranks of each list carry the signal.
 GRID_K = (2, 3, 5, 7, 10, 15, 20, 30, 60)
@@ -55,7 +57,7 @@ def collect(index: Any, embedder: Any, query: str) -> Lists:
     """Fetch the lists search_docs would fuse for ``query`` over the whole index: dense and
     sparse candidates at the depth ``VectorIndex.hybrid_search`` uses for search_docs'
     request, plus the exact-identifier matches (``kb_mcp.search.exact_identifier_matches``)."""
-    from kb_mcp.search import RERANK_CANDIDATES, exact_identifier_matches  # noqa: PLC0415
+    from kb_shared.retrieval import RERANK_CANDIDATES, exact_identifier_matches  # noqa: PLC0415
     from kb_shared.stores.vectors import CANDIDATE_FACTOR, MIN_CANDIDATES  # noqa: PLC0415
 
     depth = max(MIN_CANDIDATES, CANDIDATE_FACTOR * RERANK_CANDIDATES)
@@ -126,10 +128,7 @@ def sweep(
         scores: dict[str, tuple[float, float]] = {}
         for name, questions in per_set.items():
             ranks = [rank_of(fuse(lists, params, top)) for lists, rank_of in questions]
-            n = len(ranks)
-            recall = sum(1 for r in ranks if r is not None and r <= 5) / n
-            mrr = sum(1 / r for r in ranks if r is not None) / n
-            scores[name] = (recall, mrr)
+            scores[name] = (recall_at_k(ranks, 5), mean_reciprocal_rank(ranks))
         rows.append(SweepRow(params, scores))
     rows.sort(key=lambda row: (-row.mean_recall_at_5, -row.mean_mrr, row.params.k))
     return rows

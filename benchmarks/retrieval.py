@@ -16,9 +16,9 @@ the FinanceBench one (``doc_name`` without ``.pdf``, ``evidence: [{page_index0}]
 
 **Hit rules** (``../shared/corpus/README.md``). Regulatory: a result hits when it comes from
 ``doc``, its page span overlaps ``pages`` and its text reduced to ``[0-9a-z]`` words contains
-the first 8 such words of the ``quote`` — ``tests.mcp.evaluation.hits``, the function the
-retrieval test uses, imported rather than copied. FinanceBench: right document and a page
-span that contains ``page_index0 + 1``. A question is answered at the rank of its first hit.
+the first 8 such words of the ``quote``. FinanceBench: right document and a page span that
+contains ``page_index0 + 1``. A question is answered at the rank of its first hit. Loading,
+hit rule and metrics are ``kb_shared.evaluation``, the module the retrieval test uses.
 
 **Corpus.** Each set is searched in a KB_HOME built by the real pipeline: ``--home DIR`` when
 every document the set cites is ready there (``make bench`` passes the ingest benchmark's
@@ -69,9 +69,9 @@ Output: ``benchmarks/results/retrieval-<date>[-<variant>].md``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
-import math
 import re
 import sys
 import time
@@ -90,12 +90,15 @@ from benchmarks.common import (
     add_pdfs,
     fmt_duration,
     fresh_dir,
+    git_revision,
     kb_environment,
     latency_summary,
     log,
     open_corpus,
     pdf_page_count,
 )
+from kb_shared import evaluation
+from kb_shared.evaluation import Question, Retrieved, pages_overlap, relevant
 
 #: Results kept per question (Recall@10, MRR@10, nDCG@10).
 TOP_K = 10
@@ -141,31 +144,6 @@ CONFIG_DESCRIPTIONS = {
 # --------------------------------------------------------------------------------------
 # Eval sets and hit rules
 # --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Evidence:
-    """Where an answer is: a document (file name), 1-based pages and, for the regulatory
-    format, the quote whose first 8 words the hit rule looks for (``None``: pages only)."""
-
-    doc: str
-    pages: tuple[int, ...]
-    quote: str | None = None
-
-
-@dataclass(frozen=True)
-class EvalQuestion:
-    """One question; ``evidence`` is empty for an ``absent`` question."""
-
-    id: str
-    kind: str
-    question: str
-    evidence: tuple[Evidence, ...]
-
-    @property
-    def answerable(self) -> bool:
-        """The question has evidence (``absent`` questions have none)."""
-        return bool(self.evidence)
-
-
 @dataclass
 class EvalSet:
     """A folder's ``questions.jsonl`` and the folder of the PDFs it cites."""
@@ -173,7 +151,7 @@ class EvalSet:
     name: str
     folder: Path
     pdfs_dir: Path
-    questions: list[EvalQuestion]
+    questions: list[Question]
 
     @property
     def cited(self) -> list[str]:
@@ -181,55 +159,18 @@ class EvalSet:
         return sorted({e.doc for q in self.questions for e in q.evidence})
 
     @property
-    def answerable(self) -> list[EvalQuestion]:
+    def answerable(self) -> list[Question]:
         """Questions with evidence."""
         return [q for q in self.questions if q.answerable]
 
     @property
-    def absent(self) -> list[EvalQuestion]:
+    def absent(self) -> list[Question]:
         """Questions without evidence (the corpus has no answer)."""
         return [q for q in self.questions if not q.answerable]
 
 
-def parse_question(raw: dict[str, Any], where: str) -> EvalQuestion:
-    """One ``questions.jsonl`` object in either format (module docstring).
-
-    Raises:
-        ValueError: neither format (missing ``id``/``question``, or evidence items with
-            neither ``doc``+``pages`` nor ``page_index0``), naming ``where``.
-    """
-    try:
-        qid, text = str(raw["id"]), str(raw["question"])
-    except KeyError as exc:
-        raise ValueError(f"{where}: missing field {exc}") from exc
-    items = raw.get("evidence") or []
-    evidence: list[Evidence] = []
-    if "doc_name" in raw:  # FinanceBench: one document, 0-based page indexes
-        doc = str(raw["doc_name"])
-        doc = doc if doc.lower().endswith(".pdf") else f"{doc}.pdf"
-        pages = sorted({int(item["page_index0"]) + 1 for item in items if "page_index0" in item})
-        if items and not pages:
-            raise ValueError(f"{where}: FinanceBench evidence without page_index0")
-        if pages:
-            evidence.append(Evidence(doc=doc, pages=tuple(pages)))
-        kind = str(raw.get("kind") or raw.get("question_type") or "all")
-    else:
-        for item in items:
-            if "doc" not in item or "pages" not in item:
-                raise ValueError(f"{where}: evidence item needs doc and pages: {item!r}")
-            evidence.append(
-                Evidence(
-                    doc=str(item["doc"]),
-                    pages=tuple(int(p) for p in item["pages"]),
-                    quote=item.get("quote"),
-                )
-            )
-        kind = str(raw.get("kind") or ("absent" if not evidence else "all"))
-    return EvalQuestion(id=qid, kind=kind, question=text, evidence=tuple(evidence))
-
-
 def load_eval_set(folder: Path, pdfs_dir: Path | None = None, name: str | None = None) -> EvalSet:
-    """Read ``folder/questions.jsonl``.
+    """Read ``folder/questions.jsonl`` (``kb_shared.evaluation.load_questions``).
 
     Args:
         pdfs_dir: the PDFs the questions cite; default ``folder/pdfs`` when it exists, else
@@ -243,81 +184,20 @@ def load_eval_set(folder: Path, pdfs_dir: Path | None = None, name: str | None =
     path = folder / "questions.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no questions.jsonl in {folder}")
-    questions: list[EvalQuestion] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not JSON: {exc}") from exc
-        questions.append(parse_question(raw, f"{path}:{number}"))
+    questions = evaluation.load_questions(path)
     if pdfs_dir is None:
         pdfs_dir = folder / "pdfs" if (folder / "pdfs").is_dir() else DEFAULT_PDFS
     return EvalSet(name=name or folder.name, folder=folder, pdfs_dir=pdfs_dir, questions=questions)
 
 
-@dataclass(frozen=True)
-class Result:
-    """A retrieved point as the hit rules see it: file name, page span and text."""
-
-    id: str
-    name: str
-    page_start: int | None
-    page_end: int | None
-    text: str
-
-
-def as_result(point: Any) -> Result:
-    """A ``StoredPoint`` (its payload's ``name``, ``page_start``, ``page_end``) as a ``Result``."""
-    payload = point.payload
-    return Result(
-        id=point.id,
-        name=str(payload.get("name") or ""),
-        page_start=payload.get("page_start"),
-        page_end=payload.get("page_end"),
-        text=point.text,
-    )
-
-
-def pages_overlap(result: Result, evidence: Evidence) -> bool:
-    """Same document and the result's page span contains one of the evidence pages."""
-    if result.name != evidence.doc or result.page_start is None:
-        return False
-    end = result.page_end if result.page_end is not None else result.page_start
-    return any(result.page_start <= page <= end for page in evidence.pages)
-
-
-def hits(result: Result, evidence: Evidence) -> bool:
-    """The README hit rule: the quote rule of ``tests.mcp.evaluation.hits`` when the evidence
-    has a quote, otherwise document + page span (FinanceBench)."""
-    if evidence.quote is None:
-        return pages_overlap(result, evidence)
-    from tests.mcp import evaluation  # noqa: PLC0415 - the retrieval test's own hit rule
-
-    return evaluation.hits(
-        evaluation.Retrieved(result.name, result.page_start, result.page_end, result.text),
-        evaluation.Evidence(doc=evidence.doc, pages=evidence.pages, quote=evidence.quote),
-    )
-
-
-def relevant(question: EvalQuestion, result: Result) -> bool:
-    """The result hits one of the question's evidence items."""
-    return any(hits(result, evidence) for evidence in question.evidence)
-
-
 # --------------------------------------------------------------------------------------
 # Metrics
 # --------------------------------------------------------------------------------------
-@dataclass
-class Scores:
-    """Quality of one configuration over some answerable questions (shares in 0-1)."""
+@dataclass(frozen=True)
+class Scores(evaluation.Scores):
+    """Quality of one configuration over some answerable questions (shares in 0-1): the
+    ranking metrics plus nDCG@10 and page-citation accuracy (module docstring)."""
 
-    questions: int
-    recall_at_1: float
-    recall_at_5: float
-    recall_at_10: float
-    mrr: float
     ndcg_at_10: float
     page_accuracy: float
 
@@ -354,24 +234,11 @@ class QuestionOutcome:
     flagged: bool
 
 
-def dcg(gains: Sequence[int]) -> float:
-    """Discounted cumulative gain ``sum(g_i / log2(i + 1))`` over 1-based ranks (Järvelin &
-    Kekäläinen, ACM TOIS 2002)."""
-    return sum(g / math.log2(i + 1) for i, g in enumerate(gains, start=1))
-
-
-def ndcg(gains: Sequence[int], relevant_in_corpus: int, k: int = TOP_K) -> float:
-    """nDCG@k with binary gains: DCG of the results over the DCG of ``min(R, k)`` relevant
-    points at the top, where ``R`` is how many points of the corpus are relevant. 0 when
-    ``R`` is 0 (no single point holds the evidence)."""
-    ideal = dcg([1] * min(relevant_in_corpus, k))
-    return dcg(gains[:k]) / ideal if ideal else 0.0
-
-
 def score(
     outcomes: Sequence[QuestionOutcome], relevant_counts: Sequence[int]
 ) -> Scores:
-    """Aggregate per-question outcomes (answerable questions only).
+    """Aggregate per-question outcomes (answerable questions only) with
+    ``kb_shared.evaluation``'s metrics.
 
     Raises:
         ValueError: no outcomes, or ``relevant_counts`` of another length.
@@ -381,25 +248,18 @@ def score(
     if len(relevant_counts) != len(outcomes):
         raise ValueError("one relevant count per outcome is needed")
     n = len(outcomes)
-
-    def recall(k: int) -> float:
-        return sum(1 for o in outcomes if o.rank is not None and o.rank <= k) / n
-
+    ranking = evaluation.score([o.rank for o in outcomes])
     return Scores(
-        questions=n,
-        recall_at_1=recall(1),
-        recall_at_5=recall(5),
-        recall_at_10=recall(10),
-        mrr=sum(1 / o.rank for o in outcomes if o.rank is not None) / n,
-        ndcg_at_10=sum(ndcg(o.gains, r) for o, r in zip(outcomes, relevant_counts, strict=True))
-        / n,
+        **dataclasses.asdict(ranking),
+        ndcg_at_10=sum(evaluation.ndcg(o.gains, r, TOP_K)
+                       for o, r in zip(outcomes, relevant_counts, strict=True)) / n,
         page_accuracy=sum(1 for o in outcomes if o.page_ok) / n,
     )
 
 
 def judge(
-    question: EvalQuestion,
-    results: Sequence[Result],
+    question: Question,
+    results: Sequence[Retrieved],
     top_cosine: float | None,
     flagged: bool,
 ) -> QuestionOutcome:
@@ -427,7 +287,7 @@ def _sha256_file(path: Path) -> str:
 
 def build_stamp(pdfs: Sequence[Path]) -> dict[str, Any]:
     """What decides whether a cached build can be reused: each PDF's SHA-256, the Markdown
-    converter's name (``pymupdf4llm-layout-r2``: bumped when its output changes) and the
+    converter's name (``pymupdf4llm-layout-r3``: bumped when its output changes) and the
     pymupdf4llm version, the embedding model id, the chunk budget (``Settings.chunk_words``)
     and the vector index layout version. Call inside ``kb_environment`` (local providers);
     loads no model weights.
@@ -467,7 +327,7 @@ def ready_documents(home: Path) -> set[str]:
     """File names of the ready documents in ``home``'s catalog (empty when there is none)."""
     if not (home / "kb.sqlite").exists() and not (home / "vectors.sqlite").exists():
         return set()
-    from kb_mcp.search import catalogue  # noqa: PLC0415
+    from kb_mcp.documents import document_list as catalogue  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
     from kb_shared.stores import factory  # noqa: PLC0415
 
@@ -535,10 +395,8 @@ def ensure_corpus(eval_set: EvalSet, home: Path | None, *, rebuild: bool) -> Cor
     failed = [(b.name, b.reason) for b in built if b.status != "ready"]
     if failed:
         raise RuntimeError(f"{eval_set.name}: cited PDFs failed to build: {failed}")
-    from benchmarks.common import _git_revision  # noqa: PLC0415
-
     stamp_path.write_text(
-        json.dumps({"stamp": stamp, "seconds": round(watch.seconds, 1), "git": _git_revision(),
+        json.dumps({"stamp": stamp, "seconds": round(watch.seconds, 1), "git": git_revision(),
                     "built_at": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2),
         encoding="utf-8",
     )
@@ -608,7 +466,7 @@ Search = Callable[[str], Answer]
 
 def dense_config(index: Any, embedder: Any) -> Search:
     """Dense only; flagged when the best cosine is below ``NOTHING_FOUND_SIMILARITY``."""
-    from kb_mcp.search import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
+    from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
 
     def run(query: str) -> Answer:
         found = index.dense_search(embedder.embed_query(query), TOP_K)
@@ -641,7 +499,7 @@ def plain_config(baseline: KeywordBaseline) -> Search:
 def rrf60_config(index: Any, embedder: Any) -> Search:
     """Dense + sparse (``RRF60_DEPTH`` each) fused by equal-weight RRF with k = 60; flagged
     when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``."""
-    from kb_mcp.search import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
+    from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
     from kb_shared.stores.vectors import reciprocal_rank_fusion  # noqa: PLC0415
 
     def run(query: str) -> Answer:
@@ -661,7 +519,7 @@ def rrf60_config(index: Any, embedder: Any) -> Search:
 def shipped_config(index: Any, embedder: Any) -> Search:
     """``kb_mcp.search.search_docs`` with the server's defaults (no reranker offline), top 10;
     flagged = its ``low_confidence``."""
-    from kb_mcp.search import search_docs  # noqa: PLC0415
+    from kb_shared.retrieval import search_docs  # noqa: PLC0415
 
     def run(query: str) -> Answer:
         answer = search_docs(index, embedder, query, top_k=TOP_K)
@@ -678,30 +536,23 @@ def embedding_inputs(points: Sequence[Any]) -> list[tuple[str, str | None, str]]
     """For each stored point, what the pipeline embedded and indexed for it:
     ``(text to embed, sparse text, title)``.
 
-    Chunks (``text``/``table``): ``kb_shared.chunking.embedding_text`` of the chunk with its
-    heading path (the payload's ``section`` split on ``citations.PATH_SEPARATOR``) and the
-    document title, as ``kb_assets.assets.embeddings`` does; that text is also the sparse
-    text. Figures: their text alone, no sparse text (``Embedder.embed_figures`` default; the
-    figures asset passes none).
+    Chunks (``text``/``table``): ``kb_shared.chunking.stored_embedding_text`` of the point's
+    text and ``PointPayload`` (the ``embedding_text`` the embeddings asset embeds, offline
+    contexts being empty); that text is also the sparse text. Figures: their text alone, no
+    sparse text (``Embedder.embed_figures`` default; the figures asset passes none).
     """
-    from kb_shared import citations  # noqa: PLC0415
-    from kb_shared.chunking import Chunk, embedding_text  # noqa: PLC0415
+    from kb_shared.chunking import stored_embedding_text  # noqa: PLC0415
+    from kb_shared.citations import PointPayload  # noqa: PLC0415
     from kb_shared.stores.vectors import KIND_FIGURE  # noqa: PLC0415
 
     inputs: list[tuple[str, str | None, str]] = []
     for point in points:
-        title = str(point.payload.get(citations.TITLE) or "")
+        payload = PointPayload.from_payload(point.payload)
         if point.kind == KIND_FIGURE:
-            inputs.append((point.text, None, title))
+            inputs.append((point.text, None, payload.title))
             continue
-        section = str(point.payload.get(citations.SECTION) or "")
-        chunk = Chunk(
-            id=point.id, document=point.document, index=0, text=point.text,
-            heading_path=tuple(section.split(citations.PATH_SEPARATOR)) if section else (),
-            page_start=None, page_end=None, kind=point.kind,
-        )
-        text = embedding_text(chunk, title)
-        inputs.append((text, text, title))
+        text = stored_embedding_text(point.text, payload)
+        inputs.append((text, text, payload.title))
     return inputs
 
 
@@ -709,6 +560,7 @@ def stored_sparse_terms(index_path: Path, name: str = "chunks") -> dict[str, str
     """The FTS5 terms the live index stores per point id (its ``{name}_fts.terms``), read
     straight from the SQLite file, to check that ``embedding_inputs`` rebuilt the sparse text
     the pipeline indexed."""
+    # Raw SQL: VectorIndex offers no read-back of indexed terms; only this check needs one.
     import pysqlite3.dbapi2 as sqlite3  # noqa: PLC0415
 
     conn = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
@@ -792,7 +644,7 @@ def candidate_index(
     for stale in (path, stamp_path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         stale.unlink(missing_ok=True)
     embedder = load_local_embedder(key)
-    embedder.load()
+    embedder.warm()
     log(f"{set_name}: embedding {len(points)} points with {key}")
     vectors: list[Any] = []
     started = time.perf_counter()
@@ -879,7 +731,7 @@ def run_set(
     embedder = state.embedder
     live_key = settings.local_embedding_model
     log(f"{eval_set.name}: loading {embedder.model}")
-    embedder.load()
+    embedder.warm()
     ids = index.list_ids()
     points = index.fetch(ids)
     names = {str(p.payload.get("name")) for p in points}
@@ -889,7 +741,7 @@ def run_set(
     by_kind: dict[str, int] = defaultdict(int)
     for point in points:
         by_kind[point.kind] += 1
-    results = [as_result(p) for p in points]
+    results = [Retrieved.from_point(p) for p in points]
     relevant_counts = {
         q.id: sum(1 for r in results if relevant(q, r)) for q in eval_set.answerable
     }
@@ -933,7 +785,7 @@ def run_set(
             other_index = SqliteVectorIndex(made.path)
             other_index.open(made.model, made.dimension, create=False)
             other_embedder = load_local_embedder(key)
-            other_embedder.load()
+            other_embedder.warm()
             opened.append(other_index)
             searches[f"{DENSE} [{key}]"] = (
                 f"dense only with {key}", dense_config(other_index, other_embedder))
@@ -955,7 +807,7 @@ def run_set(
                 runs[label].seconds.append(time.perf_counter() - started)
                 if attempt == 0:
                     runs[label].outcomes[question.id] = judge(
-                        question, [as_result(p) for p in answer.points],
+                        question, [Retrieved.from_point(p) for p in answer.points],
                         answer.top_cosine, answer.flagged,
                     )
         log(f"{eval_set.name}: pass {attempt + 1}/{repeat} done")
@@ -963,8 +815,8 @@ def run_set(
 
     fusion_lists = []
     for question in eval_set.answerable:  # untimed: the lists the fusion sweep re-fuses
-        def rank_of(found: Sequence[Any], q: EvalQuestion = question) -> int | None:
-            return judge(q, [as_result(p) for p in found], None, False).rank
+        def rank_of(found: Sequence[Any], q: Question = question) -> int | None:
+            return judge(q, [Retrieved.from_point(p) for p in found], None, False).rank
 
         fusion_lists.append((collect(index, embedder, question.question), rank_of))
     baseline.close()
@@ -1071,7 +923,7 @@ def add_set_sections(report: Report, set_run: SetRun, main_labels: Sequence[str]
         report.table(("configuration", *(f"{k} (n={counts[k]})" for k in kinds)), kind_rows)
 
     report.heading("Nothing-found behaviour", 3)
-    from kb_mcp.search import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
+    from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
 
     absent_rows = []
     for label, run in set_run.runs.items():
@@ -1182,7 +1034,7 @@ def add_fusion_section(report: Report, set_runs: Sequence[SetRun]) -> list[str]:
     """The fusion sweep (``benchmarks.fusion``) over every set: the best grid points by mean
     MRR across the sets, and where the shipped constants rank. Returns console lines."""
     from benchmarks.fusion import GRID_DENSE, GRID_EXACT, GRID_K, Params, sweep  # noqa: PLC0415
-    from kb_mcp.search import EXACT_WEIGHT  # noqa: PLC0415
+    from kb_shared.retrieval import EXACT_WEIGHT  # noqa: PLC0415
     from kb_shared.stores.vectors import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT  # noqa: PLC0415
 
     per_set = {r.eval_set.name: r.fusion_lists for r in set_runs if r.fusion_lists}
@@ -1248,7 +1100,7 @@ def definitions(report: Report) -> None:
     report.text(
         "- Hit rule (../shared/corpus/README.md): regulatory — same document, overlapping page "
         "span, and the chunk's `[0-9a-z]` words contain the first 8 of the quote "
-        "(`tests.mcp.evaluation.hits`); FinanceBench — same document and a page span containing "
+        "(`kb_shared.evaluation.hits`); FinanceBench — same document and a page span containing "
         "`page_index0 + 1`.\n"
         "- Recall@k: share of answerable questions with a hit in the top k. MRR: mean of 1/rank "
         "of the first hit in the top 10 (0 when none). nDCG@10: binary gains (hit = 1), ideal "

@@ -41,16 +41,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import resource
-import socket
-import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,13 +63,7 @@ from benchmarks.common import (
     latency_summary,
     log,
 )
-
-#: The console script pyproject installs next to the interpreter.
-KB_MCP = Path(sys.executable).with_name("kb-mcp")
-
-#: How long the server may take to answer ``/healthz`` (it loads the embedding model first;
-#: on a loaded 2-core machine that has taken over a minute).
-STARTUP_SECONDS = 180
+from benchmarks.mcp_server import Server, running_server, server_env
 
 #: Seconds a single call may take before it counts as an error (a timeout).
 CALL_TIMEOUT = 120.0
@@ -89,97 +80,6 @@ POST_HEADERS = {
 
 #: Default eval questions: the regulatory set (its documents are in the ingest corpus).
 DEFAULT_EVAL = DEFAULT_CORPUS / "eval" / "regulatory"
-
-
-# --------------------------------------------------------------------------------------
-# The server process
-# --------------------------------------------------------------------------------------
-def free_port() -> int:
-    """A loopback TCP port nobody listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def server_environment(home: Path) -> dict[str, str]:
-    """This environment without any other ``KB_`` setting, plus ``KB_HOME`` and every
-    provider forced local (``KB_<ROLE>_PROVIDER=local``)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
-    env["KB_HOME"] = str(home)
-    env.update({f"KB_{role}_PROVIDER": "local" for role in PROVIDER_ROLES})
-    return env
-
-
-@dataclass
-class Server:
-    """A running ``kb-mcp serve``: its process, base URL and start-up time."""
-
-    process: subprocess.Popen[bytes]
-    base: str
-    startup_seconds: float
-    log_path: Path
-
-    def cpu_seconds(self) -> float:
-        """User + system CPU seconds the server process has used (``proc(5)``
-        ``/proc/<pid>/stat`` fields 14 and 15, in clock ticks)."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks
-
-    def memory(self) -> tuple[int | None, int | None]:
-        """``(current RSS, peak RSS)`` in bytes from ``/proc/<pid>/status`` (``VmRSS``,
-        ``VmHWM``); ``None`` where unavailable."""
-        values: dict[str, int] = {}
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-                key, _, rest = line.partition(":")
-                if key in ("VmRSS", "VmHWM"):
-                    values[key] = int(rest.split()[0]) * 1024
-        return values.get("VmRSS"), values.get("VmHWM")
-
-
-@contextlib.contextmanager
-def running_server(home: Path, log_path: Path) -> Iterator[Server]:
-    """Run ``kb-mcp serve --home HOME`` on a free loopback port until the block ends.
-
-    Raises:
-        RuntimeError: the server exited or did not answer ``/healthz`` with 200 within
-            ``STARTUP_SECONDS`` (the message includes its log).
-    """
-    import httpx  # noqa: PLC0415
-
-    if not KB_MCP.exists():
-        raise RuntimeError(f"{KB_MCP} is missing: install kb into this venv (make install)")
-    port = free_port()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as output:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            [str(KB_MCP), "serve", "--port", str(port), "--home", str(home),
-             "--log-level", "warning"],
-            env=server_environment(home), stdout=output, stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(
-                        f"kb-mcp exited with {process.returncode}: {log_path.read_text()}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                        break
-                if time.perf_counter() - started > STARTUP_SECONDS:
-                    raise RuntimeError(f"kb-mcp did not answer /healthz: {log_path.read_text()}")
-                time.sleep(0.25)
-            yield Server(process, base, time.perf_counter() - started, log_path)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            log(f"server stopped (exit code {process.returncode})")
 
 
 # --------------------------------------------------------------------------------------
@@ -447,7 +347,9 @@ async def run(args: argparse.Namespace) -> int:
     report.fact("load generator", "httpx JSON-RPC posts, one asyncio loop (see Method)")
 
     levels: list[Level] = []
-    with running_server(home, WORK_DIR / "serving-server.log") as server:
+    local = {f"KB_{role}_PROVIDER": "local" for role in PROVIDER_ROLES}
+    with running_server(home, WORK_DIR / "serving-server.log",
+                        env=server_env(home, **local)) as server:
         log(f"kb-mcp serving {home} at {server.base} after {server.startup_seconds:.1f} s")
         reads, warm_errors = await warm_up(server, questions)
         if not reads:
@@ -466,6 +368,7 @@ async def run(args: argparse.Namespace) -> int:
             log(f"{clients} clients: {len(level.calls)} calls in {level.wall_seconds:.1f} s, "
                 f"{level.requests_per_second:.1f} req/s, {level.errors} errors")
         memory = server.memory()
+    log(f"server stopped (exit code {server.process.returncode})")
     write_report(report, levels, server, memory, sdk_problems, warm_errors)
     report.write()
     for level in levels:

@@ -22,9 +22,9 @@ import numpy as np
 import pymupdf
 import typer
 
+from kb_assets.sample_pdf import FIGURE_CAPTION, FIGURE_PAGE, sample_pdf_bytes
 from kb_shared.chunking import Chunk
 from kb_shared.providers.base import FigureRegion
-from kb_shared.sample_pdf import FIGURE_CAPTION, FIGURE_PAGE, sample_pdf_bytes
 from kb_shared.settings import Settings
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n", 1)[0])

@@ -99,8 +99,12 @@ import bisect
 import itertools
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kb_shared.identity import chunk_id
+
+if TYPE_CHECKING:
+    from kb_shared.citations import PointPayload
 
 KIND_TEXT = "text"
 KIND_TABLE = "table"
@@ -663,9 +667,25 @@ def embedding_text(chunk: Chunk, title: str = "") -> str:
     outermost heading is not repeated. With neither title nor headings the result is the
     chunk text alone.
     """
-    parts = list(chunk.heading_path)
+    return _prefixed(chunk.text, chunk.heading_path, title)
+
+
+def stored_embedding_text(text: str, payload: PointPayload) -> str:
+    """What the embeddings asset embedded, and indexed as sparse text, for a stored chunk
+    point: ``embedding_text`` of a chunk with this ``text``, the payload's heading path
+    (``section`` split on ``" › "``) and the payload's title.
+
+    The contextualiser's context is not stored, so this is the embedded text only where the
+    context is empty (offline: ``HeadingPathContextualiser``, always).
+    """
+    path = tuple(payload.section.split(PATH_SEPARATOR)) if payload.section else ()
+    return _prefixed(text, path, payload.title)
+
+
+def _prefixed(text: str, heading_path: tuple[str, ...], title: str) -> str:
+    parts = list(heading_path)
     title = title.strip()
     if title and (not parts or parts[0] != title):
         parts.insert(0, title)
     prefix = PATH_SEPARATOR.join(parts)
-    return f"{prefix}\n\n{chunk.text}" if prefix else chunk.text
+    return f"{prefix}\n\n{text}" if prefix else text

@@ -19,7 +19,9 @@ from kb_shared.chunking import (
     count_words,
     embedding_text,
     section_label,
+    stored_embedding_text,
 )
+from kb_shared.citations import PointPayload
 from tests.conftest import corpus_dir
 
 
@@ -515,6 +517,37 @@ def test_embedding_text_prefixes_title_and_heading_path() -> None:
     assert (
         embedding_text(_chunk(("Title", "Part")), "Title")
         == "Title › Part\n\nBids are due by 12:30."
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "title"),
+    [
+        (("3 Dispatch", "3.1 Bids"), "SO_OP_3705 Dispatch"),
+        ((), "Title"),
+        (("Title", "Part"), "Title"),
+        ((), ""),
+    ],
+)
+def test_stored_embedding_text_rebuilds_what_was_embedded_from_the_payload(
+    path: tuple[str, ...], title: str
+) -> None:
+    chunk = _chunk(path)
+    payload = PointPayload.build(
+        heading_path=chunk.heading_path, doc_id="d", name="d.pdf", title=title, version="",
+        page_start=1, page_end=1, chunk_index=0,
+    )
+    stored = PointPayload.from_payload(payload.to_payload())
+    assert stored_embedding_text(chunk.text, stored) == embedding_text(chunk, title)
+
+
+def test_stored_embedding_text_of_a_known_payload() -> None:
+    payload = PointPayload(
+        doc_id="d", name="d.pdf", title="SO_OP_3705 Dispatch", version="", page_start=4,
+        page_end=4, section="3 Dispatch › 3.1 Bids",
+    )
+    assert stored_embedding_text("Bids are due by 12:30.", payload) == (
+        "SO_OP_3705 Dispatch › 3 Dispatch › 3.1 Bids\n\nBids are due by 12:30."
     )
 
 
