@@ -16,7 +16,18 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
     "kb_shared": ("dagster", "dagster_webserver", "mcp", "kb_assets", "kb_mcp"),
     "kb_mcp": ("kb_assets", "dagster"),
+    "benchmarks": ("tests",),
 }
+
+#: Module-level rules inside kb_shared (issue 10): a backend never borrows from a sibling
+#: backend, and provider interfaces do not depend on store modules. (importer glob, prefix)
+SIBLING_RULES = (
+    ("kb_shared/providers/cloud_*.py", "kb_shared.providers.local_"),
+    ("kb_shared/providers/local_*.py", "kb_shared.providers.cloud_"),
+    ("kb_shared/providers/base.py", "kb_shared.stores"),
+    ("kb_shared/stores/graph_*.py", "kb_shared.stores.catalog"),
+    ("kb_shared/stores/vectors_*.py", "kb_shared.stores.catalog"),
+)
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -44,6 +55,17 @@ def _violations(package: str) -> list[str]:
 def test_no_forbidden_import_statements(package: str) -> None:
     assert (ROOT / package).is_dir()
     assert _violations(package) == []
+
+
+def test_backends_do_not_import_their_siblings() -> None:
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for pattern, prefix in SIBLING_RULES
+        for path in sorted(ROOT.glob(pattern))
+        for line, module in _imports(path)
+        if module.startswith(prefix)
+    ]
+    assert bad == []
 
 
 def test_the_static_check_catches_a_violation(tmp_path: Path) -> None:
