@@ -9,21 +9,26 @@ the message prefixed ``"Error executing tool <name>: "``; any other exception be
 errors that have a remedy (a store that is down, an index built by another model, an unknown
 document) keep their message and gain the next step, and a genuine bug is logged here with its
 traceback while the model gets a short, actionable line. The server process never stops.
+``reported(name)`` applies it to a whole tool function at registration.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kb_shared.errors import (
     DocumentNotFoundError,
     EmbeddingMismatchError,
+    EmptyCorpusError,
     KbError,
     ProviderError,
+    QueryError,
     StoreError,
     StoreUnavailableError,
 )
@@ -36,13 +41,28 @@ ADD_DOCUMENTS_HINT = (
     "see what is indexed."
 )
 
+#: Message of every search over a corpus that has no vector index (or an empty one) yet.
+EMPTY_CORPUS = (
+    "The corpus is empty: no document has been indexed yet, so there is nothing to search. "
+    + ADD_DOCUMENTS_HINT
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 class ToolProblem(KbError):
-    """A failure the caller can fix or act on (bad argument, unknown document, empty corpus).
+    """A failure the caller can fix or act on (bad argument, unknown document, a document that
+    is not ready).
 
     The message is shown to the model as is (after the SDK's ``Error executing tool`` prefix),
     so it must name the problem and the next step.
     """
+
+
+def _provider_label(exc: ProviderError) -> str:
+    """``"embedding model"``, ``"rerank model"``, …; ``"model"`` for an unnamed role."""
+    return "model" if exc.role == ProviderError.role else f"{exc.role} model"
 
 
 @contextmanager
@@ -59,8 +79,10 @@ def tool_errors(tool: str) -> Iterator[None]:
         yield
     except ToolError:
         raise
-    except ToolProblem as exc:
+    except (ToolProblem, QueryError) as exc:
         raise ToolError(str(exc)) from exc
+    except EmptyCorpusError as exc:
+        raise ToolError(EMPTY_CORPUS) from exc
     except DocumentNotFoundError as exc:
         raise ToolError(f"{exc}. Call list_documents for the names and ids it accepts.") from exc
     except EmbeddingMismatchError as exc:
@@ -80,9 +102,10 @@ def tool_errors(tool: str) -> Iterator[None]:
         log.warning("%s: a store refused the request: %s", tool, exc)
         raise ToolError(f"A store refused the request: {exc}") from exc
     except ProviderError as exc:
-        log.warning("%s: the embedding provider failed: %s", tool, exc)
+        label = _provider_label(exc)
+        log.warning("%s: the %s failed: %s", tool, label, exc)
         raise ToolError(
-            f"The embedding model failed ({exc}). Retry in a moment; if it keeps failing the "
+            f"The {label} failed ({exc}). Retry in a moment; if it keeps failing the "
             "operator must fix the provider settings."
         ) from exc
     except Exception as exc:
@@ -91,3 +114,21 @@ def tool_errors(tool: str) -> Iterator[None]:
             f"{tool} failed unexpectedly ({type(exc).__name__}); the details are in the server "
             "log. Retry once; if it fails again, report it to the operator."
         ) from exc
+
+
+def reported(tool: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorator: run the function inside ``tool_errors(tool)``.
+
+    The wrapper keeps the function's name, signature and annotations (``functools.wraps``),
+    which the SDK reads to build the tool's input schema and to inject the ``Context``.
+    """
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            with tool_errors(tool):
+                return fn(*args, **kwargs)
+
+        return run
+
+    return decorate

@@ -8,11 +8,16 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
   kb keeps no per-session state: its tools only read, and it sends no server-to-client
   requests, progress or subscriptions, so every POST is answered on its own with one JSON body.
   That needs no session affinity behind a load balancer and survives restarts.
-* **Files.** ``GET /files/{blob key}`` serves stored PDFs (``pdfs/…``) and figure PNGs
-  (``figures/…``) read-only, so every citation link resolves. Keys go through
-  ``kb_shared.stores.blobs.check_key`` (no ``..``, absolute paths, backslashes or control
-  characters, after percent-decoding) and must start with one of ``SERVED_PREFIXES``;
-  anything else is a 404, the same answer as a missing file, so nothing is learnt by probing.
+* **POST only.** Stateless means no server-to-client stream either, so ``/mcp`` answers every
+  other method at once with 405 and ``Allow: POST`` (``PostOnlyMiddleware``); the SDK would
+  otherwise hold a ``GET`` open as an idle SSE stream with keep-alive pings (issue 10, defect
+  5). MCP spec 2025-06-18, "Listening for Messages from the Server": a server that offers no
+  stream MUST answer GET with 405.
+* **Files.** ``GET /files/{blob key}`` serves stored PDFs and figure PNGs read-only, so every
+  citation link resolves. Keys go through ``kb_shared.stores.blobs.check_key`` (no ``..``,
+  absolute paths, backslashes or control characters, after percent-decoding) and must be ones
+  ``kb_shared.layout.is_served`` accepts; anything else is a 404, the same answer as a
+  missing file, so nothing is learnt by probing.
 * **Exposure.** Binding a non-loopback address needs bearer tokens (``KB_MCP_TOKENS``) or an
   explicit ``--public``; tokens, when set, are required on ``/mcp`` and ``/files`` whatever
   the address, except that a ``/files`` link the server itself handed out carries an HMAC
@@ -42,11 +47,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kb_mcp.errors import ToolProblem
-from kb_mcp.render import SIGNATURE_PARAM, file_signature, signing_key
+from kb_mcp.images import PNG_SIGNATURE
+from kb_mcp.links import SIGNATURE_PARAM, bracket_host, file_signature, signing_key
 from kb_mcp.server import build_server
 from kb_mcp.state import ServerState, StateHolder
-from kb_shared.errors import KbError
+from kb_shared import layout
+from kb_shared.errors import EmptyCorpusError, KbError
 from kb_shared.providers.base import Embedder
 from kb_shared.settings import Settings
 from kb_shared.stores.blobs import check_key
@@ -57,15 +63,14 @@ MCP_PATH = "/mcp"
 FILES_PATH = "/files"
 HEALTH_PATH = "/healthz"
 
-#: Blob folders ``/files`` serves: the PDFs citations link to and the figure crops. Markdown,
-#: chunk tables and asset outputs stay private.
-SERVED_PREFIXES = ("pdfs/", "figures/")
-
 #: Content types by file signature, for keys without a telling extension (PDF 1.7, ISO
-#: 32000-1 section 7.5.2 "%PDF-"; PNG specification section 5.2).
-_SIGNATURES = ((b"%PDF-", "application/pdf"), (b"\x89PNG\r\n\x1a\n", "image/png"))
+#: 32000-1 section 7.5.2 "%PDF-"; ``kb_mcp.images.PNG_SIGNATURE``).
+_SIGNATURES = ((b"%PDF-", "application/pdf"), (PNG_SIGNATURE, "image/png"))
 
 _LOOPBACK_NAMES = ("localhost",)
+
+#: JSON-RPC 2.0 error code of a request the server will not process (JSON-RPC 2.0 spec, 5.1).
+INVALID_REQUEST = -32600
 
 
 class ExposureError(KbError):
@@ -99,13 +104,9 @@ def exposure_problem(host: str, tokens: Sequence[str], public: bool) -> str | No
     )
 
 
-def _bracket(host: str) -> str:
-    try:
-        if ipaddress.ip_address(host.strip("[]")).version == 6:
-            return f"[{host.strip('[]')}]"
-    except ValueError:
-        pass
-    return host
+def _is_mcp_path(path: str) -> bool:
+    """``/mcp`` or anything below it."""
+    return path == MCP_PATH or path.startswith(MCP_PATH + "/")
 
 
 def allowed_hosts(settings: Settings) -> list[str]:
@@ -118,7 +119,7 @@ def allowed_hosts(settings: Settings) -> list[str]:
     hosts = ["127.0.0.1", "localhost", "[::1]"]
     bound = settings.mcp_host
     if bound not in ("0.0.0.0", "::", ""):
-        hosts.append(_bracket(bound))
+        hosts.append(bracket_host(bound))
     if settings.public_url:
         netloc = urlsplit(settings.public_url).netloc.rsplit("@", 1)[-1]
         if netloc:
@@ -158,7 +159,7 @@ class AccessMiddleware:
     ``/files``. Tokens and signatures are compared in constant time (``hmac.compare_digest``).
 
     A ``/files`` request may show, instead of the token, the ``?sig=`` signature of its own
-    blob key that citation links carry (``kb_mcp.render.Links``), so a person can open a
+    blob key that citation links carry (``kb_mcp.links.Links``), so a person can open a
     cited PDF or figure in a browser; the signature opens no other file.
     """
 
@@ -187,9 +188,7 @@ class AccessMiddleware:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        protected = path == MCP_PATH or path.startswith(MCP_PATH + "/") or path.startswith(
-            FILES_PATH + "/"
-        )
+        protected = _is_mcp_path(path) or path.startswith(FILES_PATH + "/")
         headers = Headers(scope=scope)
         if (
             protected
@@ -210,6 +209,35 @@ class AccessMiddleware:
         await self.app(scope, receive, send)
 
 
+class PostOnlyMiddleware:
+    """Answers every request to ``/mcp`` that is not a POST at once: 405, ``Allow: POST`` and a
+    JSON-RPC error body (module docstring, "POST only"). Other paths pass through."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") == "POST" or not _is_mcp_path(
+            scope.get("path", "")
+        ):
+            await self.app(scope, receive, send)
+            return
+        method = scope.get("method", "")
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": INVALID_REQUEST,
+                "message": (
+                    f"{method} is not served: kb's MCP endpoint is stateless and answers POST "
+                    "only."
+                ),
+            },
+        }
+        response = JSONResponse(body, status_code=405, headers={"Allow": "POST"})
+        await response(scope, receive, send)
+
+
 def media_type(key: str, head: bytes) -> str:
     """Content type of a blob: from its extension, else its signature, else octet-stream."""
     guessed, _ = mimetypes.guess_type(PurePosixPath(key).name)
@@ -222,12 +250,14 @@ def media_type(key: str, head: bytes) -> str:
 
 
 def servable_key(key: str) -> str | None:
-    """``key`` when ``/files`` may serve it (safe key under ``SERVED_PREFIXES``), else ``None``."""
+    """``key`` when ``/files`` may serve it (a safe key, ``check_key``, that
+    ``kb_shared.layout.is_served``: PDFs and figure renders; Markdown, chunk tables and step
+    outputs stay private), else ``None``."""
     try:
         check_key(key)
     except ValueError:
         return None
-    return key if key.startswith(SERVED_PREFIXES) else None
+    return key if layout.is_served(key) else None
 
 
 def _health(state: ServerState) -> dict[str, Any]:
@@ -241,7 +271,7 @@ def _health(state: ServerState) -> dict[str, Any]:
     }
     try:
         body["points"] = state.vectors().count()
-    except ToolProblem:  # no index yet: an empty corpus is healthy
+    except EmptyCorpusError:  # no index yet: an empty corpus is healthy
         body["points"] = 0
     return body
 
@@ -316,5 +346,7 @@ def build_app(
         transport_security=transport_security(settings),
         host=settings.mcp_host,
     )
+    # the last added runs first: tokens and Host checks, then the method guard, then the SDK
+    app.add_middleware(PostOnlyMiddleware)
     app.add_middleware(AccessMiddleware, tokens=settings.token_list, hosts=allowed_hosts(settings))
     return app

@@ -1,14 +1,15 @@
-"""What the server holds open for its whole life: the stores (read side) and the models.
+"""What the server holds open for its whole life: read-only views of the stores, and the models.
 
 ``open_state(settings)`` opens them through ``kb_shared`` only (the factories decide which
 backend is live); the MCP lifespan calls it once and ``ServerState.close`` releases everything
 in ``finally``. Constructors of the kb stores do no I/O, so a store that is down does not stop
 the server from starting: the first tool that needs it returns an ``isError`` result instead.
 
-Read-only by construction: the catalog is opened on ``settings.resolved_reader_database_url``
-(on Postgres the ``kb_reader`` role, which may only SELECT, see ``sql/003_reader_role.sql``)
-without creating its schema, the SQL graph shares that engine, and the vector index is opened
-with ``create=False``.
+Read-only by construction and by type: the catalog is opened on
+``settings.resolved_reader_database_url`` (on Postgres the ``kb_reader`` role, which may only
+SELECT, see ``sql/003_reader_role.sql``) without creating its schema, the SQL graph shares that
+engine, the vector index is opened with ``create=False``, and ``ServerState`` holds them as the
+reader Protocols of ``kb_shared.stores.readers`` (no write method is reachable through it).
 """
 
 from __future__ import annotations
@@ -18,23 +19,35 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kb_mcp.errors import ADD_DOCUMENTS_HINT, ToolProblem
+from kb_mcp.errors import ToolProblem
+from kb_shared.errors import EmptyCorpusError
 from kb_shared.providers import factory as providers
-from kb_shared.providers.base import Embedder, Reranker
+from kb_shared.providers.base import Embedder, FusionOrderReranker, Provider, Reranker
 from kb_shared.settings import Settings
 from kb_shared.stores import factory as stores
 from kb_shared.stores.blobs import BlobStore
-from kb_shared.stores.catalog import Catalog
-from kb_shared.stores.graph import GraphStore
-from kb_shared.stores.vectors import VectorIndex
+from kb_shared.stores.readers import CatalogReader, GraphReader, VectorReader
 
 log = logging.getLogger(__name__)
 
-#: Message of every search over a corpus that has no vector index (or an empty one) yet.
-EMPTY_CORPUS = (
-    "The corpus is empty: no document has been indexed yet, so there is nothing to search. "
-    + ADD_DOCUMENTS_HINT
-)
+
+def open_vector_reader(settings: Settings, embedder: Embedder) -> VectorReader:
+    """Open the vector index read-only for ``embedder``'s model and dimension.
+
+    Raises:
+        EmptyCorpusError: no index exists yet (nothing was ever embedded).
+        EmbeddingMismatchError: the index was built with another model or dimension.
+        StoreUnavailableError: the index cannot be reached.
+    """
+    index = stores.open_vector_index(settings)
+    try:
+        if index.describe() is None:
+            raise EmptyCorpusError("no vector index exists yet")
+        index.open(embedder.model, embedder.dimension, create=False)
+    except BaseException:
+        index.close()
+        raise
+    return index
 
 
 @dataclass
@@ -47,56 +60,52 @@ class ServerState:
         blobs: stored PDFs and figure PNGs.
         graph: entities and relationships.
         embedder: the live embedding model (queries use its query-side convention).
-        reranker: the rerank provider, or ``None`` offline (fusion order stands).
-        open_index: builds an unopened ``VectorIndex`` (``stores.open_vector_index``).
+        reranker: the rerank provider (``FusionOrderReranker`` offline: fusion order stands).
+        open_index: opens the vector index read-only (``open_vector_reader``).
+        owned: the providers this state created and so closes (not injected ones).
     """
 
     settings: Settings
-    catalog: Catalog
+    catalog: CatalogReader
     blobs: BlobStore
-    graph: GraphStore
+    graph: GraphReader
     embedder: Embedder
-    reranker: Reranker | None
-    open_index: Callable[[], VectorIndex]
-    _index: VectorIndex | None = field(default=None, repr=False)
+    reranker: Reranker
+    open_index: Callable[[], VectorReader]
+    owned: tuple[Provider, ...] = ()
+    _index: VectorReader | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def vectors(self) -> VectorIndex:
+    def vectors(self) -> VectorReader:
         """The vector index, opened for the live embedder's model and dimension.
 
         Opened on first use and kept; while no index exists yet the check is repeated on
         every call, so documents built after the server started are found without a restart.
 
         Raises:
-            ToolProblem: no index exists yet (the corpus is empty).
+            EmptyCorpusError: no index exists yet.
             EmbeddingMismatchError: the index was built with another model or dimension.
             StoreUnavailableError: the index cannot be reached.
         """
         with self._lock:
-            if self._index is not None:
-                return self._index
-            index = self.open_index()
-            try:
-                if index.describe() is None:
-                    raise ToolProblem(EMPTY_CORPUS)
-                index.open(self.embedder.model, self.embedder.dimension, create=False)
-            except BaseException:
-                index.close()
-                raise
-            self._index = index
-            return index
+            if self._index is None:
+                self._index = self.open_index()
+            return self._index
+
+    def warm(self) -> None:
+        """Load the embedding model's weights now, so the first query does not pay for it."""
+        self.embedder.warm()
 
     def close(self) -> None:
-        """Close the vector index, the graph store and the catalog engine (safe twice)."""
+        """Close the vector index, the graph store, the catalog and the providers this state
+        created (safe twice; a failure to close one is logged and the rest still close)."""
         with self._lock:
             index, self._index = self._index, None
-        for closer in (
-            index.close if index is not None else None,
-            self.graph.close,
-            self.catalog.engine.dispose,
-        ):
-            if closer is None:
-                continue
+        closers: list[Callable[[], None]] = [self.graph.close, self.catalog.close]
+        if index is not None:
+            closers.insert(0, index.close)
+        closers += [provider.close for provider in self.owned]
+        for closer in closers:
             try:
                 closer()
             except Exception:  # closing must not hide the error that ended the server
@@ -117,21 +126,33 @@ def open_state(
         embedder: an embedder to use instead of ``providers.embedder(settings)`` (tests share
             one loaded model between servers; it must be the model the index was built with).
         reranker: a reranker to use instead of ``providers.reranker(settings)``.
-        use_reranker: ``False`` forces fusion order even when a rerank key is set.
+        use_reranker: ``False`` forces fusion order (``FusionOrderReranker``) even when a
+            rerank key is set.
 
     Raises:
         ProviderError: a provider is forced to ``cloud`` without its key.
     """
     catalog = stores.open_catalog(settings, reader=True)
     graph = stores.open_graph_store(settings, engine=catalog.engine)
+    owned: list[Provider] = []
+    if embedder is None:
+        embedder = providers.embedder(settings)
+        owned.append(embedder)
+    if not use_reranker:
+        reranker = FusionOrderReranker()
+    elif reranker is None:
+        reranker = providers.reranker(settings)
+        owned.append(reranker)
+    live = embedder
     return ServerState(
         settings=settings,
         catalog=catalog,
         blobs=stores.open_blob_store(settings),
         graph=graph,
-        embedder=embedder if embedder is not None else providers.embedder(settings),
-        reranker=(reranker or providers.reranker(settings)) if use_reranker else None,
-        open_index=lambda: stores.open_vector_index(settings),
+        embedder=live,
+        reranker=reranker,
+        open_index=lambda: open_vector_reader(settings, live),
+        owned=tuple(owned),
     )
 
 

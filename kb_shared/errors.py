@@ -110,3 +110,37 @@ class DuplicateRequestError(RequestRefusedError):
 
 class RequestNotFoundError(KbError, LookupError):
     """A request id the queue does not hold."""
+
+
+class QueryError(KbError, ValueError):
+    """A search query that cannot be run as given (empty, or longer than
+    ``Settings.max_query_chars``); the message says what to send instead."""
+
+
+class EmptyCorpusError(KbError):
+    """A search over a corpus with nothing indexed: no vector index exists yet, or it holds no
+    points. The caller decides how to tell the user to add documents."""
+
+
+class NotionSyncError(KbError):
+    """The Notion compliance-tracker sync could not read the tracker: a setting is missing,
+    the token or id is refused, or Notion kept failing after the retries. Nothing was written;
+    the message names the setting or the HTTP status and what to do."""
+
+
+class NotionSchemaError(NotionSyncError):
+    """The tracker's properties no longer match the schema kb maps (a property renamed,
+    removed or given another type, or a value kb cannot store). The message names each
+    property and page concerned; nothing was written."""
+
+
+class SyncRefusedError(KbError):
+    """A full-snapshot sync that would empty the table or delete more than half of it; the
+    previous snapshot is kept. ``read``, ``stored`` and ``would_delete`` carry the counts the
+    message gives; re-run with ``force=True`` to apply it anyway."""
+
+    def __init__(self, message: str, *, read: int, stored: int, would_delete: int) -> None:
+        super().__init__(message)
+        self.read = read
+        self.stored = stored
+        self.would_delete = would_delete

@@ -1,6 +1,7 @@
-"""A small corpus written straight into the stores through the kb_shared APIs (the same
-payload keys the embeddings and figures assets write), and a deterministic embedder for fast
-tool tests.
+"""A small corpus written straight into the stores through the kb_shared APIs (typed
+``PointPayload``s, ``layout`` blob keys and ``identity`` ids, as the embeddings and figures
+assets write them); the deterministic embedder the tool
+tests use is ``tests.fakes.HashingEmbedder``, imported here for them.
 
 Documents:
 
@@ -20,49 +21,20 @@ a chunk that is not in the index); Scheduled generator —MUST_CONFORM_TO→ Dis
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pymupdf
 
-from kb_shared import citations
-from kb_shared.identity import doc_id, figure_id, sha256_bytes
+from kb_shared import layout
+from kb_shared.citations import FigurePayload, PointPayload
+from kb_shared.identity import chunk_id, doc_id, figure_id, sha256_bytes
 from kb_shared.providers.base import Embedder
 from kb_shared.settings import Settings
-from kb_shared.sparse import tokenize
 from kb_shared.stores import factory
 from kb_shared.graph_model import Entity, Relationship, entity_key
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TABLE, KIND_TEXT, Point
-
-
-class HashingEmbedder(Embedder):
-    """Deterministic bag-of-words embedder: each sparse term adds ±1 to one of ``dimension``
-    buckets chosen by SHA-256, then the vector is L2-normalised. Texts sharing words get a
-    high cosine, texts sharing none ~0 — enough to test ranking and thresholds offline."""
-
-    def __init__(self, dimension: int = 64, model: str = "test-hashing") -> None:
-        self.dimension = dimension
-        self.model = f"{model}-{dimension}"
-
-    def _vector(self, text: str) -> np.ndarray:
-        vector = np.zeros(self.dimension, dtype=np.float32)
-        for term in tokenize(text):
-            digest = hashlib.sha256(term.encode("utf-8")).digest()
-            bucket = int.from_bytes(digest[:4], "big") % self.dimension
-            vector[bucket] += 1.0 if digest[4] % 2 else -1.0
-        if not vector.any():
-            vector[0] = 1.0
-        return vector / np.linalg.norm(vector)
-
-    def embed_documents(self, texts: Sequence[str], titles: Sequence[str] | None = None) -> np.ndarray:
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
-
+from tests.fakes import HashingEmbedder  # noqa: F401 - the MCP tests import it from here
 
 RETAIL = "Retail Rules.pdf"
 DISPATCH = "Dispatch Procedure.pdf"
@@ -124,23 +96,16 @@ def tiny_png(width: int = 40, height: int = 30) -> bytes:
     return pixmap.tobytes("png")
 
 
-def pdf_key(document: str) -> str:
-    return f"pdfs/{document}"
-
-
-def figure_keys(document: str, number: int) -> dict[str, str]:
-    base = f"figures/{document}/figure-{number}"
-    return {citations.FIGURE_KEY: f"{base}.png", citations.FIGURE_INLINE_KEY: f"{base}.inline.png"}
-
-
 def payload(document: str, pages: tuple[int | None, int | None], heading: tuple[str, ...] = (),
-            index: int | None = None, extra: dict | None = None) -> dict:
+            index: int | None = None, figure: FigurePayload | None = None) -> dict:
+    """The stored payload of a chunk (``index``) or a figure (``figure``) of ``document``."""
     name, title, version, _ = META[document]
-    return citations.citation_payload(
-        doc_id=document, name=name, title=title, version=version, page_start=pages[0],
-        page_end=pages[1], heading_path=heading, chunk_index=index, pdf_key=pdf_key(document),
-        markdown_key=f"markdown/{document}.md", extra=extra,
-    )
+    return PointPayload.build(
+        heading_path=heading, doc_id=document, name=name, title=title, version=version,
+        page_start=pages[0], page_end=pages[1], chunk_index=index,
+        pdf_key=layout.pdf_key(document), markdown_key=layout.markdown_key(document),
+        figure=figure,
+    ).to_payload()
 
 
 def write_corpus(settings: Settings, embedder: Embedder, *, graph: bool = True) -> None:
@@ -154,7 +119,7 @@ def write_corpus(settings: Settings, embedder: Embedder, *, graph: bool = True) 
     texts = [f"{META[c.document][1]} › {' › '.join(c.heading)}\n\n{c.text}" for c in CHUNKS]
     for spec, text, vector in zip(CHUNKS, texts, embedder.embed_documents(texts), strict=True):
         points.append(Point(
-            id=f"{spec.document}-{spec.index}", document=spec.document, kind=spec.kind,
+            id=chunk_id(spec.document, spec.index), document=spec.document, kind=spec.kind,
             text=spec.text, dense=vector,
             payload=payload(spec.document, spec.pages, spec.heading, spec.index),
             sparse_text=text,
@@ -165,24 +130,25 @@ def write_corpus(settings: Settings, embedder: Embedder, *, graph: bool = True) 
     ]
     figure_vectors = embedder.embed_documents(figure_texts)
     for number, (text, vector, page) in enumerate(zip(figure_texts, figure_vectors, (3, None), strict=True), 1):
-        keys = figure_keys(RETAIL_ID, number)
+        keys = layout.figure_keys(RETAIL_ID, number)
+        figure = FigurePayload(
+            number=number, caption=text.split(": ", 1)[1], stored_key=keys.stored,
+            inline_key=keys.inline,
+        )
         points.append(Point(
             id=figure_id(RETAIL_ID, number), document=RETAIL_ID, kind=KIND_FIGURE, text=text,
-            dense=vector,
-            payload=payload(RETAIL_ID, (page, page), extra={
-                **keys, "figure_number": number, "caption": text.split(": ", 1)[1],
-            }),
+            dense=vector, payload=payload(RETAIL_ID, (page, page), figure=figure),
         ))
         if page is not None:  # figure 2 has no stored PNG: it must keep its links, no image
-            blobs.put(keys[citations.FIGURE_KEY], tiny_png(80, 60))
-            blobs.put(keys[citations.FIGURE_INLINE_KEY], tiny_png(40, 30))
+            blobs.put(keys.stored, tiny_png(80, 60))
+            blobs.put(keys.inline, tiny_png(40, 30))
     index.upsert(points)
     index.close()
 
     for document, (name, title, version, pages) in META.items():
         data = tiny_pdf(pages, title)
-        catalog.add_pending(name, document, sha256_bytes(data), len(data), pdf_key(document))
-        blobs.put(pdf_key(document), data)
+        catalog.add_pending(name, document, sha256_bytes(data), len(data), layout.pdf_key(document))
+        blobs.put(layout.pdf_key(document), data)
         chunk_count = sum(1 for c in CHUNKS if c.document == document)
         figure_count = 2 if document == RETAIL_ID else 0
         catalog.mark_ready(
@@ -191,7 +157,9 @@ def write_corpus(settings: Settings, embedder: Embedder, *, graph: bool = True) 
         )
     for name, reason in (("Queued.pdf", None), ("Broken.pdf", "markdown: the PDF is encrypted")):
         data = tiny_pdf(1, name)
-        catalog.add_pending(name, doc_id(name), sha256_bytes(data), len(data), pdf_key(doc_id(name)))
+        catalog.add_pending(
+            name, doc_id(name), sha256_bytes(data), len(data), layout.pdf_key(doc_id(name))
+        )
         if reason:
             catalog.mark_failed(doc_id(name), reason)
 
@@ -200,7 +168,7 @@ def write_corpus(settings: Settings, embedder: Embedder, *, graph: bool = True) 
         store.ensure_schema(embedder.dimension)
         write_graph(store, embedder)
         store.close()
-    catalog.engine.dispose()
+    catalog.close()
 
 
 GRAPH_EDGES = {
@@ -225,7 +193,7 @@ def write_graph(store, embedder: Embedder) -> None:
                     for n, v in zip(names, vectors, strict=True)]
         relationships = [
             Relationship(source=entity_key(s), target=entity_key(t), type=kind, description=d,
-                         source_doc=document, chunk_id=f"{document}-{chunk}")
+                         source_doc=document, chunk_id=chunk_id(document, chunk))
             for s, kind, t, d, chunk in edges
         ]
         store.replace_document(document, entities, relationships)

@@ -17,9 +17,10 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from kb_shared.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
+from benchmarks.mcp_server import KB_MCP, server_env
+from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
 from tests.conftest import REPO_ROOT, corpus_dir, require_services
-from tests.mcp.pipeline import KB_MCP, build_corpus, running_server, server_env
+from tests.mcp.pipeline import build_corpus, running_server
 
 pytestmark = [pytest.mark.slow]
 

@@ -24,7 +24,7 @@ from kb_mcp.http import (
     media_type,
     servable_key,
 )
-from kb_mcp.render import Links, base_url, file_signature, links_for, signing_key
+from kb_mcp.links import Links, base_url, file_signature, links_for, signing_key
 from kb_shared.settings import Settings
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
 

@@ -1,6 +1,6 @@
 """Retrieval quality on ``../shared/corpus/eval/regulatory/questions.jsonl`` over a corpus the
 real pipeline builds from its 9 evidence PDFs (once per module; it takes minutes), with the
-offline embedding model. Hit rule and metrics: ``tests/mcp/evaluation.py``.
+offline embedding model. Hit rule and metrics: ``kb_shared.evaluation``.
 
 Set ``KB_TEST_EVAL_HOME`` to a KB_HOME where those 9 PDFs are already built to skip the build
 (the directory is only read).
@@ -22,7 +22,7 @@ top 10:
   FinanceBench Recall@5 0.471 instead of 0.588. (An index re-embedded in place scored 0.400 /
   0.867 / 0.900 / 0.578 before the FTS5 table stored its terms: BM25 statistics drifted; see
   vectors_sqlite.)
-* confidence (``kb_mcp.search.NOTHING_FOUND_SIMILARITY`` / ``MIN_TERM_COVERAGE``): best
+* confidence (``kb_shared.retrieval.NOTHING_FOUND_SIMILARITY`` / ``MIN_TERM_COVERAGE``): best
   cosine of the eval questions 0.456-0.860; of ``OFF_TOPIC`` 0.104-0.325 with term coverage
   at most 0.667; ``SHORT_ON_TOPIC`` from 0.253 (full coverage); section-heading queries
   0.234-0.92, all at full coverage. The 2 ``absent`` questions (0.615 and 0.484, coverage
@@ -46,12 +46,13 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from kb_mcp import search
+from kb_mcp.graph_search import search_graph
 from kb_mcp.state import ServerState, open_state
+from kb_shared.evaluation import Question, Retrieved, hit_rank, load_questions, score
+from kb_shared.retrieval import search_docs
 from kb_shared.settings import Settings
-from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, StoredPoint, VectorIndex
+from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, VectorIndex
 from tests.conftest import corpus_dir
-from tests.mcp.evaluation import Question, Retrieved, hit_rank, load_questions, score
 from tests.mcp.pipeline import running_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.corpus]
@@ -119,12 +120,6 @@ SHORT_ON_TOPIC = (
 HEADING_STRIDE = 7
 
 
-def retrieved(point: StoredPoint) -> Retrieved:
-    """A stored point as the hit rule sees it (file name, page span, text)."""
-    payload = point.payload
-    return Retrieved(payload.get("name", ""), payload.get("page_start"), payload.get("page_end"), point.text)
-
-
 def heading_queries(index: VectorIndex) -> list[str]:
     """Distinct innermost section headings of 2-8 words (text and table chunks), every
     ``HEADING_STRIDE``-th in chunk-id order, with section numbers stripped."""
@@ -173,8 +168,8 @@ def ranks_of(state: ServerState, questions: list[Question]) -> dict[str, int | N
     for question in questions:
         if not question.evidence:
             continue
-        answer = search.search_docs(index, state.embedder, question.question, top_k=10)
-        ranks[question.id] = hit_rank(question, [retrieved(f.point) for f in answer.results])
+        answer = search_docs(index, state.embedder, question.question, top_k=10)
+        ranks[question.id] = hit_rank(question, [Retrieved.from_point(f.point) for f in answer.results])
     return ranks
 
 
@@ -203,12 +198,12 @@ def test_answers_are_confident_on_topic_and_low_confidence_off_topic(
     )
     flagged = [
         text for text in on_topic
-        if search.search_docs(index, state.embedder, text, top_k=10).low_confidence
+        if search_docs(index, state.embedder, text, top_k=10).low_confidence
     ]
     assert flagged == []
     missed = [
         text for text in OFF_TOPIC
-        if not search.search_docs(index, state.embedder, text, top_k=10).low_confidence
+        if not search_docs(index, state.embedder, text, top_k=10).low_confidence
     ]
     assert missed == []
 
@@ -219,7 +214,7 @@ def test_graph_seeds_every_eval_question_and_refuses_most_off_topic_queries(
     index = state.vectors()
 
     def seeded(text: str) -> bool:
-        return bool(search.search_graph(state.graph, index, state.embedder, text).seeds)
+        return bool(search_graph(state.graph, index, state.embedder, text).seeds)
 
     assert [q.id for q in questions if q.evidence and not seeded(q.question)] == []
     refused = sum(1 for text in OFF_TOPIC if not seeded(text))
@@ -233,7 +228,7 @@ async def test_search_docs_over_http_matches_in_process_and_reports_latency(
 ) -> None:
     index = state.vectors()
     expected = {
-        q.id: [f.point.id for f in search.search_docs(index, state.embedder, q.question, top_k=8).results]
+        q.id: [f.point.id for f in search_docs(index, state.embedder, q.question, top_k=8).results]
         for q in questions
     }
     seconds: list[float] = []

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kb_mcp import render, search
-from kb_mcp.errors import ToolProblem
-from kb_shared import citations
-from kb_shared.citations import Citation
+from kb_mcp import graph_search, images, render
+from kb_mcp.links import Links
+from kb_shared import citations, retrieval
+from kb_shared.errors import QueryError
+from kb_shared.retrieval import Passage
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.graph_model import Relationship
 from kb_shared.stores.graph import EntityHit, GraphPath
@@ -19,11 +20,11 @@ from tests.mcp.corpus import tiny_png
 
 
 def test_check_query_strips_and_bounds() -> None:
-    assert search.check_query("  IN008-24 \n", 2000) == "IN008-24"
-    with pytest.raises(ToolProblem, match=r"^the query is 11 characters long; the limit is 10\."):
-        search.check_query("x" * 11, 10)
-    with pytest.raises(ToolProblem, match="^the query is empty"):
-        search.check_query(" \t", 10)
+    assert retrieval.check_query("  IN008-24 \n", 2000) == "IN008-24"
+    with pytest.raises(QueryError, match=r"^the query is 11 characters long; the limit is 10\."):
+        retrieval.check_query("x" * 11, 10)
+    with pytest.raises(QueryError, match="^the query is empty"):
+        retrieval.check_query(" \t", 10)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,7 @@ def test_check_query_strips_and_bounds() -> None:
     ],
 )
 def test_identifier_terms(query: str, terms: list[str]) -> None:
-    assert search.identifier_terms(query) == terms
+    assert retrieval.identifier_terms(query) == terms
 
 
 def _rel(source: str, target: str, kind: str, chunk: str) -> Relationship:
@@ -62,21 +63,21 @@ def test_rank_relationships_puts_hop_one_first_then_seed_similarity_and_dedupes(
         GraphPath(("b", "c"), (b_c,)),  # b_c again, at hop 1 from a weaker seed: hop wins
         GraphPath(("b", "a"), (a_b,)),
     ]
-    ranked = search.rank_relationships(seeds, paths, top_k=10)
+    ranked = graph_search.rank_relationships(seeds, paths, top_k=10)
     assert [(rel.type, hops, seed.key) for rel, hops, seed in ranked] == [
         ("R3", 1, "x"), ("R1", 1, "a"), ("R2", 1, "b"),
     ]
-    assert len(search.rank_relationships(seeds, paths, top_k=2)) == 2
+    assert len(graph_search.rank_relationships(seeds, paths, top_k=2)) == 2
 
 
-def _figure(number: int, inline: str | None, stored: str | None, page: int | None = 4) -> search.Found:
+def _figure(number: int, inline: str | None, stored: str | None, page: int | None = 4) -> Passage:
     payload = citations.citation_payload(
         doc_id="d.pdf", name="d.pdf", title="D", version="", page_start=page, page_end=page,
         pdf_key="pdfs/d.pdf",
         extra={citations.FIGURE_KEY: stored, citations.FIGURE_INLINE_KEY: inline, "figure_number": number},
     )
     point = StoredPoint(f"d.pdf#figure-{number}", "d.pdf", "figure", f"Figure {number}", payload)
-    return search.Found(number, point, Citation.from_payload(payload), 0.1)
+    return Passage.of(point, number, score=0.1)
 
 
 def test_figure_images_are_bounded_in_number_and_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,7 +89,7 @@ def test_figure_images_are_bounded_in_number_and_size(tmp_path: Path, monkeypatc
     blobs.put("f/big.png", large)
     blobs.put("f/fallback.png", small)
     blobs.put("f/not-a-png.inline.png", b"GIF89a....")
-    monkeypatch.setattr(render, "MAX_INLINE_IMAGE_BYTES", len(small))
+    monkeypatch.setattr(images, "MAX_INLINE_IMAGE_BYTES", len(small))
     results = [
         _figure(1, "f/big.inline.png", "f/big.png"),  # both copies over the budget: skipped
         _figure(2, "f/not-a-png.inline.png", None),  # not a PNG: skipped
@@ -96,16 +97,16 @@ def test_figure_images_are_bounded_in_number_and_size(tmp_path: Path, monkeypatc
         _figure(4, "f/missing.inline.png", None),  # missing: skipped
         *(_figure(n, f"f/{n}.inline.png", None) for n in range(5, 9)),
     ]
-    images = render.figure_images(blobs, results)
-    assert [found.number for found, _ in images] == [3, 5, 6, 7]  # at most 4
-    assert all(data == small for _, data in images)
-    blocks = render.image_blocks(images[:1])
+    loaded = images.figure_images(blobs, results)
+    assert [found.number for found, _ in loaded] == [3, 5, 6, 7]  # at most 4
+    assert all(data == small for _, data in loaded)
+    blocks = render.image_blocks(loaded[:1])
     assert blocks[0].text == "Image for result [3]: figure 3 of D, p. 4"
     assert blocks[1].type == "image" and blocks[1].mime_type == "image/png"
 
 
 def test_figure_line_leaves_out_the_page_when_unknown() -> None:
-    links = render.Links("http://h:1")
+    links = Links("http://h:1")
     assert render.figure_line(_figure(1, "f/1.inline.png", "f/1.png", page=7), links) == (
         "[Open figure](http://h:1/files/f/1.png) · [Source page 7](http://h:1/files/pdfs/d.pdf#page=7)"
     )

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from kb_mcp.search import NOTHING_FOUND_SIMILARITY
+from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY
 from kb_mcp.server import build_server
+from kb_shared.errors import EmbeddingError, RerankError
+from kb_shared.providers import factory as provider_factory
 from kb_shared.providers.base import Reranker
 from kb_shared.settings import Settings
+from kb_shared.stores import factory
 from tests.mcp.corpus import (
     NOTIFY_TEXT,
     TABLE_TEXT,
@@ -22,6 +25,7 @@ from tests.mcp.corpus import (
     corpus_settings,
     tiny_png,
     write_corpus,
+    write_graph,
 )
 
 pytestmark = pytest.mark.anyio
@@ -461,3 +465,89 @@ async def test_a_rerank_provider_orders_the_fused_candidates(corpus_home: Path) 
     assert [r["score"] for r in structured["results"]] == [1.0, 0.9]
     assert structured["reranked"] is True and structured["next_offset"] == 2
     assert text_of(reranked).startswith("Results 1–2 (reranked).")
+
+
+class FailingReranker(Reranker):
+    """A rerank provider whose every call fails, as Cohere does after its retries."""
+
+    name = "failing"
+
+    def rerank(self, query: str, texts, top_n: int) -> list[tuple[int, float]]:
+        raise RerankError("Cohere rerank answered 503 after 3 attempts")
+
+
+class FailingEmbedder(HashingEmbedder):
+    """The corpus's embedder (same model and dimension) whose query embedding fails."""
+
+    def embed_query(self, text: str):
+        raise EmbeddingError("the embedding API answered 429 after 3 attempts")
+
+
+async def test_a_failing_provider_is_named_by_its_role(corpus_home: Path) -> None:
+    reranking = build_server(
+        corpus_settings(corpus_home), embedder=HashingEmbedder(256), reranker=FailingReranker(),
+        warm=False,
+    )
+    rerank = await call(reranking, "search_docs", query="retailer notify distributor")
+    assert rerank.is_error is True
+    assert text_of(rerank) == PREFIX.format(tool="search_docs") + (
+        "The rerank model failed (Cohere rerank answered 503 after 3 attempts). Retry in a "
+        "moment; if it keeps failing the operator must fix the provider settings."
+    )
+    embedding = build_server(corpus_settings(corpus_home), embedder=FailingEmbedder(256), warm=False)
+    embed = await call(embedding, "search_graph", query="Retailer")
+    assert text_of(embed) == PREFIX.format(tool="search_graph") + (
+        "The embedding model failed (the embedding API answered 429 after 3 attempts). Retry "
+        "in a moment; if it keeps failing the operator must fix the provider settings."
+    )
+
+
+async def test_graph_vectors_of_another_dimension_say_to_rebuild_the_graph(tmp_path: Path) -> None:
+    embedder = HashingEmbedder(256)
+    settings = corpus_settings(tmp_path)
+    write_corpus(settings, embedder, graph=False)
+    catalog = factory.open_catalog(settings)
+    store = factory.open_graph_store(settings, engine=catalog.engine)
+    store.ensure_schema(32)
+    write_graph(store, HashingEmbedder(32))  # entity vectors of a 32-dimension model
+    store.close()
+    catalog.close()
+    server = build_server(settings, embedder=embedder, warm=False)
+    result = await call(server, "search_graph", query="Retailer")
+    assert result.is_error is True
+    text = text_of(result)
+    assert text.startswith(
+        PREFIX.format(tool="search_graph")
+        + "the knowledge graph's entity vectors do not match the live embedding model ("
+    )
+    assert text.endswith(
+        "); the operator must rebuild it with `kb rebuild graph --all`. Use search_docs meanwhile."
+    )
+
+
+class ClosingReranker(ReversingReranker):
+    """Counts ``close()`` calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+async def test_the_server_closes_the_providers_it_made_and_not_the_ones_it_was_given(
+    corpus_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    given = ClosingReranker()
+    server = build_server(
+        corpus_settings(corpus_home), embedder=HashingEmbedder(256), reranker=given, warm=False
+    )
+    await call(server, "echo", message="x")
+    assert given.closed == 0
+    made = ClosingReranker()
+    monkeypatch.setattr(provider_factory, "reranker", lambda settings: made)
+    server = build_server(corpus_settings(corpus_home), embedder=HashingEmbedder(256), warm=False)
+    result = await call(server, "search_docs", query="retailer notify distributor", top_k=2)
+    assert result.structured_content["reranked"] is True  # the factory's reranker was used
+    assert made.closed == 1

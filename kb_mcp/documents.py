@@ -1,0 +1,273 @@
+"""Documents as the tools see them: resolving the names a model passes, which documents may be
+served, the document list, and reading chunks by number.
+
+The serving rule (issue 10, defect 7): a document that is not ``ready`` is never served, by any
+tool. A failed re-build can leave a document's old chunks, figures and graph edges in the
+stores; ``served_documents`` reads the catalog once per request and says which doc_ids may be
+returned, and every search applies it (``search_scope`` for search_docs, ``ServedDocuments.only``
+for search_graph; read_doc refuses a document that is not ready).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kb_mcp.errors import ToolProblem
+from kb_shared.errors import EmptyCorpusError, IdentityError, SchemaMissingError
+from kb_shared.identity import chunk_id, normalize_name
+from kb_shared.retrieval import Passage
+from kb_shared.stores.catalog import DocumentRow
+from kb_shared.stores.readers import CatalogReader, VectorReader
+
+#: Most chunks read_doc returns per call (mcp-documentation README: ``max_chunks_per_read`` 5).
+MAX_READ_CHUNKS = 5
+
+#: Suggestions offered for an unknown document name.
+_SUGGESTIONS = 3
+
+READY = "ready"
+PENDING = "pending"
+FAILED = "failed"
+
+
+# ---------------------------------------------------------------------------------------------
+# Names
+# ---------------------------------------------------------------------------------------------
+
+
+def _unknown(catalog: CatalogReader, refs: Sequence[str], what: str) -> ToolProblem:
+    rows = catalog.list_documents()
+    known = {r.doc_id: r.doc_id for r in rows} | {normalize_name(r.name): r.doc_id for r in rows}
+    hints: list[str] = []
+    for ref in refs:
+        try:
+            key = normalize_name(ref)
+        except IdentityError:
+            continue
+        hints += [known[m] for m in difflib.get_close_matches(key, list(known), _SUGGESTIONS)]
+    names = ", ".join(repr(r) for r in refs)
+    message = (
+        f"unknown {what} {names}: give a file name or doc_id exactly as list_documents shows "
+        "them"
+    )
+    if hints:
+        message += "; did you mean " + ", ".join(repr(h) for h in dict.fromkeys(hints)) + "?"
+    elif not rows:
+        message += "; the catalog has no documents yet"
+    else:
+        message += "; call list_documents to see them"
+    return ToolProblem(message)
+
+
+def resolve_document(catalog: CatalogReader, ref: str) -> DocumentRow:
+    """The document a doc_id or file name means (``Catalog.resolve``: case, surrounding spaces
+    and a missing ``.pdf`` forgiven).
+
+    Raises:
+        ToolProblem: no such document; the message suggests close names.
+    """
+    row = catalog.resolve(ref)
+    if row is None:
+        raise _unknown(catalog, [ref], "document")
+    return row
+
+
+def not_ready(rows: Sequence[DocumentRow], action: str) -> ToolProblem:
+    """The error for asking to ``action`` ("read", "searched") documents that are pending or
+    failed: each with its status and failure reason, and where to see the ready ones."""
+    parts = [
+        f"{row.name!r} is {row.status}" + (f": {row.failure_reason}" if row.failure_reason else "")
+        for row in rows
+    ]
+    return ToolProblem(
+        f"document {'; '.join(parts)}. Only ready documents can be {action}; call "
+        "list_documents to see which are ready."
+    )
+
+
+def resolve_documents(catalog: CatalogReader, refs: Sequence[str] | None) -> list[str] | None:
+    """doc_ids for a ``documents`` filter (``None`` = no filter).
+
+    Raises:
+        ToolProblem: any name is unknown (all unknown names are listed), any named document
+            is pending or failed (``not_ready``), or the list is empty (an empty filter would
+            match nothing, which is never what a caller means).
+    """
+    if refs is None:
+        return None
+    if not refs:
+        raise ToolProblem(
+            "documents is an empty list, which would match nothing; leave it out to search "
+            "every document"
+        )
+    found: list[str] = []
+    missing: list[str] = []
+    unready: list[DocumentRow] = []
+    for ref in refs:
+        row = catalog.resolve(ref)
+        if row is None:
+            missing.append(ref)
+        elif row.status != READY:
+            unready.append(row)
+        elif row.doc_id not in found:
+            found.append(row.doc_id)
+    if missing:
+        raise _unknown(catalog, missing, "document" if len(missing) == 1 else "documents")
+    if unready:
+        raise not_ready(unready, "searched")
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# What may be served
+# ---------------------------------------------------------------------------------------------
+
+
+def _all_rows(catalog: CatalogReader) -> list[DocumentRow]:
+    """Every catalog row; none for a catalog whose tables were never created (a fresh
+    ``KB_HOME``: nothing added yet)."""
+    try:
+        return catalog.list_documents()
+    except SchemaMissingError:
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class ServedDocuments:
+    """Which documents a search may return.
+
+    Attributes:
+        only: the ready doc_ids when some catalog document is not ready; ``None`` when every
+            document is ready, so searches run unfiltered (the same query plan and tie order
+            as before any document failed).
+    """
+
+    only: frozenset[str] | None
+
+    def serves(self, doc_id: str) -> bool:
+        """Whether passages and graph edges of ``doc_id`` may be returned."""
+        return self.only is None or doc_id in self.only
+
+
+def served_documents(catalog: CatalogReader) -> ServedDocuments:
+    """Read the catalog once and say which documents may be served (module docstring).
+
+    Raises:
+        EmptyCorpusError: the catalog holds no document at all.
+        ToolProblem: it holds documents but none is ready (each is pending or failed).
+    """
+    rows = _all_rows(catalog)
+    if not rows:
+        raise EmptyCorpusError("the catalog holds no documents")
+    ready = frozenset(row.doc_id for row in rows if row.status == READY)
+    if len(ready) == len(rows):
+        return ServedDocuments(only=None)
+    if not ready:
+        counts = [
+            f"{n} {status}"
+            for status in (PENDING, FAILED)
+            if (n := sum(1 for row in rows if row.status == status))
+        ]
+        raise ToolProblem(
+            f"no document is ready to search: {', '.join(counts)} (their indexed content is "
+            "not served until they build again). Call list_documents to see each one's status "
+            "and failure reason."
+        )
+    return ServedDocuments(only=ready)
+
+
+def search_scope(catalog: CatalogReader, refs: Sequence[str] | None) -> list[str] | None:
+    """The ``documents`` filter of a search_docs call: the named documents
+    (``resolve_documents``; each must be ready), else every servable document (``None`` when
+    that is every document).
+
+    Raises:
+        ToolProblem / EmptyCorpusError: as ``resolve_documents`` and ``served_documents``.
+    """
+    if refs is not None:
+        return resolve_documents(catalog, refs)
+    only = served_documents(catalog).only
+    return None if only is None else sorted(only)
+
+
+# ---------------------------------------------------------------------------------------------
+# list_documents
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentList:
+    """The catalog as list_documents shows it: ready documents and the others."""
+
+    ready: list[DocumentRow]
+    pending: list[DocumentRow]
+    failed: list[DocumentRow]
+
+
+def document_list(catalog: CatalogReader) -> DocumentList:
+    """Every document, split by status (each list ordered by normalised name); empty for a
+    catalog whose tables were never created."""
+    rows = _all_rows(catalog)
+    return DocumentList(
+        ready=[r for r in rows if r.status == READY],
+        pending=[r for r in rows if r.status == PENDING],
+        failed=[r for r in rows if r.status == FAILED],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# read_doc
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAnswer:
+    """Chunks of one document, in the order asked; ``missing`` lists numbers not stored."""
+
+    document: DocumentRow
+    chunks: list[Passage]
+    missing: list[int]
+
+
+def read_doc(
+    catalog: CatalogReader, index: VectorReader, document: str, chunk_numbers: Sequence[int]
+) -> ReadAnswer:
+    """Fetch up to ``MAX_READ_CHUNKS`` chunks of one ready document by 0-based number.
+
+    Raises:
+        ToolProblem: unknown document; a document that is not ready; too many or negative
+            numbers; none of the numbers exists (the message gives the valid range).
+    """
+    numbers = list(dict.fromkeys(chunk_numbers))
+    if not numbers:
+        raise ToolProblem("chunk_numbers is empty; pass 1 to 5 chunk numbers, e.g. [0, 1]")
+    if len(numbers) > MAX_READ_CHUNKS:
+        raise ToolProblem(
+            f"read_doc returns at most {MAX_READ_CHUNKS} chunks per call; ask for the rest in "
+            "another call"
+        )
+    if any(n < 0 for n in numbers):
+        raise ToolProblem("chunk numbers start at 0 (the n of chunk id '{doc_id}-{n}')")
+    row = resolve_document(catalog, document)
+    if row.status != READY:
+        raise not_ready([row], "read")
+    ids = [chunk_id(row.doc_id, n) for n in numbers]
+    stored = {point.id: point for point in index.fetch(ids)}
+    chunks: list[Passage] = []
+    missing: list[int] = []
+    for position, (number, chunk) in enumerate(zip(numbers, ids, strict=True), start=1):
+        point = stored.get(chunk)
+        if point is None:
+            missing.append(number)
+            continue
+        chunks.append(Passage.of(point, position))
+    if not chunks:
+        last = (row.chunk_count or 0) - 1
+        valid = f"0–{last}" if last >= 0 else "none"
+        raise ToolProblem(
+            f"document {row.name!r} has no chunk {', '.join(map(str, missing))}; it has "
+            f"{row.chunk_count or 0} chunks (numbers {valid})"
+        )
+    return ReadAnswer(document=row, chunks=chunks, missing=missing)

@@ -1,0 +1,49 @@
+"""The ``read_doc`` tool: whole chunks of one ready document by number (``kb_mcp.documents``).
+No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
+
+from typing import Annotated
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from kb_mcp import documents, render
+from kb_mcp.links import Links
+from kb_mcp.schemas import ReadDocOutput
+from kb_mcp.tools import MAX_NAME_CHARS, KbContext, KbServer, kb_tool, state_of
+
+DESCRIPTION = """\
+Read up to 5 whole chunks of one document by chunk number, each with its pages and section
+headings. Chunk numbers are 0-based: chunk n is the one with id "{doc_id}-{n}", and every
+search_docs result says "chunk n of {doc_id}". Use it to read what comes before or after a
+search result (n-1, n+1) or to read a passage in full. Use search_docs first to find where to
+read; list_documents gives the document names and chunk counts.
+"""
+
+
+def register(server: KbServer, *, links: Links) -> None:
+    """Register ``read_doc`` on ``server``; citations link through ``links``."""
+
+    @kb_tool(server, "read_doc", title="Read document chunks", description=DESCRIPTION)
+    def read_doc(
+        document: Annotated[
+            str,
+            Field(
+                min_length=1, max_length=MAX_NAME_CHARS,
+                description="The document's file name or doc_id (as list_documents shows).",
+            ),
+        ],
+        chunk_numbers: Annotated[
+            list[Annotated[int, Field(ge=0)]],
+            Field(
+                min_length=1, max_length=documents.MAX_READ_CHUNKS,
+                description=(
+                    "0-based chunk numbers, as in chunk ids '{doc_id}-{n}' and the 'chunk n "
+                    "of …' line of search results; at most 5."
+                ),
+            ),
+        ],
+        ctx: KbContext,
+    ) -> Annotated[CallToolResult, ReadDocOutput]:
+        state = state_of(ctx)
+        answer = documents.read_doc(state.catalog, state.vectors(), document, chunk_numbers)
+        return render.read_result(answer, links)

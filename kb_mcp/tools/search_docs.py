@@ -1,0 +1,85 @@
+"""The ``search_docs`` tool: hybrid passage search with page-level citations
+(``kb_shared.retrieval``), over the documents that may be served (``kb_mcp.documents``).
+No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
+
+from typing import Annotated, Literal
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from kb_mcp import images, render
+from kb_mcp.documents import search_scope
+from kb_mcp.links import Links
+from kb_mcp.schemas import SearchDocsOutput
+from kb_mcp.tools import MAX_NAME_CHARS, KbContext, KbServer, kb_tool, query_type, state_of
+from kb_shared import retrieval
+
+#: Upper bounds of the arguments (input schema ``maximum``/``maxItems``).
+MAX_TOP_K = 25
+MAX_OFFSET = 200
+MAX_DOCUMENT_FILTER = 20
+
+DESCRIPTION = """\
+Search the indexed regulatory documents for passages that answer a question, with page-level
+citations. Hybrid search: meaning (dense embeddings) plus exact terms, so codes, clause
+numbers and identifiers (IN008-24, 3.1.5, SO_OP_3705, a DUID) are found verbatim.
+
+Returns numbered results "[n] Title — Version — pp. a–b — Section" with the passage text, a
+deduplicated source list with PDF links, and figure results as images with
+"[Open figure](…) · [Source page N](…)" links.
+
+Use it for direct lookups: what a rule or clause says, a definition, a value in a table.
+Use search_graph instead for how parties, obligations or concepts relate (who must notify
+whom, what depends on what, links across documents). Use read_doc to read the chunks before
+or after a result (each result names its chunk number). Use list_documents to see what is
+indexed. Narrow with documents (file names or doc_ids) and kind; get more with
+offset=next_offset. If the answer is flagged low confidence, the corpus does not cover the
+question: say so rather than guessing.
+
+Tool results are not shown to the user; only what you write in your reply is visible. Quote
+the [n] citations with their pages, and put figure links or images directly into your reply.
+"""
+
+
+def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
+    """Register ``search_docs`` on ``server``; citations link through ``links``."""
+    query_arg = query_type(max_query_chars)
+
+    @kb_tool(server, "search_docs", title="Search documents", description=DESCRIPTION)
+    def search_docs(
+        query: query_arg,
+        ctx: KbContext,
+        top_k: Annotated[
+            int, Field(ge=1, le=MAX_TOP_K, description="Results per page.")
+        ] = 8,
+        documents: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]] | None,
+            Field(
+                max_length=MAX_DOCUMENT_FILTER,
+                description="Only these documents (file names or doc_ids from list_documents).",
+            ),
+        ] = None,
+        kind: Annotated[
+            Literal["text", "table", "figure"] | None,
+            Field(description="Only prose ('text'), tables ('table') or figures ('figure')."),
+        ] = None,
+        offset: Annotated[
+            int,
+            Field(ge=0, le=MAX_OFFSET, description="Results to skip: the previous next_offset."),
+        ] = 0,
+    ) -> Annotated[CallToolResult, SearchDocsOutput]:
+        state = state_of(ctx)
+        text = retrieval.check_query(query, max_query_chars)
+        scope = search_scope(state.catalog, documents)
+        answer = retrieval.search_docs(
+            state.vectors(),
+            state.embedder,
+            text,
+            top_k=top_k,
+            offset=offset,
+            documents=scope,
+            kind=kind,
+            reranker=state.reranker,
+        )
+        shown = [] if answer.low_confidence else render.shown_results(answer)
+        return render.docs_result(answer, links, images.figure_images(state.blobs, shown))

@@ -1,0 +1,61 @@
+"""The ``search_graph`` tool: relationships between entities, each with its supporting excerpt
+(``kb_mcp.graph_search``), from documents that may be served only.
+No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
+
+from typing import Annotated, Literal
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from kb_mcp import graph_search, render
+from kb_mcp.documents import served_documents
+from kb_mcp.links import Links
+from kb_mcp.schemas import SearchGraphOutput
+from kb_mcp.tools import KbContext, KbServer, kb_tool, query_type, state_of
+from kb_shared.retrieval import check_query
+
+#: Most relationships one call returns (input schema ``maximum``).
+MAX_GRAPH_TOP_K = 30
+
+DESCRIPTION = """\
+Search the knowledge graph extracted from the documents: entities (defined terms, roles,
+organisations, codes) and typed relationships between them (obligations, definitions,
+references), each backed by the chunk it was extracted from.
+
+Finds the entities whose names are closest to the query, walks 1 or 2 hops of relationships
+from them, ranks the relationships (1 hop before 2, then by entity similarity) and returns
+"[R1] A —TYPE→ B (doc, chunk)" lines plus the supporting excerpts "[1]…" with the same
+citation headers as search_docs.
+
+Use it for relational questions: obligations or dependencies between parties, how concepts
+connect, definitions that span documents, facts that only emerge by linking two documents.
+Use search_docs instead to look up what a passage, table or clause says. hops=2 reaches
+further but is noisier. Tool results are not shown to the user: cite the excerpts in your
+reply.
+"""
+
+
+def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
+    """Register ``search_graph`` on ``server``; citations link through ``links``."""
+    query_arg = query_type(max_query_chars)
+
+    @kb_tool(server, "search_graph", title="Search the knowledge graph", description=DESCRIPTION)
+    def search_graph(
+        query: query_arg,
+        ctx: KbContext,
+        hops: Annotated[
+            Literal[1, 2],
+            Field(description="1 = relationships of the seed entities; 2 = one edge further."),
+        ] = 1,
+        top_k: Annotated[
+            int, Field(ge=1, le=MAX_GRAPH_TOP_K, description="Relationships to return.")
+        ] = 10,
+    ) -> Annotated[CallToolResult, SearchGraphOutput]:
+        state = state_of(ctx)
+        text = check_query(query, max_query_chars)
+        served = served_documents(state.catalog)
+        answer = graph_search.search_graph(
+            state.graph, state.vectors(), state.embedder, text, hops=hops, top_k=top_k,
+            only=served.only,
+        )
+        return render.graph_result(answer, links)

@@ -1,0 +1,371 @@
+"""Hybrid passage retrieval and its confidence policy: what search_docs answers, for any caller.
+
+The MCP server, the retrieval benchmark and the tests all rank through here, so the ranking is
+one piece of code. It takes a vector reader and models as arguments and returns plain
+dataclasses; failures raise ``kb_shared.errors`` types (``QueryError``, ``EmptyCorpusError``,
+store and provider errors) that each caller words for its own audience.
+
+1. The query is analysed once (``analyse``): its sparse terms (``kb_shared.sparse.tokenize``,
+   so codes such as ``IN008-24`` or ``3.1.5`` stay one term) and its identifier-like words.
+2. It is embedded with the live model's query-side convention (``Embedder.embed_query``).
+3. Dense and sparse candidates, plus the points that contain a rare identifier of the query
+   whole, are fused by weighted reciprocal rank fusion (``VectorIndex.hybrid_search``; k and
+   weights in ``kb_shared.stores.vectors``, the third list's weight ``EXACT_WEIGHT`` here).
+4. A reranker that re-orders (``Reranker.reorders``) orders the fused candidates; the offline
+   ``FusionOrderReranker`` keeps the fused order and scores.
+5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
+6. Confidence: when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``, no identifier
+   of the query matches exactly and no result contains ``MIN_TERM_COVERAGE`` of the query's
+   terms, the answer is ``low_confidence`` ("the corpus has nothing on this").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kb_shared.citations import Citation, PointPayload
+from kb_shared.errors import EmptyCorpusError, QueryError
+from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
+from kb_shared.sparse import tokenize
+from kb_shared.stores.readers import VectorReader
+from kb_shared.stores.vectors import KIND_FIGURE, Hit, StoredPoint
+
+# ---------------------------------------------------------------------------------------------
+# Constants (each with where it comes from)
+# ---------------------------------------------------------------------------------------------
+
+#: Weight of the third fused list (points containing a rare identifier of the query whole),
+#: relative to ``SPARSE_WEIGHT``; chosen by the fusion sweep (benchmarks/results/
+#: retrieval-2026-11-30.md, "Fusion constants").
+EXACT_WEIGHT = 1.0
+
+#: Best dense cosine below which an answer may be "low confidence"; calibrated on minilm-int8,
+#: re-measure when the embedding model changes (benchmarks/results/retrieval-2026-11-30.md,
+#: "Nothing-found behaviour"; per-query ranges in tests/mcp/test_retrieval_quality.py).
+NOTHING_FOUND_SIMILARITY = 0.36
+
+#: ...unless one result contains at least this share of the query's sparse terms (short
+#: on-topic queries get low cosines); same measurement as ``NOTHING_FOUND_SIMILARITY``.
+MIN_TERM_COVERAGE = 0.75
+
+#: An identifier-like query term counts as an exact, trustworthy match when it occurs in at
+#: least one and at most this many points (a term in every chunk proves nothing). Chosen as the
+#: default page size of search_docs: a code that fits on one page of results is specific.
+RARE_TERM_MAX_POINTS = 8
+
+#: Fused candidates handed to a reranker that re-orders, and the fewest fused hits search_docs
+#: asks for (``MIN_CANDIDATES`` of ``kb_shared.stores.vectors``; Cohere rerank-v3.5 accepts up
+#: to 1,000 documents per call).
+RERANK_CANDIDATES = 50
+
+#: Offline default: the fused order stands.
+_FUSION_ORDER = FusionOrderReranker()
+
+#: Years and financial-year ranges (``2025``, ``2025-26``, ``2020/21``): never identifiers.
+_YEAR = re.compile(r"(?:19|20)\d\d(?:[-/\u2013](?:\d\d|(?:19|20)\d\d))?")
+
+#: A raw query word (split on spaces and punctuation that never occurs inside a code).
+_RAW_TERM = re.compile(r"[^\s,;:!?()\[\]{}\"'“”‘’]+")
+
+
+# ---------------------------------------------------------------------------------------------
+# The query
+# ---------------------------------------------------------------------------------------------
+
+
+def check_query(query: str, max_chars: int) -> str:
+    """Return the stripped query.
+
+    Raises:
+        QueryError: empty, or longer than ``max_chars`` (``Settings.max_query_chars``).
+    """
+    if len(query) > max_chars:
+        raise QueryError(
+            f"the query is {len(query):,} characters long; the limit is {max_chars:,}. Search "
+            "with the key terms, codes or a one-sentence question instead of a whole passage."
+        )
+    text = query.strip()
+    if not text:
+        raise QueryError("the query is empty; pass the words, clause number or code to look for")
+    return text
+
+
+def identifier_terms(query: str) -> list[str]:
+    """The identifier-like words of a query, as sparse-index terms (case-folded, whole).
+
+    A word of at least two characters counts when it contains a digit (``IN008-24``,
+    ``3.1.5``, ``SO_OP_3705``, ``BW01``) or an upper-case letter after its first character
+    (``UIGFSurplus``, ``RREG``); plain words (``Dispatch``, ``left-hand``) and single digits do
+    not. Years and financial-year ranges are not identifiers: they qualify many passages of a
+    document, so boosting them favours whichever passage repeats the year. Each is returned as
+    its first ``kb_shared.sparse.tokenize`` term, i.e. the whole compound.
+    """
+    terms: list[str] = []
+    for raw in _RAW_TERM.findall(query):
+        word = raw.strip(".-_/")
+        if not word or _YEAR.fullmatch(word):
+            continue
+        has_digit = any(ch.isdigit() for ch in word)
+        inner_upper = any(ch.isupper() for ch in word[1:])
+        if len(word) < 2 or not (has_digit or inner_upper):
+            continue
+        tokens = tokenize(word)
+        if tokens and tokens[0] not in terms:
+            terms.append(tokens[0])
+    return terms
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysedQuery:
+    """A query analysed once and passed down, so no step tokenises it again.
+
+    Attributes:
+        text: the query as the stores receive it (their sparse side tokenises it itself).
+        terms: its distinct sparse terms (``kb_shared.sparse.tokenize``).
+        identifiers: its identifier-like terms in query order (``identifier_terms``).
+    """
+
+    text: str
+    terms: frozenset[str]
+    identifiers: tuple[str, ...]
+
+
+def analyse(query: str) -> AnalysedQuery:
+    """Tokenise ``query`` once into an ``AnalysedQuery``."""
+    return AnalysedQuery(
+        text=query, terms=frozenset(tokenize(query)), identifiers=tuple(identifier_terms(query))
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One result of search_docs, one excerpt of search_graph, or one chunk read by read_doc.
+
+    Attributes:
+        number: its number in the rendering (``[number]``), 1-based; search pages continue it
+            (page 2 of 8 starts at 9).
+        point: the stored chunk or figure.
+        payload: its typed payload (``PointPayload``, written at ingestion).
+        citation: its citation fields.
+        score: fused RRF score, or the reranker's relevance; 0.0 where nothing was ranked.
+        similarity: cosine of the query and the point's dense vector, when a dense candidate.
+        sparse_rank: its rank on the sparse (keyword) side, ``None`` when not a candidate.
+    """
+
+    number: int
+    point: StoredPoint
+    payload: PointPayload
+    citation: Citation
+    score: float = 0.0
+    similarity: float | None = None
+    sparse_rank: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        point: StoredPoint,
+        number: int,
+        *,
+        score: float = 0.0,
+        similarity: float | None = None,
+        sparse_rank: int | None = None,
+    ) -> Passage:
+        """The passage of a stored point, its payload parsed once."""
+        payload = PointPayload.from_payload(point.payload)
+        return cls(number, point, payload, payload.citation, score, similarity, sparse_rank)
+
+    @property
+    def is_figure(self) -> bool:
+        """True for a figure point."""
+        return self.point.kind == KIND_FIGURE
+
+    @property
+    def chunk_number(self) -> int | None:
+        """The 0-based chunk index (what read_doc takes), ``None`` for figures."""
+        return None if self.is_figure else self.payload.chunk_index
+
+    @property
+    def figure_number(self) -> int | None:
+        """The 1-based figure number, ``None`` for chunks (or a figure without one)."""
+        figure = self.payload.figure
+        return figure.number if self.is_figure and figure is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class DocsAnswer:
+    """What search_docs found.
+
+    Attributes:
+        results: the page of results, best first.
+        offset / top_k: the page asked for.
+        next_offset: the offset of the next page, ``None`` on the last page.
+        best_similarity: the best dense cosine similarity over the whole (filtered) corpus.
+        exact_terms: identifier-like query terms that matched at most
+            ``RARE_TERM_MAX_POINTS`` points exactly.
+        coverage: the best share of the query's sparse terms found in one result (0–1).
+        low_confidence: the corpus probably has nothing on the query (module docstring, 6).
+        reranked: a reranker that re-orders ordered the results.
+    """
+
+    results: list[Passage]
+    offset: int
+    top_k: int
+    next_offset: int | None
+    best_similarity: float | None
+    exact_terms: list[str] = field(default_factory=list)
+    coverage: float = 0.0
+    low_confidence: bool = False
+    reranked: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranking
+# ---------------------------------------------------------------------------------------------
+
+
+def term_coverage(query: AnalysedQuery, point: StoredPoint) -> float:
+    """Share of the query's distinct sparse terms that occur in the point's text, section,
+    title or figure caption; ``0.0`` for a query without terms."""
+    if not query.terms:
+        return 0.0
+    payload = PointPayload.from_payload(point.payload)
+    caption = payload.figure.caption if payload.figure is not None else ""
+    context = " ".join((payload.section, payload.title, caption))
+    have = set(tokenize(f"{point.text}\n{context}"))
+    return len(query.terms & have) / len(query.terms)
+
+
+def exact_identifier_matches(
+    index: VectorReader,
+    query: AnalysedQuery | str,
+    documents: Sequence[str] | None,
+    kinds: Sequence[str] | None,
+) -> dict[str, list[Hit]]:
+    """Identifier-like query terms found whole in between 1 and ``RARE_TERM_MAX_POINTS``
+    points, each with those points (best BM25 first), in query order.
+
+    ``query`` is analysed here when given as a string. The sparse side ranks by BM25 over every
+    term (a compound and its parts), so each hit is re-checked: its own text must contain the
+    whole term. One sparse search per identifier.
+    """
+    analysed = analyse(query) if isinstance(query, str) else query
+    matched: dict[str, list[Hit]] = {}
+    for term in analysed.identifiers:
+        hits = index.sparse_search(term, RARE_TERM_MAX_POINTS + 1, documents, kinds)
+        exact = [h for h in hits if term in set(tokenize(h.point.text))]
+        if 1 <= len(exact) <= RARE_TERM_MAX_POINTS:
+            matched[term] = exact
+    return matched
+
+
+def hybrid_candidates(
+    index: VectorReader,
+    vector: Sequence[float],
+    query: str,
+    limit: int,
+    documents: Sequence[str] | None,
+    kinds: Sequence[str] | None,
+    exact: Sequence[Hit] = (),
+) -> tuple[list[Hit], float | None]:
+    """``hybrid_search`` with ``exact`` as a third fused list (weight ``EXACT_WEIGHT``), at
+    most ``limit`` hits, plus the best dense cosine of the query over the filtered index
+    (``None`` when it holds no matching point).
+
+    The best cosine is the dense rank-1 candidate's; when fusion pushed that point below the
+    cut, one more dense query fetches it, so "nothing found" never depends on fusion constants.
+    """
+    hits = index.hybrid_search(
+        vector, query, max(limit, RERANK_CANDIDATES), documents, kinds,
+        extra=[(exact, EXACT_WEIGHT)] if exact else (),
+    )
+    similarities = [h.dense_score for h in hits if h.dense_rank == 1]
+    if similarities:
+        best = similarities[0]
+    else:
+        top = index.dense_search(vector, 1, documents, kinds)
+        best = top[0].score if top else None
+    return hits[:limit], best
+
+
+def search_docs(
+    index: VectorReader,
+    embedder: Embedder,
+    query: str,
+    *,
+    top_k: int = 8,
+    offset: int = 0,
+    documents: Sequence[str] | None = None,
+    kind: str | None = None,
+    reranker: Reranker = _FUSION_ORDER,
+) -> DocsAnswer:
+    """Hybrid search (module docstring), one page of results.
+
+    Args:
+        index: the opened vector index (built with ``embedder``).
+        embedder: the live model.
+        query: the checked query (``check_query``).
+        top_k: results per page, >= 1.
+        offset: results to skip (a previous answer's ``next_offset``), >= 0.
+        documents: doc_ids to search in; ``None`` = all.
+        kind: ``text``, ``table`` or ``figure`` to search one kind only; ``None`` = all.
+        reranker: orders the fused candidates when ``reranker.reorders``.
+
+    Raises:
+        EmptyCorpusError: the index holds no points at all.
+        ValueError: ``top_k`` < 1 or ``offset`` < 0.
+    """
+    if top_k < 1 or offset < 0:
+        raise ValueError(f"top_k must be >= 1 and offset >= 0, got {top_k} and {offset}")
+    analysed = analyse(query)
+    kinds = [kind] if kind else None
+    vector = embedder.embed_query(query)
+    wanted = offset + top_k + 1  # one more than the page: tells whether a next page exists
+    exact = exact_identifier_matches(index, analysed, documents, kinds)
+    exact_hits = [hit for found in exact.values() for hit in found]
+    scores: list[float]
+    if reranker.reorders:
+        pool, best_similarity = hybrid_candidates(
+            index, vector, query, max(wanted, RERANK_CANDIDATES), documents, kinds, exact_hits
+        )
+        order = reranker.rerank(query, [h.point.text for h in pool], top_n=wanted)
+        hits = [pool[i] for i, _ in order]
+        scores = [float(s) for _, s in order]
+    else:
+        hits, best_similarity = hybrid_candidates(
+            index, vector, query, wanted, documents, kinds, exact_hits
+        )
+        scores = [h.score for h in hits]
+    if not hits and index.count() == 0:
+        raise EmptyCorpusError("the vector index holds no points")
+    coverage = max((term_coverage(analysed, hit.point) for hit in hits), default=0.0)
+    low = (
+        not exact
+        and coverage < MIN_TERM_COVERAGE
+        and (best_similarity is None or best_similarity < NOTHING_FOUND_SIMILARITY)
+    )
+    ranked = list(zip(hits, scores, strict=True))[offset : offset + top_k]
+    page = [
+        Passage.of(
+            hit.point, offset + position, score=score, similarity=hit.dense_score,
+            sparse_rank=hit.sparse_rank,
+        )
+        for position, (hit, score) in enumerate(ranked, start=1)
+    ]
+    return DocsAnswer(
+        results=page,
+        offset=offset,
+        top_k=top_k,
+        next_offset=offset + top_k if len(hits) > offset + top_k else None,
+        best_similarity=best_similarity,
+        exact_terms=list(exact),
+        coverage=coverage,
+        low_confidence=low,
+        reranked=reranker.reorders,
+    )
