@@ -36,7 +36,7 @@ embedding model, the chunk budget or the vector layout changed (``build_stamp``)
   words OR-joined (``KeywordBaseline``), as ``../shared/corpus/README.md`` describes;
 * ``hybrid-rrf60`` — dense and sparse lists (50 deep, ``MIN_CANDIDATES``) fused by classic
   equal-weight reciprocal rank fusion, k = 60 (Cormack, Clarke & Büttcher, SIGIR 2009);
-* ``search_docs`` — ``kb_mcp.search.search_docs`` as shipped (weighted RRF of dense, sparse
+* ``search_docs`` — ``kb_shared.retrieval.search_docs`` as shipped (weighted RRF of dense, sparse
   and the exact-identifier list; ``kb_shared.stores.vectors.RRF_K`` and weights);
 * per embedding candidate (``kb_shared.models.LOCAL_MODELS``), ``dense`` and ``search_docs``
   again over a second ``SqliteVectorIndex`` holding the same points embedded by that model
@@ -53,7 +53,7 @@ share of questions whose top-1 result is from an evidence document and its page 
 that evidence's pages — the citation is on the right page even when the quote rule fails; for
 FinanceBench it equals Recall@1), per question kind. ``absent`` questions: the share flagged
 — ``search_docs``'s ``low_confidence``; for ``dense`` and ``hybrid-rrf60`` the best dense cosine
-below ``kb_mcp.search.NOTHING_FOUND_SIMILARITY``; keyword configurations have no threshold
+below ``kb_shared.retrieval.NOTHING_FOUND_SIMILARITY``; keyword configurations have no threshold
 (only an empty result counts). In-process latency per configuration: every question
 ``--repeat`` times (default 3), the configurations interleaved per question so load changes
 hit them alike; the query embedding is inside the timed call.
@@ -336,7 +336,7 @@ def ready_documents(home: Path) -> set[str]:
     try:
         return {row.name for row in catalogue(catalog).ready}
     finally:
-        catalog.engine.dispose()
+        catalog.close()
 
 
 def ensure_corpus(eval_set: EvalSet, home: Path | None, *, rebuild: bool) -> Corpus:
@@ -517,7 +517,7 @@ def rrf60_config(index: Any, embedder: Any) -> Search:
 
 
 def shipped_config(index: Any, embedder: Any) -> Search:
-    """``kb_mcp.search.search_docs`` with the server's defaults (no reranker offline), top 10;
+    """``kb_shared.retrieval.search_docs`` with the server's defaults (no reranker offline), top 10;
     flagged = its ``low_confidence``."""
     from kb_shared.retrieval import search_docs  # noqa: PLC0415
 

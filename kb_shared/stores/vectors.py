@@ -273,7 +273,7 @@ class VectorIndex(ABC):
             candidates: how many to take from each side; default
                 ``max(MIN_CANDIDATES, CANDIDATE_FACTOR * limit)``.
             extra: more ``(hits best first, weight)`` lists to fuse, e.g. the points that
-                contain a rare code of the query word for word (``kb_mcp.search``).
+                contain a rare code of the query word for word (``kb_shared.retrieval``).
 
         Returns:
             At most ``limit`` hits with ``score`` = fused score, both side ranks and the dense
