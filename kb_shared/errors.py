@@ -144,3 +144,25 @@ class SyncRefusedError(KbError):
         self.read = read
         self.stored = stored
         self.would_delete = would_delete
+
+
+class AerWorkbookError(KbError, ValueError):
+    """An AER retail-performance workbook that does not fit the layout kb maps (an unknown
+    sheet shape, an empty or numeric heading, a quarter label that does not parse, a formula
+    without a stored result, ...). The whole workbook is refused, never mapped by guess.
+
+    ``file``, ``sheet`` and ``cell`` (each None when not applicable) and ``reason`` are
+    also in the message: ``"<file>: sheet '<sheet>', cell <cell>: <reason>"``.
+    """
+
+    def __init__(self, file: str, sheet: str | None, cell: str | None, reason: str) -> None:
+        where = [file]
+        if sheet is not None:
+            where.append(f"sheet {sheet!r}")
+        if cell is not None:
+            where.append(f"cell {cell}")
+        super().__init__(f"{', '.join(where)}: {reason}")
+        self.file = file
+        self.sheet = sheet
+        self.cell = cell
+        self.reason = reason

@@ -126,6 +126,19 @@ class Settings(BaseSettings):
         None, description="Base URL citation links use; default http://{mcp_host}:{mcp_port}."
     )
 
+    # --- market data: Notion compliance tracker ----------------------------------------
+    notion_token: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("NOTION_TOKEN", "KB_NOTION_TOKEN"),
+        description="Notion integration token; unset = the compliance sync is skipped.",
+    )
+    notion_data_source_id: str | None = Field(
+        None, description="Tracker data source id (a database id is resolved to its source)."
+    )
+    notion_api_url: str = Field(
+        "https://api.notion.com", description="Notion API root (tests and mirrors set another)."
+    )
+
     # --- tests -------------------------------------------------------------------------
     require_services: bool = Field(
         False, description="Tests: a skipped Postgres/Neo4j suite or missing corpus fails."

@@ -116,51 +116,159 @@ CREATE TABLE IF NOT EXISTS reference_requests (
 CREATE UNIQUE INDEX IF NOT EXISTS ux_reference_requests_pending_url
     ON reference_requests (url) WHERE status = 'pending';
 
--- Regulatory enforcement actions, one row per source row (e.g. a Notion page id).
--- penalty_amount is exact (numeric, cents); currency an ISO 4217 code.
+-- Regulatory enforcement actions mirrored from the Notion compliance tracker, one row per
+-- tracker page (kb_shared/stores/catalog/compliance.py). fine_cents is the Fine in whole
+-- cents (exact sums); NULL = no fine recorded, never 0. organisation_key and search_text are
+-- derived by the code for case- and suffix-insensitive matching.
+--
+-- Before the Notion sync this table had another shape (entity_name, penalty_amount, ...) and
+-- nothing wrote to it: replace it when it is in that shape and empty; refuse when it has rows.
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM information_schema.columns
+               WHERE table_schema = current_schema() AND table_name = 'compliance_actions'
+                 AND column_name = 'entity_name') THEN
+        IF EXISTS (SELECT FROM compliance_actions) THEN
+            RAISE EXCEPTION 'compliance_actions has rows in its pre-Notion shape; move them '
+                'elsewhere and drop the table, then re-run';
+        END IF;
+        DROP TABLE compliance_actions;
+    END IF;
+END
+$$;
+
 CREATE TABLE IF NOT EXISTS compliance_actions (
-    id             varchar(200)  NOT NULL,
-    entity_name    text          NOT NULL,
-    regulator      text,
-    action_type    text,
-    penalty_amount numeric(18, 2),
-    currency       varchar(3),
-    action_date    date,
-    status         text,
-    summary        text,
-    url            varchar(2048),
-    source         varchar(64)   NOT NULL,
-    last_edited    timestamptz,
-    synced_at      timestamptz   NOT NULL,
-    PRIMARY KEY (id),
-    CONSTRAINT ck_compliance_actions_penalty_amount CHECK (penalty_amount >= 0),
-    CONSTRAINT ck_compliance_actions_currency CHECK (length(currency) = 3),
-    CONSTRAINT ck_compliance_actions_id CHECK (length(id) >= 1)
+    page_id          varchar(64)   NOT NULL,
+    notion_url       varchar(2048),
+    summary          text,
+    organisation     text,
+    organisation_key text,
+    sector           text,
+    action_date      date,
+    action_date_end  date,
+    regulatory_body  text,
+    status           text,
+    fine_cents       bigint,
+    source_url       varchar(2048),
+    search_text      text          NOT NULL,
+    created_time     timestamptz,
+    last_edited_time timestamptz,
+    PRIMARY KEY (page_id),
+    CONSTRAINT ck_compliance_actions_fine_cents CHECK (fine_cents >= 0),
+    CONSTRAINT ck_compliance_actions_page_id CHECK (length(page_id) >= 1)
 );
 
--- What energy retailers reported to the AER (Schedules 2, 3 and 4): one value per
--- (schedule, retailer, jurisdiction, fuel, metric, period). All six are NOT NULL so the
--- unique constraint cannot be dodged with NULLs.
+-- The tracker's Misconduct Type (a multi-select): one row per page and type.
+CREATE TABLE IF NOT EXISTS compliance_action_misconduct_types (
+    page_id         varchar(64) NOT NULL,
+    misconduct_type text        NOT NULL,
+    PRIMARY KEY (page_id, misconduct_type),
+    CONSTRAINT fk_compliance_action_misconduct_types_page_id
+        FOREIGN KEY (page_id) REFERENCES compliance_actions (page_id) ON DELETE CASCADE
+);
+
+-- When the compliance sync last applied a snapshot, and what it changed (one row per source).
+CREATE TABLE IF NOT EXISTS compliance_sync_state (
+    source         varchar(64) NOT NULL,
+    data_source_id varchar(64),
+    synced_at      timestamptz NOT NULL,
+    rows_read      integer     NOT NULL,
+    inserted       integer     NOT NULL,
+    updated        integer     NOT NULL,
+    deleted        integer     NOT NULL,
+    unchanged      integer     NOT NULL,
+    PRIMARY KEY (source)
+);
+
+-- What energy retailers reported to the AER (retail performance Schedules 2, 3, 4 and 6),
+-- written by the AER sync (kb_shared/stores/catalog/aer.py): one row per published figure,
+-- with the cell it came from and the release that published it (the latest release of a
+-- quarter wins). is_total marks a '<Region> Total' row, whose label is kept in retailer.
+-- value is the figure as published (rates as fractions), to 15 significant digits.
+--
+-- Before the sync these two tables had another shape (aer_performance.metric,
+-- aer_metrics.description) and nothing wrote to them: replace them when they are in that
+-- shape and empty; refuse when they have rows.
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM information_schema.columns
+               WHERE table_schema = current_schema() AND table_name = 'aer_performance'
+                 AND column_name = 'metric') THEN
+        IF EXISTS (SELECT FROM aer_performance) THEN
+            RAISE EXCEPTION 'aer_performance has rows in its pre-sync shape; move them '
+                'elsewhere and drop the table, then re-run';
+        END IF;
+        DROP TABLE aer_performance;
+    END IF;
+    IF EXISTS (SELECT FROM information_schema.columns
+               WHERE table_schema = current_schema() AND table_name = 'aer_metrics'
+                 AND column_name = 'description') THEN
+        IF EXISTS (SELECT FROM aer_metrics) THEN
+            RAISE EXCEPTION 'aer_metrics has rows in its pre-sync shape; move them '
+                'elsewhere and drop the table, then re-run';
+        END IF;
+        DROP TABLE aer_metrics;
+    END IF;
+END
+$$;
+
 CREATE TABLE IF NOT EXISTS aer_performance (
-    id           integer GENERATED BY DEFAULT AS IDENTITY,
-    schedule     varchar(32) NOT NULL,
-    retailer     text        NOT NULL,
-    jurisdiction varchar(64) NOT NULL,
-    fuel         varchar(32) NOT NULL,
-    metric       text        NOT NULL,
-    period       varchar(32) NOT NULL,
-    value        numeric(20, 6),
-    unit         varchar(64),
-    source_file  text,
+    id            integer GENERATED BY DEFAULT AS IDENTITY,
+    schedule      varchar(8)     NOT NULL,
+    metric_key    varchar(120)   NOT NULL,
+    fuel          varchar(32)    NOT NULL,
+    customer_type varchar(32)    NOT NULL,
+    jurisdiction  varchar(32)    NOT NULL,
+    retailer      text           NOT NULL,
+    is_total      boolean        NOT NULL,
+    period        varchar(16)    NOT NULL,
+    period_start  date           NOT NULL,
+    period_end    date           NOT NULL,
+    heading       text           NOT NULL,
+    value         numeric(28, 10) NOT NULL,
+    source_file   text           NOT NULL,
+    sheet         varchar(64)    NOT NULL,
+    cell          varchar(16)    NOT NULL,
+    release       varchar(16)    NOT NULL,
+    release_end   date           NOT NULL,
     PRIMARY KEY (id),
-    CONSTRAINT uq_aer_performance_key
-        UNIQUE (schedule, retailer, jurisdiction, fuel, metric, period)
+    CONSTRAINT uq_aer_performance_key UNIQUE
+        (schedule, period_start, metric_key, fuel, customer_type, jurisdiction, retailer),
+    CONSTRAINT ck_aer_performance_period CHECK (period_end >= period_start)
 );
 
+CREATE INDEX IF NOT EXISTS ix_aer_performance_metric
+    ON aer_performance (metric_key, period_start);
+
+-- Every heading a metric has been published under, per schedule, with the first and last
+-- release that used it, so a question worded with an old heading still finds the metric.
+-- additive: the metric adds up across retailers (counts, amounts), unlike rates and averages.
+-- aliased: the key comes from the alias table in kb_shared/market/aer_metrics.py.
 CREATE TABLE IF NOT EXISTS aer_metrics (
-    metric      text        NOT NULL,
-    schedule    varchar(32) NOT NULL,
-    description text,
-    unit        varchar(64),
-    PRIMARY KEY (metric)
+    schedule           varchar(8)   NOT NULL,
+    heading            text         NOT NULL,
+    metric_key         varchar(120) NOT NULL,
+    normalized_heading text         NOT NULL,
+    additive           boolean      NOT NULL,
+    aliased            boolean      NOT NULL,
+    first_seen         varchar(16)  NOT NULL,
+    first_seen_end     date         NOT NULL,
+    last_seen          varchar(16)  NOT NULL,
+    last_seen_end      date         NOT NULL,
+    PRIMARY KEY (schedule, heading)
+);
+
+-- When the AER sync last ran, and what it changed (one row per source).
+CREATE TABLE IF NOT EXISTS aer_sync_state (
+    source      varchar(64) NOT NULL,
+    synced_at   timestamptz NOT NULL,
+    releases    text        NOT NULL,
+    files       integer     NOT NULL,
+    rows_read   integer     NOT NULL,
+    inserted    integer     NOT NULL,
+    updated     integer     NOT NULL,
+    deleted     integer     NOT NULL,
+    unchanged   integer     NOT NULL,
+    new_metrics integer     NOT NULL,
+    PRIMARY KEY (source)
 );

@@ -9,7 +9,6 @@ import unicodedata
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -28,10 +27,7 @@ from kb_shared.errors import (
 )
 from kb_shared.stores.catalog import (
     CATALOG_METADATA,
-    AerMetric,
-    AerRow,
     Catalog,
-    ComplianceActionRow,
     document_requests,
     documents,
     duplicate_message,
@@ -533,159 +529,6 @@ def test_reference_requests_and_sources(catalog: Catalog) -> None:
     assert [(s.url, s.description) for s in catalog.list_reference_sources()] == [
         (url, "Endpoints and auth")
     ]
-
-
-# --- compliance actions ----------------------------------------------------------------------
-
-
-def _actions() -> list[ComplianceActionRow]:
-    edited = dt.datetime(2025, 3, 1, 9, 30, tzinfo=dt.timezone(dt.timedelta(hours=11)))
-    return [
-        ComplianceActionRow(
-            id="1a2b3c4d-0000-4000-8000-000000000001",
-            entity_name="Example Energy Pty Ltd",
-            source="notion",
-            regulator="AER",
-            action_type="Infringement notice",
-            penalty_amount=Decimal("1500000"),
-            currency="aud",
-            action_date=dt.date(2025, 2, 14),
-            status="Paid",
-            summary="Failed to apply hardship protections",
-            url="https://www.aer.gov.au/news/example",
-            last_edited=edited,
-        ),
-        ComplianceActionRow(
-            id="1a2b3c4d-0000-4000-8000-000000000002",
-            entity_name="Other Retail Ltd",
-            source="notion",
-            penalty_amount=12_600.5,
-            currency="AUD",
-            action_date=dt.date(2024, 11, 2),
-        ),
-    ]
-
-
-def test_compliance_upsert_is_idempotent(catalog: Catalog) -> None:
-    assert catalog.upsert_compliance_actions(_actions()) == 2
-    first = catalog.list_compliance_actions()
-    assert catalog.upsert_compliance_actions(_actions()) == 2
-    second = catalog.list_compliance_actions()
-    assert len(second) == 2
-    strip = [
-        (r.id[-2:], r.entity_name, r.penalty_amount, r.currency, r.action_date) for r in second
-    ]
-    assert strip == [
-        ("01", "Example Energy Pty Ltd", Decimal("1500000.00"), "AUD", dt.date(2025, 2, 14)),
-        ("02", "Other Retail Ltd", Decimal("12600.50"), "AUD", dt.date(2024, 11, 2)),
-    ]
-    assert second[0].last_edited == dt.datetime(2025, 2, 28, 22, 30, tzinfo=UTC)
-    assert [r.synced_at >= f.synced_at for r, f in zip(second, first, strict=True)] == [True, True]
-
-
-def test_compliance_upsert_updates_and_prunes(catalog: Catalog) -> None:
-    catalog.upsert_compliance_actions(_actions())
-    changed = ComplianceActionRow(
-        id="1a2b3c4d-0000-4000-8000-000000000001",
-        entity_name="Example Energy Pty Ltd",
-        source="notion",
-        penalty_amount="2000000.00",
-        currency="AUD",
-    )
-    catalog.upsert_compliance_actions([changed], prune=True)
-    rows = catalog.list_compliance_actions()
-    assert [(r.id, r.penalty_amount, r.regulator) for r in rows] == [
-        ("1a2b3c4d-0000-4000-8000-000000000001", Decimal("2000000.00"), None)
-    ]
-    assert catalog.upsert_compliance_actions([], prune=True) == 0
-    assert len(catalog.list_compliance_actions()) == 1
-
-
-@pytest.mark.parametrize(
-    ("row", "message"),
-    [
-        ({"penalty_amount": -5}, "penalty_amount cannot be negative"),
-        ({"penalty_amount": "lots"}, "penalty_amount must be a number"),
-        ({"currency": "dollars"}, "currency is 7 characters; the limit is 3"),
-        ({"currency": "A1D"}, "currency must be a 3-letter ISO 4217 code"),
-        ({"entity_name": " "}, "entity_name cannot be empty"),
-        ({"last_edited": dt.datetime(2025, 1, 1)}, "last_edited must be a timezone-aware"),
-        ({"action_date": "2025-01-01"}, "action_date must be a date"),
-        ({"colour": "red"}, "bad ComplianceActionRow fields"),
-    ],
-)
-def test_bad_compliance_row_writes_nothing(catalog: Catalog, row: dict, message: str) -> None:
-    good = {"id": "ok-1", "entity_name": "Good Ltd", "source": "notion"}
-    bad = {"id": "bad-1", "entity_name": "Bad Ltd", "source": "notion", **row}
-    with pytest.raises(ValueError, match=message):
-        catalog.upsert_compliance_actions([good, bad])
-    assert catalog.list_compliance_actions() == []
-
-
-def test_compliance_id_twice_with_different_content_is_refused(catalog: Catalog) -> None:
-    rows = [
-        {"id": "x", "entity_name": "A", "source": "notion"},
-        {"id": "x", "entity_name": "B", "source": "notion"},
-    ]
-    with pytest.raises(ValueError, match="compliance action 'x' appears twice, differently"):
-        catalog.upsert_compliance_actions(rows)
-    assert catalog.list_compliance_actions() == []
-
-
-# --- AER statistics --------------------------------------------------------------------------
-
-
-HARDSHIP = "Customers on hardship programs"
-DISCONNECTION = "Disconnection rate"
-
-
-def _aer() -> list[AerRow]:
-    return [
-        AerRow("3", "Example Energy", "NSW", "electricity", HARDSHIP, "2024-Q3", Decimal("1234"),
-               "customers", "s3-2024q3.xlsx"),
-        AerRow("3", "Example Energy", "NSW", "gas", HARDSHIP, "2024-Q3", 87, "customers",
-               "s3-2024q3.xlsx"),
-        AerRow("4", "Example Energy", "VIC", "electricity", DISCONNECTION, "2024-Q3", 0.1, "%",
-               "s4.xlsx"),
-        AerRow("4", "Other Retail", "VIC", "electricity", DISCONNECTION, "2024-Q3", None, "%",
-               "s4.xlsx"),
-    ]
-
-
-def test_aer_upsert_is_idempotent(catalog: Catalog) -> None:
-    metrics = [AerMetric(DISCONNECTION, "4", "Residential disconnections per customer", "%")]
-    assert catalog.upsert_aer_rows(_aer(), metrics) == 4
-    assert catalog.upsert_aer_rows(_aer(), metrics) == 4
-    rows = catalog.list_aer_rows()
-    assert [(r.schedule, r.retailer, r.fuel, r.value) for r in rows] == [
-        ("3", "Example Energy", "electricity", Decimal("1234.000000")),
-        ("3", "Example Energy", "gas", Decimal("87.000000")),
-        ("4", "Example Energy", "electricity", Decimal("0.100000")),
-        ("4", "Other Retail", "electricity", None),
-    ]
-    assert catalog.list_aer_metrics() == metrics
-
-
-def test_aer_upsert_updates_a_value_in_place(catalog: Catalog) -> None:
-    catalog.upsert_aer_rows(_aer())
-    corrected = AerRow(
-        "3", "Example Energy", "NSW", "gas", HARDSHIP, "2024-Q3", 90, "customers", "s3-rev.xlsx"
-    )
-    catalog.upsert_aer_rows([corrected])
-    rows = {(r.fuel, r.schedule, r.retailer): r for r in catalog.list_aer_rows()}
-    assert len(rows) == 4
-    gas = rows["gas", "3", "Example Energy"]
-    assert (gas.value, gas.source_file) == (Decimal("90.000000"), "s3-rev.xlsx")
-
-
-def test_aer_same_key_twice_with_different_values_is_refused(catalog: Catalog) -> None:
-    a, _, _, _ = _aer()
-    b = AerRow(a.schedule, a.retailer, a.jurisdiction, a.fuel, a.metric, a.period, 1, a.unit)
-    with pytest.raises(ValueError, match="appears twice with different values"):
-        catalog.upsert_aer_rows([a, b])
-    with pytest.raises(ValueError, match="fuel cannot be empty"):
-        catalog.upsert_aer_rows([AerRow("3", "X", "NSW", "", "m", "2024-Q3", 1)])
-    assert catalog.list_aer_rows() == []
 
 
 # --- errors that say what to do --------------------------------------------------------------

@@ -24,6 +24,8 @@ CATALOG_TABLES = {
     "reference_sources",
     "reference_requests",
     "compliance_actions",
+    "compliance_action_misconduct_types",
+    "compliance_sync_state",
     "aer_performance",
     "aer_metrics",
 }

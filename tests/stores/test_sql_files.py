@@ -177,8 +177,7 @@ def test_reader_can_queue_requests_through_the_catalog(reader: sa.Engine) -> Non
         "DELETE FROM documents",
         "INSERT INTO reference_sources (url, title, description) "
         "VALUES ('https://a.org', 'a', 'b')",
-        "INSERT INTO compliance_actions (id, entity_name, source, synced_at) "
-        "VALUES ('x', 'x', 'x', now())",
+        "INSERT INTO compliance_actions (page_id, search_text) VALUES ('x', ' x ')",
         "DELETE FROM aer_performance",
         "TRUNCATE aer_metrics",
         "DROP TABLE documents",

@@ -3,7 +3,10 @@ or Postgres) through SQLAlchemy 2 Core.
 
 * ``documents.py``: the ``documents`` table, ``DocumentRow`` and its lifecycle.
 * ``requests.py``: the two intake queues and the reference sources.
-* ``market.py``: compliance actions and AER retail statistics.
+* ``aer.py``: AER retail statistics, their sync and the totals check; ``aer_search.py``:
+  their search with exact counts and totals.
+* ``compliance.py``: enforcement actions from the Notion tracker, the sync's snapshot write;
+  ``compliance_search.py``: their search with exact counts and totals.
 * ``common.py``: the shared ``MetaData``, input checks and ``CatalogBase``.
 
 Engines, error translation and ``apply_sql_files`` live in ``kb_shared.stores.sql``. The
@@ -14,6 +17,20 @@ that DDL written out for DBAs, and ``tests/stores/test_sql_files.py`` proves the
 from __future__ import annotations
 
 from kb_shared.stores.catalog.common import CATALOG_METADATA, FAILURE_REASON_MAX, URL_MAX
+from kb_shared.stores.catalog.compliance import (
+    ComplianceAction,
+    ComplianceCatalog,
+    ComplianceSyncCounts,
+    compliance_action_misconduct_types,
+    compliance_actions,
+    compliance_sync_state,
+)
+from kb_shared.stores.catalog.compliance_search import (
+    ComplianceSearchCatalog,
+    ComplianceSearchResult,
+    Facet,
+    FacetValue,
+)
 from kb_shared.stores.catalog.documents import (
     DOCUMENT_STATUSES,
     NAME_MAX,
@@ -22,14 +39,22 @@ from kb_shared.stores.catalog.documents import (
     documents,
     duplicate_message,
 )
-from kb_shared.stores.catalog.market import (
-    AerMetric,
-    AerRow,
-    ComplianceActionRow,
-    MarketCatalog,
+from kb_shared.stores.catalog.aer import (
+    AerCatalog,
+    AerSyncCounts,
+    AerTotalMismatch,
+    AerTotalsCheck,
     aer_metrics,
     aer_performance,
-    compliance_actions,
+    aer_sync_state,
+)
+from kb_shared.stores.catalog.aer_search import (
+    AerMetricInfo,
+    AerPeriod,
+    AerPeriodTotal,
+    AerSearchCatalog,
+    AerSearchResult,
+    AerVocabulary,
 )
 from kb_shared.stores.catalog.requests import (
     DEFAULT_MAX_PENDING,
@@ -51,9 +76,17 @@ from kb_shared.stores.catalog.requests import (
 from kb_shared.stores.sql import apply_sql_files, make_engine
 
 
-class Catalog(DocumentCatalog, RequestCatalog, MarketCatalog):
+class Catalog(
+    DocumentCatalog,
+    RequestCatalog,
+    AerCatalog,
+    AerSearchCatalog,
+    ComplianceCatalog,
+    ComplianceSearchCatalog,
+):
     """The catalog store over one SQLAlchemy engine (SQLite or Postgres): every method of
-    ``DocumentCatalog``, ``RequestCatalog`` and ``MarketCatalog``.
+    ``DocumentCatalog``, ``RequestCatalog``, ``AerCatalog``, ``AerSearchCatalog``,
+    ``ComplianceCatalog`` and ``ComplianceSearchCatalog``.
 
     The constructor does no I/O. ``ensure_schema()`` creates the catalog tables (the factory
     and ``kb db init`` also create the SQL graph's); ``close()`` disposes the engine's pool.
@@ -77,21 +110,37 @@ __all__ = [
     "REQUEST_STATUSES",
     "TITLE_MAX",
     "URL_MAX",
-    "AerMetric",
-    "AerRow",
+    "AerCatalog",
+    "AerMetricInfo",
+    "AerPeriod",
+    "AerPeriodTotal",
+    "AerSearchCatalog",
+    "AerSearchResult",
+    "AerSyncCounts",
+    "AerTotalMismatch",
+    "AerTotalsCheck",
+    "AerVocabulary",
     "Catalog",
-    "ComplianceActionRow",
+    "ComplianceAction",
+    "ComplianceCatalog",
+    "ComplianceSearchCatalog",
+    "ComplianceSearchResult",
+    "ComplianceSyncCounts",
     "DocumentCatalog",
     "DocumentRequestRow",
     "DocumentRow",
-    "MarketCatalog",
+    "Facet",
+    "FacetValue",
     "ReferenceRequestRow",
     "ReferenceSourceRow",
     "RequestCatalog",
     "aer_metrics",
     "aer_performance",
+    "aer_sync_state",
     "apply_sql_files",
+    "compliance_action_misconduct_types",
     "compliance_actions",
+    "compliance_sync_state",
     "document_requests",
     "documents",
     "duplicate_message",

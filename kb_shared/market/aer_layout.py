@@ -1,0 +1,616 @@
+"""Read an AER retail-performance workbook (``.xlsx``/``.xlsm``) into observations, mapped
+from its layout alone, and refuse whatever does not fit it.
+
+The layout (``../shared/notes/next-capabilities.md`` "AER retail performance data"): one sheet
+per subject whose name gives the fuel and customer type; row 3 a title; row 4 metric headings,
+each (usually merged) over a block of quarter columns, blocks sometimes separated by an empty
+spacer column; row 5 quarter labels (``Q3 2025-26``), the latest last in each block; column A
+retailers in one block per jurisdiction, each closed by a ``<Region> Total`` row; ``A4``
+reads "National" and ``A5`` "Retailer". Blocks are found from the headings, never by offset.
+
+Two readers, each for what it does well: openpyxl (formulas not evaluated) gives positions,
+merged ranges, which cells are formulas and each cell's type; fastexcel (calamine, into a
+polars frame) gives the values, including the result Excel stored for each formula. A formula
+without a stored result is refused: real workbooks are saved by Excel, which stores them.
+
+Every refusal is an ``AerWorkbookError`` naming the file, the sheet and the cell.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import fastexcel
+import openpyxl
+from openpyxl.utils import get_column_letter
+from openpyxl.utils.exceptions import InvalidFileException
+from openpyxl.worksheet.worksheet import Worksheet
+
+from kb_shared.errors import AerWorkbookError
+from kb_shared.market.aer import (
+    CUSTOMER_TYPE_WORDS,
+    DATA_SCHEDULES,
+    FUEL_WORDS,
+    AerHeading,
+    AerObservation,
+    AerWorkbook,
+    Quarter,
+    normalize_jurisdiction,
+    normalize_words,
+    schedule_from_file_name,
+    stored_value,
+    words_naming,
+)
+from kb_shared.market.aer_metrics import map_heading
+
+#: File types read (the AER publishes ``.xlsx`` and macro-enabled ``.xlsm``).
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm")
+#: Rows of the layout (1-based, as Excel numbers them).
+TITLE_ROW, HEADING_ROW, LABEL_ROW, FIRST_DATA_ROW = 3, 4, 5, 6
+#: ``A5`` of every data sheet.
+RETAILER_HEADER = "retailer"
+#: Cell texts meaning "not reported" (stored as nothing, never as 0).
+NOT_REPORTED = frozenset({"-", "\u2013", "\u2014", "n/a", "na", "n.a."})
+#: Names (normalised) of sheets that carry no data: skipped, and listed in the result.
+NON_DATA_SHEETS = frozenset(
+    {
+        "contents",
+        "table of contents",
+        "index",
+        "cover",
+        "notes",
+        "explanatory notes",
+        "read me",
+        "readme",
+        "introduction",
+        "about",
+        "glossary",
+        "definitions",
+        "disclaimer",
+    }
+)
+
+
+def find_workbooks(source: str | Path) -> list[Path]:
+    """The workbooks at ``source``: the file itself, or every ``.xlsx``/``.xlsm`` directly in
+    the folder (Excel's ``~$`` lock files left out), sorted by name.
+
+    Raises:
+        FileNotFoundError: ``source`` does not exist.
+        ValueError: a file that is not ``.xlsx``/``.xlsm``, or a folder without one.
+    """
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(f"AER source {str(path)!r} does not exist")
+    if path.is_file():
+        if path.suffix.lower() not in WORKBOOK_SUFFIXES:
+            raise ValueError(f"{path.name}: not an .xlsx or .xlsm workbook")
+        return [path]
+    found = sorted(
+        p
+        for p in path.iterdir()
+        if p.is_file() and p.suffix.lower() in WORKBOOK_SUFFIXES and not p.name.startswith("~$")
+    )
+    if not found:
+        raise ValueError(f"no .xlsx or .xlsm workbook in {str(path)!r}")
+    return found
+
+
+def read_workbooks(paths: Iterable[str | Path]) -> list[AerWorkbook]:
+    """``read_workbook`` for each path, in order; the first refusal propagates."""
+    return [read_workbook(p) for p in paths]
+
+
+def read_workbook(path: str | Path) -> AerWorkbook:
+    """Every observation in one AER workbook.
+
+    The schedule and the release quarter come from the file name (or the document title);
+    the release must be the latest quarter in the sheets. Hidden sheets and sheets named like
+    a contents or notes page (``NON_DATA_SHEETS``) are skipped and listed.
+
+    Raises:
+        AerWorkbookError: the file is not a workbook, or anything in it does not fit the
+            layout (the message names file, sheet and cell). Nothing is returned then.
+        OSError: the file cannot be read (missing, no permission).
+    """
+    path = Path(path)
+    name = path.name
+    if path.suffix.lower() not in WORKBOOK_SUFFIXES:
+        raise AerWorkbookError(name, None, None, "not an .xlsx or .xlsm workbook")
+    try:
+        book = openpyxl.load_workbook(path, data_only=False, keep_links=False)
+        values = fastexcel.read_excel(path)
+    except (InvalidFileException, zipfile.BadZipFile, fastexcel.FastExcelError) as exc:
+        raise AerWorkbookError(name, None, None, f"cannot be opened as a workbook ({exc})") from exc
+    except OSError:
+        raise
+    except Exception as exc:  # openpyxl raises KeyError, ValueError, ParseError... on bad parts
+        raise AerWorkbookError(
+            name, None, None, f"is a damaged workbook ({type(exc).__name__}: {exc})"
+        ) from exc
+    title = book.properties.title or ""
+    schedule = schedule_from_file_name(path.stem) or schedule_from_file_name(title)
+    if schedule is None:
+        raise AerWorkbookError(
+            name, None, None, "neither the file name nor the title names the schedule "
+            "('Schedule 2', 'Schedule 3', ...): not an AER retail performance workbook"
+        )
+    if schedule not in DATA_SCHEDULES:
+        raise AerWorkbookError(
+            name, None, None, f"schedule {schedule} holds no data (data schedules are "
+            f"{', '.join(DATA_SCHEDULES)})"
+        )
+    try:
+        release = Quarter.from_file_name(path.stem) or Quarter.from_file_name(title)
+    except ValueError as exc:
+        raise AerWorkbookError(name, None, None, str(exc)) from exc
+    if release is None:
+        raise AerWorkbookError(
+            name, None, None, "neither the file name nor the title names the release quarter "
+            "('Quarter 3 2025-26')"
+        )
+
+    skipped: list[tuple[str, str]] = []
+    sheets: list[_SheetResult] = []
+    for ws in book.worksheets:
+        a5 = _text(ws.cell(LABEL_ROW, 1).value)
+        if ws.sheet_state != "visible":
+            skipped.append((ws.title, "hidden"))
+        elif a5 is not None and a5.casefold() == RETAILER_HEADER:
+            reader = _SheetReader(name, schedule, release, ws, _frame(values, name, ws.title))
+            sheets.append(reader.read())
+        elif normalize_words(ws.title) in NON_DATA_SHEETS:
+            skipped.append((ws.title, "not a data sheet"))
+        else:
+            raise AerWorkbookError(
+                name, ws.title, "A5", f"reads {a5!r}, not 'Retailer': the sheet does not have "
+                "the AER layout (A4 'National', A5 'Retailer', headings in row 4, quarters in "
+                "row 5); if it holds no data add its name to NON_DATA_SHEETS"
+            )
+    if not sheets:
+        raise AerWorkbookError(name, None, None, "no sheet has the AER layout ('Retailer' in A5)")
+
+    latest, latest_at = max((s.latest, (s.sheet, s.latest_cell)) for s in sheets)
+    if latest != release:
+        raise AerWorkbookError(
+            name, latest_at[0], latest_at[1], f"the latest quarter in the sheets is "
+            f"{latest.label} but the file name says the release is {release.label}"
+        )
+    observations: list[AerObservation] = []
+    seen: dict[tuple[str, ...], str] = {}
+    headings: dict[str, AerHeading] = {}
+    for result in sheets:
+        for obs in result.observations:
+            key = (obs.metric_key, obs.fuel, obs.customer_type, obs.jurisdiction,
+                   obs.retailer.casefold(), obs.period)
+            where = f"{obs.sheet}!{obs.cell}"
+            if key in seen:
+                raise AerWorkbookError(
+                    name, obs.sheet, obs.cell, f"holds the same figure as {seen[key]} (metric "
+                    f"{obs.metric_key!r}, {obs.fuel}, {obs.customer_type}, {obs.jurisdiction}, "
+                    f"{obs.retailer!r}, {obs.period}); give one of the headings its own key in "
+                    "aer_metrics.METRIC_ALIASES"
+                )
+            seen[key] = where
+            observations.append(obs)
+        for heading in result.headings:
+            headings.setdefault(heading.heading, heading)
+    return AerWorkbook(
+        path=path,
+        schedule=schedule,
+        release=release,
+        observations=tuple(observations),
+        headings=tuple(headings.values()),
+        sheets=tuple(s.sheet for s in sheets),
+        skipped_sheets=tuple(skipped),
+        not_reported=sum(s.not_reported for s in sheets),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# One sheet
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Block:
+    """A heading and the quarter columns under it."""
+
+    heading: AerHeading
+    cell: str
+    first: int
+    last: int
+    fuel: str = ""
+    customer_type: str = ""
+    quarters: dict[int, Quarter] = field(default_factory=dict)
+
+
+@dataclass
+class _SheetResult:
+    sheet: str
+    observations: list[AerObservation]
+    headings: list[AerHeading]
+    not_reported: int
+    latest: Quarter
+    latest_cell: str
+
+
+class _Frame:
+    """The values fastexcel read from one sheet, addressed by Excel row and column (1-based):
+    each cell as a float (exact; None for text and empty cells) and as text (fastexcel
+    writes floats to text with 9 decimals only, so text is used for text cells alone)."""
+
+    def __init__(self, numbers: list[list[float | None]], texts: list[list[str | None]]) -> None:
+        self._numbers = numbers
+        self._texts = texts
+
+    @staticmethod
+    def _get(columns: list[list[Any]], row: int, column: int) -> Any:
+        if column > len(columns):
+            return None
+        values = columns[column - 1]
+        return values[row - 1] if row <= len(values) else None
+
+    def number(self, row: int, column: int) -> float | None:
+        return self._get(self._numbers, row, column)
+
+    def text(self, row: int, column: int) -> str | None:
+        return self._get(self._texts, row, column)
+
+
+def _frame(values: fastexcel.ExcelReader, file: str, sheet: str) -> _Frame:
+    columns: dict[str, list[list[Any]]] = {}
+    for dtype in ("float", "string"):
+        try:
+            loaded = values.load_sheet_by_name(sheet, header_row=None, skip_rows=0, dtypes=dtype)
+            frame = loaded.to_polars()
+        except fastexcel.FastExcelError as exc:
+            raise AerWorkbookError(file, sheet, None, f"cannot be read ({exc})") from exc
+        columns[dtype] = [frame.to_series(i).to_list() for i in range(frame.width)]
+    return _Frame(columns["float"], columns["string"])
+
+
+def _text(value: Any) -> str | None:
+    """A cell's text with whitespace collapsed, or None when it holds no text."""
+    if value is None:
+        return None
+    clean = " ".join(str(value).split())
+    return clean or None
+
+
+class _SheetReader:
+    def __init__(
+        self, file: str, schedule: str, release: Quarter, ws: Worksheet, frame: _Frame
+    ) -> None:
+        self.file = file
+        self.schedule = schedule
+        self.release = release
+        self.ws = ws
+        self.frame = frame
+        self.not_reported = 0
+
+    def refuse(self, cell: str | None, reason: str) -> AerWorkbookError:
+        return AerWorkbookError(self.file, self.ws.title, cell, reason)
+
+    def read(self) -> _SheetResult:
+        self._check_alignment()
+        blocks = self._blocks()
+        self._read_labels(blocks)
+        self._assign_dimensions(blocks)
+        observations = self._read_rows(blocks)
+        latest_block = max(blocks, key=lambda b: max(b.quarters.values()))
+        latest_column, latest = max(latest_block.quarters.items(), key=lambda kv: kv[1])
+        return _SheetResult(
+            sheet=self.ws.title,
+            observations=observations,
+            headings=[b.heading for b in blocks],
+            not_reported=self.not_reported,
+            latest=latest,
+            latest_cell=f"{get_column_letter(latest_column)}{LABEL_ROW}",
+        )
+
+    def _check_alignment(self) -> None:
+        """The two readers must agree on where A4 and A5 are (fastexcel's frame starts at the
+        first used row and column; column A is always used on a data sheet)."""
+        for row in (HEADING_ROW, LABEL_ROW):
+            ours = _text(self.ws.cell(row, 1).value)
+            theirs = _text(self.frame.text(row, 1))
+            if ours != theirs:
+                raise self.refuse(
+                    f"A{row}", f"openpyxl reads {ours!r} but fastexcel {theirs!r}: the readers "
+                    "disagree about cell positions"
+                )
+        a4 = _text(self.ws.cell(HEADING_ROW, 1).value)
+        if a4 is not None and normalize_jurisdiction(a4) is None:
+            raise self.refuse("A4", f"reads {a4!r}, not a region such as 'National'")
+
+    def _blocks(self) -> list[_Block]:
+        """Row-4 headings and the columns each spans: a merged heading its merged range; an
+        unmerged one up to the column before the next heading (trimmed to its labels later)."""
+        merges = {}
+        for rng in self.ws.merged_cells.ranges:
+            if rng.min_row <= HEADING_ROW <= rng.max_row and rng.max_col >= 2:
+                merges[rng.min_col] = rng
+        covered = {c for rng in merges.values() for c in range(rng.min_col + 1, rng.max_col + 1)}
+        blocks: list[_Block] = []
+        for column in range(2, self.ws.max_column + 1):
+            if column in covered:
+                continue
+            rng = merges.get(column)
+            row = rng.min_row if rng is not None else HEADING_ROW
+            cell = self.ws.cell(row, column)
+            ref = cell.coordinate
+            if cell.data_type == "f":
+                raise self.refuse(ref, "the heading is a formula, not text")
+            if isinstance(cell.value, (int, float, Decimal, dt.date)) and not isinstance(
+                cell.value, bool
+            ):
+                raise self.refuse(ref, f"the heading is a number ({cell.value!r}), not text")
+            text = _text(cell.value)
+            if text is None:
+                if rng is not None:
+                    raise self.refuse(ref, f"the merged heading {rng.coord} is empty")
+                continue
+            try:
+                Decimal(text.replace(",", ""))
+            except InvalidOperation:
+                pass
+            else:
+                raise self.refuse(ref, f"the heading is a number ({text!r}), not text")
+            try:
+                heading = map_heading(self.schedule, text)
+            except ValueError as exc:
+                raise self.refuse(ref, str(exc)) from exc
+            last = rng.max_col if rng is not None else self.ws.max_column
+            if blocks and blocks[-1].last >= column:
+                blocks[-1].last = column - 1
+            blocks.append(_Block(heading, ref, column, last))
+        if not blocks:
+            raise self.refuse("B4", "row 4 has no metric headings")
+        return blocks
+
+    def _read_labels(self, blocks: list[_Block]) -> None:
+        """Row-5 quarter labels into their blocks; every label under a heading, at least one
+        per heading, ascending within a block, none twice."""
+        for column in range(2, self.ws.max_column + 1):
+            cell = self.ws.cell(LABEL_ROW, column)
+            ref = cell.coordinate
+            value = cell.value
+            if value is None or _text(value) is None:
+                continue
+            if not isinstance(value, str):
+                raise self.refuse(
+                    ref, f"the quarter label is {value!r}, not text like 'Q3 2025-26'"
+                )
+            block = next((b for b in blocks if b.first <= column <= b.last), None)
+            if block is None:
+                raise self.refuse(ref, "this quarter label has no heading above it in row 4")
+            try:
+                quarter = Quarter.parse(value)
+            except ValueError as exc:
+                raise self.refuse(ref, str(exc)) from exc
+            for other_column, other in block.quarters.items():
+                if other == quarter:
+                    raise self.refuse(
+                        ref, f"repeats {quarter.label} of {get_column_letter(other_column)}5 "
+                        f"under the heading in {block.cell}: the heading cell above this "
+                        "column's block is empty"
+                    )
+                if other > quarter:
+                    raise self.refuse(
+                        ref, f"{quarter.label} comes after {other.label} under the heading in "
+                        f"{block.cell}; quarters must ascend"
+                    )
+            block.quarters[column] = quarter
+        for block in blocks:
+            if not block.quarters:
+                raise self.refuse(block.cell, "no quarter labels under this heading in row 5")
+
+    def _assign_dimensions(self, blocks: list[_Block]) -> None:
+        """Fuel and customer type of each block: from the sheet name, else the row-3 title,
+        else the heading; a source naming two (or none of them naming one) is refused."""
+        title, title_ref = self._title()
+        for block in blocks:
+            for attribute, table, what in (
+                ("fuel", FUEL_WORDS, "fuel (electricity or gas)"),
+                ("customer_type", CUSTOMER_TYPE_WORDS, "customer type (residential or small "
+                 "business)"),
+            ):
+                sources = [(self.ws.title, None, "the sheet name"), (title, title_ref, "the title"),
+                           (block.heading.heading, block.cell, "the heading")]
+                for text, ref, source in sources:
+                    found = words_naming(text, table) if text else set()
+                    if len(found) > 1:
+                        raise self.refuse(ref, f"{source} {text!r} names more than one {what}")
+                    if found:
+                        setattr(block, attribute, found.pop())
+                        break
+                else:
+                    raise self.refuse(
+                        block.cell, f"neither the sheet name, the title ({title_ref}) nor this "
+                        f"heading names the {what}"
+                    )
+
+    def _title(self) -> tuple[str | None, str | None]:
+        for column in range(1, self.ws.max_column + 1):
+            text = _text(self.ws.cell(TITLE_ROW, column).value)
+            if text is not None:
+                return text, f"{get_column_letter(column)}{TITLE_ROW}"
+        return None, f"B{TITLE_ROW}"
+
+    def _value(self, row: int, column: int, cell: Any) -> Decimal | None:
+        """The number in a value cell (a formula's stored result for a formula); None, and
+        counted, for "-", "n/a" or empty. openpyxl's cell type decides what a cell is."""
+        kind = cell.data_type
+        if kind == "e":
+            raise self.refuse(cell.coordinate, f"holds the Excel error {cell.value!r}")
+        if kind == "b" or isinstance(cell.value, (bool, dt.date)):
+            raise self.refuse(cell.coordinate, f"holds {cell.value!r} where a number was expected")
+        if kind == "s":
+            text = _text(cell.value)
+            if text is None or text.casefold() in NOT_REPORTED:
+                self.not_reported += 1
+                return None
+            raise self.refuse(
+                cell.coordinate, f"holds the text {text!r} where a number or '-' was expected"
+            )
+        number = self.frame.number(row, column)
+        text = _text(self.frame.text(row, column)) if kind == "f" or number is None else None
+        if number is not None and text not in ("true", "false"):
+            try:
+                return stored_value(Decimal(repr(number)))
+            except ValueError as exc:
+                raise self.refuse(cell.coordinate, str(exc)) from exc
+        if kind == "f" and text is None:
+            raise self.refuse(
+                cell.coordinate, "is a formula with no stored result (or an Excel error): open "
+                "and save the workbook in Excel so it stores the computed values"
+            )
+        if text is None or text.casefold() in NOT_REPORTED:
+            self.not_reported += 1
+            return None
+        raise self.refuse(cell.coordinate, f"holds {text!r}, which is not a number")
+
+    def _read_rows(self, blocks: list[_Block]) -> list[AerObservation]:
+        """Column A from row 6: retailer rows gathered until a ``<Region> Total`` row closes
+        their block and gives them its jurisdiction. A row reading a region's name or
+        "Retailer" heads the next block; rows without a name must hold no values; rows left
+        unclosed at the end may only be notes (no values)."""
+        value_columns = {c: b for b in blocks for c in b.quarters}
+        letters = {c: get_column_letter(c) for c in value_columns}
+        expected = normalize_jurisdiction(_text(self.ws.cell(HEADING_ROW, 1).value) or "")
+        done: set[str] = set()
+        pending: list[tuple[int, str, dict[int, Decimal]]] = []
+        observations: list[AerObservation] = []
+        rows = self.ws.iter_rows(min_row=FIRST_DATA_ROW, max_row=self.ws.max_row,
+                                 max_col=max(max(value_columns), self.ws.max_column))
+        for row, cells in enumerate(rows, start=FIRST_DATA_ROW):
+            label_value = cells[0].value
+            if cells[0].data_type == "f":  # a name copied by formula: its stored result
+                label_value = self.frame.text(row, 1)
+                if label_value is None:
+                    raise self.refuse(f"A{row}", "is a formula with no stored result")
+            if isinstance(label_value, (int, float)) and not isinstance(label_value, bool):
+                raise self.refuse(f"A{row}", f"is the number {label_value!r}, not a retailer")
+            label = _text(label_value)
+            if label is None:
+                self._check_unnamed_row(row, cells, value_columns)
+                continue
+            region = self._total_region(label, row)
+            header = region is None and (
+                label.casefold() == RETAILER_HEADER or normalize_jurisdiction(label) is not None
+            )
+            values: dict[int, Decimal] = {}
+            for cell in cells[1:]:
+                column = cell.column
+                if column not in value_columns or header:
+                    if cell.value is not None and _text(cell.value) is not None and (
+                        not header or cell.data_type not in ("s",)
+                    ):
+                        raise self.refuse(
+                            cell.coordinate, "holds a number in a block's header row"
+                            if header else "holds a value in a column with no quarter label "
+                            "in row 5"
+                        )
+                    continue
+                number = self._value(row, column, cell)
+                if number is not None:
+                    values[column] = number
+            if header:
+                if any(v for _, _, v in pending):
+                    raise self.refuse(
+                        f"A{row}", f"{label!r} starts a block before the block above it was "
+                        "closed by a '<Region> Total' row"
+                    )
+                pending = []  # note rows between blocks
+                expected = normalize_jurisdiction(label) or expected
+                continue
+            if region is None:
+                if any(label.casefold() == other.casefold() for _, other, _ in pending):
+                    raise self.refuse(f"A{row}", f"retailer {label!r} appears twice in one block")
+                pending.append((row, label, values))
+                continue
+            if region in done:
+                raise self.refuse(f"A{row}", f"a second {region} block")
+            if expected is not None and region != expected:
+                raise self.refuse(
+                    f"A{row}", f"closes the block headed {expected} with {label!r}"
+                )
+            done.add(region)
+            expected = None
+            for retailer_row, retailer, retailer_values in pending:
+                observations += self._observations(
+                    value_columns, letters, retailer_row, retailer, region, retailer_values, False
+                )
+            observations += self._observations(
+                value_columns, letters, row, label, region, values, True
+            )
+            pending = []
+        if any(v for _, _, v in pending):
+            raise self.refuse(
+                f"A{pending[0][0]}", f"rows {pending[0][0]}-{pending[-1][0]} are not closed by "
+                "a '<Region> Total' row"
+            )
+        if not done:
+            raise self.refuse(f"A{FIRST_DATA_ROW}", "no '<Region> Total' row in column A")
+        return observations
+
+    def _check_unnamed_row(self, row: int, cells: tuple[Any, ...], value_columns: dict[int, _Block]
+                           ) -> None:
+        """A row with nothing in column A must hold nothing at all (a spacer row)."""
+        for cell in cells[1:]:
+            if cell.value is not None and _text(cell.value) is not None or (
+                cell.column in value_columns and _text(self.frame.text(row, cell.column))
+            ):
+                raise self.refuse(cell.coordinate, f"holds a value but A{row} names no retailer")
+
+    def _total_region(self, label: str, row: int) -> str | None:
+        words = label.split()
+        if len(words) < 2 or words[-1].casefold() != "total":
+            return None
+        region = normalize_jurisdiction(" ".join(words[:-1]))
+        if region is None:
+            raise self.refuse(f"A{row}", f"{label!r} is not the total of a known region")
+        return region
+
+    def _observations(
+        self,
+        value_columns: dict[int, _Block],
+        letters: dict[int, str],
+        row: int,
+        retailer: str,
+        region: str,
+        values: dict[int, Decimal],
+        is_total: bool,
+    ) -> list[AerObservation]:
+        out: list[AerObservation] = []
+        for column, value in values.items():
+            block = value_columns[column]
+            quarter = block.quarters[column]
+            out.append(
+                AerObservation(
+                    schedule=self.schedule,
+                    period=quarter.label,
+                    period_start=quarter.start,
+                    period_end=quarter.end,
+                    retailer=retailer,
+                    jurisdiction=region,
+                    fuel=block.fuel,
+                    customer_type=block.customer_type,
+                    metric_key=block.heading.metric_key,
+                    heading=block.heading.heading,
+                    value=value,
+                    is_total=is_total,
+                    source_file=self.file,
+                    sheet=self.ws.title,
+                    cell=f"{letters[column]}{row}",
+                    release=self.release.label,
+                )
+            )
+        return out

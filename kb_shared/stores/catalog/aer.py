@@ -1,0 +1,552 @@
+"""What energy retailers reported to the AER: the ``aer_performance`` table (one row per
+published figure, with its cell of origin), ``aer_metrics`` (every heading each metric key
+has had), ``aer_sync_state``, the sync that writes them and the check of published totals.
+
+A sync takes workbooks parsed by ``kb_shared.market.aer_layout.read_workbook``. Each release
+republishes the previous four quarters, possibly revised, and the latest release wins
+(``../shared/notes/next-capabilities.md``): for every (schedule, quarter) a sync replaces the
+stored figures with those of the newest release it was given, unless a newer release is
+already stored, and leaves identical rows untouched, so re-syncing a workbook changes nothing.
+The search over these tables is ``aer_search.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import NoSuchTableError
+
+from kb_shared.errors import SchemaMissingError
+from kb_shared.market.aer import (
+    NATIONAL,
+    VALUE_SCALE,
+    AerHeading,
+    AerObservation,
+    AerWorkbook,
+    Quarter,
+    stored_value,
+)
+from kb_shared.market.aer_metrics import KEY_MAX, normalize_heading
+from kb_shared.stores.catalog.common import CATALOG_METADATA, CatalogBase
+from kb_shared.stores.sql import UtcDateTime, utc_now
+
+#: The ``aer_sync_state`` row the AER sync writes.
+AER_SOURCE = "aer"
+#: Advisory-lock key (Postgres) that serialises two AER syncs; any fixed 64-bit constant.
+SYNC_LOCK = zlib.crc32(b"kb.catalog.aer_sync")
+#: Rows per DELETE statement (well under SQLite's 32,766 host parameters,
+#: https://www.sqlite.org/limits.html#max_variable_number).
+BATCH = 500
+#: The columns that identify a figure (with the schedule and the quarter).
+KEY_COLUMNS = ("metric_key", "fuel", "customer_type", "jurisdiction", "retailer")
+
+aer_performance = sa.Table(
+    "aer_performance",
+    CATALOG_METADATA,
+    sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
+    sa.Column("schedule", sa.String(8), nullable=False),
+    sa.Column("metric_key", sa.String(KEY_MAX), nullable=False),
+    sa.Column("fuel", sa.String(32), nullable=False),
+    sa.Column("customer_type", sa.String(32), nullable=False),
+    sa.Column("jurisdiction", sa.String(32), nullable=False),
+    sa.Column("retailer", sa.Text, nullable=False),
+    sa.Column("is_total", sa.Boolean, nullable=False),
+    sa.Column("period", sa.String(16), nullable=False),
+    sa.Column("period_start", sa.Date, nullable=False),
+    sa.Column("period_end", sa.Date, nullable=False),
+    sa.Column("heading", sa.Text, nullable=False),
+    sa.Column("value", sa.Numeric(28, VALUE_SCALE), nullable=False),
+    sa.Column("source_file", sa.Text, nullable=False),
+    sa.Column("sheet", sa.String(64), nullable=False),
+    sa.Column("cell", sa.String(16), nullable=False),
+    sa.Column("release", sa.String(16), nullable=False),
+    sa.Column("release_end", sa.Date, nullable=False),
+    sa.UniqueConstraint("schedule", "period_start", *KEY_COLUMNS, name="uq_aer_performance_key"),
+    sa.CheckConstraint("period_end >= period_start", name="ck_aer_performance_period"),
+)
+sa.Index("ix_aer_performance_metric", aer_performance.c.metric_key, aer_performance.c.period_start)
+
+aer_metrics = sa.Table(
+    "aer_metrics",
+    CATALOG_METADATA,
+    sa.Column("schedule", sa.String(8), primary_key=True),
+    sa.Column("heading", sa.Text, primary_key=True),
+    sa.Column("metric_key", sa.String(KEY_MAX), nullable=False),
+    sa.Column("normalized_heading", sa.Text, nullable=False),
+    sa.Column("additive", sa.Boolean, nullable=False),
+    sa.Column("aliased", sa.Boolean, nullable=False),
+    sa.Column("first_seen", sa.String(16), nullable=False),
+    sa.Column("first_seen_end", sa.Date, nullable=False),
+    sa.Column("last_seen", sa.String(16), nullable=False),
+    sa.Column("last_seen_end", sa.Date, nullable=False),
+)
+
+aer_sync_state = sa.Table(
+    "aer_sync_state",
+    CATALOG_METADATA,
+    sa.Column("source", sa.String(64), primary_key=True),
+    sa.Column("synced_at", UtcDateTime(), nullable=False),
+    sa.Column("releases", sa.Text, nullable=False),
+    sa.Column("files", sa.Integer, nullable=False),
+    sa.Column("rows_read", sa.Integer, nullable=False),
+    sa.Column("inserted", sa.Integer, nullable=False),
+    sa.Column("updated", sa.Integer, nullable=False),
+    sa.Column("deleted", sa.Integer, nullable=False),
+    sa.Column("unchanged", sa.Integer, nullable=False),
+    sa.Column("new_metrics", sa.Integer, nullable=False),
+)
+
+_ROW_COLUMNS = tuple(c.name for c in aer_performance.columns if c.name != "id")
+
+
+@dataclass(frozen=True, slots=True)
+class AerSyncCounts:
+    """What one ``sync_aer`` did.
+
+    ``read``: observations in the workbooks given; ``inserted``/``updated``/``deleted``/
+    ``unchanged``: rows of ``aer_performance`` (an update is any changed field, the cell or
+    release included; ``values_changed`` counts those whose value changed); ``superseded``:
+    observations not applied because a newer release of their quarter was given or stored.
+    ``new_metrics``: one heading per metric key not stored before (``aliased`` False means
+    nobody mapped it: a new metric, or a renamed one to add to the alias table);
+    ``new_headings``: new wordings of keys already stored. ``releases``: the release labels
+    given, oldest first.
+    """
+
+    read: int
+    inserted: int
+    updated: int
+    deleted: int
+    unchanged: int
+    superseded: int
+    values_changed: int
+    new_metrics: tuple[AerHeading, ...]
+    new_headings: tuple[AerHeading, ...]
+    releases: tuple[str, ...]
+    files: int
+    synced_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AerTotalMismatch:
+    """A published total that does not match what it totals.
+
+    ``kind`` "retailers": a ``<Region> Total`` against the sum of its block's retailers;
+    "jurisdictions": ``National Total`` against the sum of the other regions' totals.
+    ``tolerance`` is half a unit per addend and for the total itself (each may be rounded).
+    """
+
+    kind: str
+    schedule: str
+    metric_key: str
+    fuel: str
+    customer_type: str
+    jurisdiction: str
+    period: str
+    published: Decimal
+    computed: Decimal
+    addends: int
+    tolerance: Decimal
+    source_file: str
+    sheet: str
+    cell: str
+    release: str
+
+    @property
+    def message(self) -> str:
+        """One line naming the cell and both numbers."""
+        what = "its retailers" if self.kind == "retailers" else "the jurisdictions' totals"
+        return (
+            f"{self.source_file} · {self.sheet}!{self.cell}: {self.jurisdiction} total of "
+            f"{self.metric_key} ({self.fuel}, {self.customer_type}, {self.period}) is "
+            f"{self.published.normalize():f} but {what} sum to {self.computed.normalize():f} "
+            f"({self.addends} values; tolerance {self.tolerance.normalize():f})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AerTotalsCheck:
+    """``checked`` totals of additive metrics compared; the ``failures``."""
+
+    checked: int
+    failures: tuple[AerTotalMismatch, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when every checked total matched."""
+        return not self.failures
+
+
+def observation_values(obs: AerObservation) -> dict[str, Any]:
+    """The ``aer_performance`` row of an observation (without ``id``)."""
+    return {
+        "schedule": obs.schedule,
+        "metric_key": obs.metric_key,
+        "fuel": obs.fuel,
+        "customer_type": obs.customer_type,
+        "jurisdiction": obs.jurisdiction,
+        "retailer": obs.retailer,
+        "is_total": obs.is_total,
+        "period": obs.period,
+        "period_start": obs.period_start,
+        "period_end": obs.period_end,
+        "heading": obs.heading,
+        "value": stored_value(obs.value),
+        "source_file": obs.source_file,
+        "sheet": obs.sheet,
+        "cell": obs.cell,
+        "release": obs.release,
+        "release_end": Quarter.parse(obs.release).end,
+    }
+
+
+def observation_from_row(row: Any) -> AerObservation:
+    """An ``AerObservation`` from an ``aer_performance`` row mapping."""
+    return AerObservation(
+        schedule=row["schedule"],
+        period=row["period"],
+        period_start=row["period_start"],
+        period_end=row["period_end"],
+        retailer=row["retailer"],
+        jurisdiction=row["jurisdiction"],
+        fuel=row["fuel"],
+        customer_type=row["customer_type"],
+        metric_key=row["metric_key"],
+        heading=row["heading"],
+        value=row["value"],
+        is_total=bool(row["is_total"]),
+        source_file=row["source_file"],
+        sheet=row["sheet"],
+        cell=row["cell"],
+        release=row["release"],
+    )
+
+
+def _row_key(values: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(values[c] for c in KEY_COLUMNS)
+
+
+def _select_newest(
+    workbooks: list[AerWorkbook],
+) -> tuple[dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]], int]:
+    """Per (schedule, quarter start): the rows of the newest release given, and how many
+    observations older releases in the batch had for those quarters.
+
+    Raises:
+        ValueError: one figure twice in the newest release with different values.
+    """
+    newest: dict[tuple[str, dt.date], Quarter] = {}
+    for book in workbooks:
+        for obs in book.observations:
+            scope = (obs.schedule, obs.period_start)
+            if scope not in newest or book.release > newest[scope]:
+                newest[scope] = book.release
+    scopes: dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]] = {}
+    superseded = 0
+    for book in workbooks:
+        for obs in book.observations:
+            scope = (obs.schedule, obs.period_start)
+            if book.release != newest[scope]:
+                superseded += 1
+                continue
+            values = observation_values(obs)
+            rows = scopes.setdefault(scope, {})
+            key = _row_key(values)
+            previous = rows.get(key)
+            if previous is not None and previous["value"] != values["value"]:
+                raise ValueError(
+                    f"release {book.release.label} gives two values for one figure: "
+                    f"{previous['value']} in {previous['source_file']} · {previous['sheet']}!"
+                    f"{previous['cell']} and {values['value']} in {obs.provenance}"
+                )
+            rows.setdefault(key, values)
+    return scopes, superseded
+
+
+class AerCatalog(CatalogBase):
+    """The AER tables of the catalog: the sync, the totals check and full listings (see the
+    module docstring)."""
+
+    def sync_aer(self, workbooks: Iterable[AerWorkbook]) -> AerSyncCounts:
+        """Store the observations of parsed workbooks, all in one transaction.
+
+        For each (schedule, quarter) the newest release among ``workbooks`` replaces what is
+        stored (rows it lacks are deleted) unless the store already holds a newer release of
+        that quarter; identical rows are left as they are. Every heading seen is recorded in
+        ``aer_metrics`` with the first and last release it appeared in; ``aer_sync_state``
+        gets the counts and ``synced_at``.
+
+        Raises:
+            ValueError: no workbooks, or one figure given twice by the same release with
+                different values. Nothing is written then.
+            SchemaMissingError: the tables have their shape from before this sync existed.
+        """
+        books = list(workbooks)
+        if not books:
+            raise ValueError("no AER workbooks to sync")
+        scopes, superseded = _select_newest(books)
+        read = sum(len(b.observations) for b in books)
+        with self._write() as conn:
+            self._advisory_lock(conn, SYNC_LOCK)
+            _refuse_legacy_shape(conn)
+            changes = _apply_scopes(conn, scopes)
+            new_metrics, new_headings = _record_headings(conn, books)
+            now = utc_now()
+            releases = tuple(q.label for q in sorted({b.release for b in books}))
+            counts = AerSyncCounts(
+                read=read,
+                inserted=changes["inserted"],
+                updated=changes["updated"],
+                deleted=changes["deleted"],
+                unchanged=changes["unchanged"],
+                superseded=superseded + changes["superseded"],
+                values_changed=changes["values_changed"],
+                new_metrics=new_metrics,
+                new_headings=new_headings,
+                releases=releases,
+                files=len(books),
+                synced_at=now,
+            )
+            state = {
+                "synced_at": now,
+                "releases": ", ".join(releases),
+                "files": counts.files,
+                "rows_read": read,
+                "inserted": counts.inserted,
+                "updated": counts.updated,
+                "deleted": counts.deleted,
+                "unchanged": counts.unchanged,
+                "new_metrics": len(new_metrics),
+            }
+            stmt = self._insert(aer_sync_state).values(source=AER_SOURCE, **state)
+            conn.execute(stmt.on_conflict_do_update(index_elements=["source"], set_=state))
+        return counts
+
+    def list_aer_observations(self) -> list[AerObservation]:
+        """Every stored figure, ordered by schedule, quarter and key."""
+        query = sa.select(aer_performance).order_by(
+            aer_performance.c.schedule,
+            aer_performance.c.period_start,
+            *(aer_performance.c[c] for c in KEY_COLUMNS),
+        )
+        with self._read() as conn:
+            return [observation_from_row(r) for r in conn.execute(query).mappings()]
+
+    def check_aer_totals(self, *, unit: Decimal = Decimal(1)) -> AerTotalsCheck:
+        """Compare every stored ``<Region> Total`` of an additive metric with the sum of its
+        retailers, and every ``National Total`` with the sum of the other regions' totals.
+
+        Rates and averages (metrics not ``additive`` in ``aer_metrics``) are not sums and are
+        skipped. A total matches when it is within ``unit``/2 x (addends + 1) of the sum:
+        every published value may be rounded to ``unit``.
+        """
+        half = unit / 2
+        failures: list[AerTotalMismatch] = []
+        checked = 0
+        with self._read() as conn:
+            for kind, rows in (("retailers", _retailer_sums(conn)),
+                               ("jurisdictions", _jurisdiction_sums(conn))):
+                for row in rows:
+                    checked += 1
+                    published = stored_value(Decimal(row["value"]))
+                    computed = stored_value(Decimal(row["computed"] or 0))
+                    tolerance = half * (row["addends"] + 1)
+                    if abs(published - computed) > tolerance:
+                        failures.append(
+                            AerTotalMismatch(
+                                kind=kind,
+                                schedule=row["schedule"],
+                                metric_key=row["metric_key"],
+                                fuel=row["fuel"],
+                                customer_type=row["customer_type"],
+                                jurisdiction=row["jurisdiction"],
+                                period=row["period"],
+                                published=published,
+                                computed=computed,
+                                addends=row["addends"],
+                                tolerance=tolerance,
+                                source_file=row["source_file"],
+                                sheet=row["sheet"],
+                                cell=row["cell"],
+                                release=row["release"],
+                            )
+                        )
+        return AerTotalsCheck(checked=checked, failures=tuple(failures))
+
+
+def _apply_scopes(
+    conn: Connection, scopes: dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]]
+) -> dict[str, int]:
+    """Diff each scope against the stored rows and write inserts, updates and deletes."""
+    changes = dict.fromkeys(
+        ("inserted", "updated", "deleted", "unchanged", "superseded", "values_changed"), 0
+    )
+    if not scopes:
+        return changes
+    stored: dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]] = {}
+    query = sa.select(aer_performance).where(
+        aer_performance.c.schedule.in_({s for s, _ in scopes}),
+        aer_performance.c.period_start.in_({p for _, p in scopes}),
+    )
+    for row in conn.execute(query).mappings():
+        scope = (row["schedule"], row["period_start"])
+        if scope in scopes:
+            values = dict(row)
+            values["value"] = stored_value(Decimal(values["value"]))
+            values["is_total"] = bool(values["is_total"])
+            stored.setdefault(scope, {})[_row_key(values)] = values
+    inserts: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    deletes: list[int] = []
+    for scope, incoming in scopes.items():
+        current = stored.get(scope, {})
+        newest_stored = max((r["release_end"] for r in current.values()), default=None)
+        incoming_release = next(iter(incoming.values()))["release_end"]
+        if newest_stored is not None and newest_stored > incoming_release:
+            changes["superseded"] += len(incoming)
+            continue
+        for key, values in incoming.items():
+            old = current.get(key)
+            if old is None:
+                inserts.append(values)
+            elif any(old[c] != values[c] for c in _ROW_COLUMNS):
+                updates.append({"_id": old["id"], **values})
+                changes["values_changed"] += old["value"] != values["value"]
+            else:
+                changes["unchanged"] += 1
+        deletes += [row["id"] for key, row in current.items() if key not in incoming]
+    if inserts:
+        conn.execute(aer_performance.insert(), inserts)
+    if updates:
+        stmt = (
+            aer_performance.update()
+            .where(aer_performance.c.id == sa.bindparam("_id"))
+            .values({c: sa.bindparam(c) for c in _ROW_COLUMNS})
+        )
+        conn.execute(stmt, updates)
+    for start in range(0, len(deletes), BATCH):
+        conn.execute(aer_performance.delete().where(
+            aer_performance.c.id.in_(deletes[start : start + BATCH])
+        ))
+    changes.update(inserted=len(inserts), updated=len(updates), deleted=len(deletes))
+    return changes
+
+
+def _record_headings(
+    conn: Connection, books: list[AerWorkbook]
+) -> tuple[tuple[AerHeading, ...], tuple[AerHeading, ...]]:
+    """Upsert every (schedule, heading) seen with its first and last release; return the
+    headings of keys new to the store and the new wordings of known keys."""
+    seen: dict[tuple[str, str], tuple[AerHeading, Quarter, Quarter]] = {}
+    for book in books:
+        for heading in book.headings:
+            slot = (heading.schedule, heading.heading)
+            if slot in seen:
+                _, first, last = seen[slot]
+                seen[slot] = (heading, min(first, book.release), max(last, book.release))
+            else:
+                seen[slot] = (heading, book.release, book.release)
+    stored = {(r["schedule"], r["heading"]): dict(r)
+              for r in conn.execute(sa.select(aer_metrics)).mappings()}
+    known_keys = {(r["schedule"], r["metric_key"]) for r in stored.values()}
+    new_metrics: list[AerHeading] = []
+    new_headings: list[AerHeading] = []
+    for slot, (heading, first, last) in sorted(seen.items()):
+        old = stored.get(slot)
+        if old is not None:
+            first = min(first, Quarter.parse(old["first_seen"]))
+            last = max(last, Quarter.parse(old["last_seen"]))
+        values = {
+            "metric_key": heading.metric_key,
+            "normalized_heading": normalize_heading(heading.heading),
+            "additive": heading.additive,
+            "aliased": heading.aliased,
+            "first_seen": first.label,
+            "first_seen_end": first.end,
+            "last_seen": last.label,
+            "last_seen_end": last.end,
+        }
+        if old is None:
+            conn.execute(aer_metrics.insert().values(schedule=slot[0], heading=slot[1], **values))
+            key = (heading.schedule, heading.metric_key)
+            (new_headings if key in known_keys else new_metrics).append(heading)
+            known_keys.add(key)
+        elif any(old[c] != v for c, v in values.items()):
+            conn.execute(aer_metrics.update().where(
+                aer_metrics.c.schedule == slot[0], aer_metrics.c.heading == slot[1]
+            ).values(**values))
+    return tuple(new_metrics), tuple(new_headings)
+
+
+def _additive_keys() -> sa.Select[Any]:
+    return sa.select(aer_metrics.c.schedule, aer_metrics.c.metric_key).where(
+        aer_metrics.c.additive
+    )
+
+
+def _total_columns(total: Any) -> list[Any]:
+    return [total.c[c] for c in ("id", "schedule", "metric_key", "fuel", "customer_type",
+                                 "jurisdiction", "period", "value", "source_file", "sheet",
+                                 "cell", "release")]
+
+
+def _retailer_sums(conn: Connection) -> list[Any]:
+    """Each stored total of an additive metric with the sum and count of its retailers."""
+    total, part = aer_performance.alias("total"), aer_performance.alias("part")
+    same = [total.c[c] == part.c[c] for c in ("schedule", "metric_key", "fuel",
+                                              "customer_type", "jurisdiction", "period_start")]
+    columns = _total_columns(total)
+    query = (
+        sa.select(*columns, sa.func.sum(part.c.value).label("computed"),
+                  sa.func.count(part.c.id).label("addends"))
+        .select_from(total.outerjoin(part, sa.and_(*same, sa.not_(part.c.is_total))))
+        .where(total.c.is_total,
+               sa.tuple_(total.c.schedule, total.c.metric_key).in_(_additive_keys()))
+        .group_by(*columns)
+        .order_by(total.c.id)
+    )
+    return list(conn.execute(query).mappings())
+
+
+def _jurisdiction_sums(conn: Connection) -> list[Any]:
+    """Each stored National Total of an additive metric with the sum and count of the other
+    regions' totals (none: not checked)."""
+    national, region = aer_performance.alias("national"), aer_performance.alias("region")
+    same = [national.c[c] == region.c[c] for c in ("schedule", "metric_key", "fuel",
+                                                   "customer_type", "period_start")]
+    columns = _total_columns(national)
+    query = (
+        sa.select(*columns, sa.func.sum(region.c.value).label("computed"),
+                  sa.func.count(region.c.id).label("addends"))
+        .select_from(national.join(region, sa.and_(
+            *same, region.c.is_total, region.c.jurisdiction != NATIONAL
+        )))
+        .where(national.c.is_total, national.c.jurisdiction == NATIONAL,
+               sa.tuple_(national.c.schedule, national.c.metric_key).in_(_additive_keys()))
+        .group_by(*columns)
+        .order_by(national.c.id)
+    )
+    return list(conn.execute(query).mappings())
+
+
+def _refuse_legacy_shape(conn: Connection) -> None:
+    """Raise ``SchemaMissingError`` when ``aer_performance`` or ``aer_metrics`` still has its
+    shape from before the sync existed (``ensure_schema`` never alters a table)."""
+    for table, column in (("aer_performance", "metric_key"), ("aer_metrics", "heading")):
+        try:
+            columns = {c["name"] for c in sa.inspect(conn).get_columns(table)}
+        except NoSuchTableError:
+            columns = set()
+        if columns and column not in columns:
+            raise SchemaMissingError(
+                f"{table} has the shape it had before the AER sync (no {column} column); "
+                f"nothing wrote to it then. Drop it (DROP TABLE {table}) and run `kb db init` "
+                "to create the current one."
+            )

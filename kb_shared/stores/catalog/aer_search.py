@@ -1,0 +1,398 @@
+"""``search_aer``: every stored AER figure matching a set of filters, with the exact count and,
+for one metric, the exact total and per-quarter totals, computed in SQL over the whole match
+set (never from the capped rows), plus the vocabulary present so a wrong filter is corrected
+in one retry. For the MCP tool ``search_aer_performance`` (issue 11, "MCP tools").
+
+Matching rules:
+
+* ``retailer``: equal, ignoring case and spacing. ``jurisdiction``, ``fuel``,
+  ``customer_type``: any spelling the workbooks use ("New South Wales", "elec", "Resi").
+  ``schedule``: ``3`` or ``"Schedule 3"``.
+* ``metric``: a metric key or any heading it has been published under, ignoring case, spacing
+  and punctuation (``aer_metrics.normalize_heading``).
+* ``period_from``/``period_to``: a quarter label (``"Q3 2025-26"``) or a date; quarters
+  overlapping the range, inclusive.
+
+Rows are retailers' figures; the published ``<Region> Total`` rows matching the same filters
+(the retailer aside) come separately in ``region_totals``, so nothing is counted twice. For
+the same reason the total over several jurisdictions leaves out the National rows, which
+repeat ACT + NSW + QLD + SA + TAS (``total_note`` says so when it happens).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from kb_shared.errors import QueryError
+from kb_shared.market.aer import (
+    NATIONAL,
+    AerObservation,
+    Quarter,
+    normalize_customer_type,
+    normalize_fuel,
+    normalize_jurisdiction,
+    stored_value,
+)
+from kb_shared.market.aer_metrics import normalize_heading
+from kb_shared.stores.catalog.aer import (
+    AER_SOURCE,
+    aer_metrics,
+    aer_performance,
+    aer_sync_state,
+    observation_from_row,
+)
+from kb_shared.stores.catalog.common import CatalogBase
+
+#: Rows returned by default, and at most (issue 11: "limit=100", "cap 500").
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 500
+#: Longest filter value accepted, in characters.
+FILTER_MAX = 500
+
+
+@dataclass(frozen=True, slots=True)
+class AerMetricInfo:
+    """A metric of one schedule: its key, whether it adds up across retailers, and every
+    heading it has been published under (oldest first), first and last seen (releases)."""
+
+    schedule: str
+    metric_key: str
+    additive: bool
+    headings: tuple[str, ...]
+    first_seen: str
+    last_seen: str
+
+
+@dataclass(frozen=True, slots=True)
+class AerPeriod:
+    """A quarter present in the store: its label and first and last days."""
+
+    label: str
+    start: dt.date
+    end: dt.date
+
+
+@dataclass(frozen=True, slots=True)
+class AerVocabulary:
+    """The values present in the whole store, each sorted (periods by date)."""
+
+    schedules: tuple[str, ...]
+    retailers: tuple[str, ...]
+    jurisdictions: tuple[str, ...]
+    fuels: tuple[str, ...]
+    customer_types: tuple[str, ...]
+    periods: tuple[AerPeriod, ...]
+    metrics: tuple[AerMetricInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AerPeriodTotal:
+    """The sum of one metric's matching figures in one quarter, over ``rows`` figures."""
+
+    period: str
+    period_start: dt.date
+    period_end: dt.date
+    total: Decimal
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class AerSearchResult:
+    """What ``search_aer`` found.
+
+    ``rows``: up to ``limit`` matching retailer figures, latest quarter first; ``count``:
+    every match. ``metric``: the metric when the matches have exactly one (else None);
+    ``total`` and ``period_totals`` (oldest first) then sum it over the whole match set, when
+    it is additive (a rate or average has no total: ``total_note`` says why it is None, or
+    that National rows were left out). ``region_totals``: the published ``<Region> Total``
+    figures for the same filters, retailer aside (up to ``limit``). ``has_data`` False means
+    nothing has been synced, as opposed to "no rows match these filters"; ``synced_at`` the
+    last sync. ``vocabulary`` lists what is present.
+    """
+
+    rows: tuple[AerObservation, ...]
+    count: int
+    metric: AerMetricInfo | None
+    total: Decimal | None
+    period_totals: tuple[AerPeriodTotal, ...]
+    total_note: str | None
+    region_totals: tuple[AerObservation, ...]
+    vocabulary: AerVocabulary
+    has_data: bool
+    synced_at: dt.datetime | None
+    limit: int
+    filters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        """True when more figures match than ``rows`` holds."""
+        return self.count > len(self.rows)
+
+
+def _text(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and name == "schedule":
+        value = str(value)
+    if not isinstance(value, str):
+        raise QueryError(f"{name} must be text, got {value!r}")
+    clean = " ".join(value.split())
+    if len(clean) > FILTER_MAX:
+        raise QueryError(f"{name} is {len(clean)} characters; send at most {FILTER_MAX}")
+    return clean or None
+
+
+def _bound(value: Any, name: str, end: bool) -> dt.date | None:
+    """A quarter label's first (or, with ``end``, last) day, or a date as given."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if not isinstance(value, str):
+        raise QueryError(f"{name} must be a quarter like 'Q3 2025-26' or a date, got {value!r}")
+    try:
+        quarter = Quarter.parse(value)
+    except ValueError:
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            raise QueryError(
+                f"{name} must be a quarter like 'Q3 2025-26' or a date as YYYY-MM-DD, "
+                f"got {value!r}"
+            ) from None
+    return quarter.end if end else quarter.start
+
+
+def _metric_infos(conn: Connection) -> list[AerMetricInfo]:
+    rows = conn.execute(
+        sa.select(aer_metrics).order_by(
+            aer_metrics.c.schedule, aer_metrics.c.metric_key, aer_metrics.c.first_seen_end,
+            aer_metrics.c.heading,
+        )
+    ).mappings()
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    for row in rows:
+        grouped.setdefault((row["schedule"], row["metric_key"]), []).append(row)
+    infos = []
+    for (schedule, key), headings in grouped.items():
+        first = min(headings, key=lambda r: r["first_seen_end"])
+        last = max(headings, key=lambda r: r["last_seen_end"])
+        infos.append(AerMetricInfo(
+            schedule=schedule,
+            metric_key=key,
+            additive=all(bool(r["additive"]) for r in headings),
+            headings=tuple(r["heading"] for r in headings),
+            first_seen=first["first_seen"],
+            last_seen=last["last_seen"],
+        ))
+    return infos
+
+
+def _matching_metrics(metric: str, infos: list[AerMetricInfo]) -> list[AerMetricInfo]:
+    """The metrics whose key, or one of whose headings, is ``metric`` (normalised)."""
+    wanted = normalize_heading(metric)
+    return [
+        info for info in infos
+        if normalize_heading(info.metric_key) == wanted
+        or any(normalize_heading(h) == wanted for h in info.headings)
+    ]
+
+
+def _vocabulary(conn: Connection, infos: list[AerMetricInfo]) -> AerVocabulary:
+    table = aer_performance
+
+    def distinct(column: sa.Column[Any], *where: sa.ColumnElement[bool]) -> tuple[str, ...]:
+        query = sa.select(column).where(*where).distinct().order_by(column)
+        return tuple(conn.execute(query).scalars())
+
+    periods = conn.execute(
+        sa.select(table.c.period, table.c.period_start, table.c.period_end)
+        .distinct().order_by(table.c.period_start)
+    ).all()
+    return AerVocabulary(
+        schedules=distinct(table.c.schedule),
+        retailers=distinct(table.c.retailer, sa.not_(table.c.is_total)),
+        jurisdictions=distinct(table.c.jurisdiction),
+        fuels=distinct(table.c.fuel),
+        customer_types=distinct(table.c.customer_type),
+        periods=tuple(AerPeriod(label, start, end) for label, start, end in periods),
+        metrics=tuple(infos),
+    )
+
+
+def _period_totals(
+    conn: Connection, where: list[sa.ColumnElement[bool]]
+) -> tuple[tuple[AerPeriodTotal, ...], bool]:
+    """Per quarter, the sum of the matching retailer figures, without the National rows
+    when other jurisdictions' rows are there too; and whether any were left out."""
+    table = aer_performance
+    national = (table.c.jurisdiction == NATIONAL).label("national")
+    query = (
+        sa.select(table.c.period, table.c.period_start, table.c.period_end, national,
+                  sa.func.sum(table.c.value), sa.func.count())
+        .where(*where)
+        .group_by(table.c.period, table.c.period_start, table.c.period_end, national)
+        .order_by(table.c.period_start)
+    )
+    groups: dict[tuple[str, dt.date, dt.date], dict[bool, tuple[Decimal, int]]] = {}
+    for period, start, end, is_national, total, rows in conn.execute(query):
+        groups.setdefault((period, start, end), {})[bool(is_national)] = (
+            stored_value(Decimal(total)), int(rows))
+    totals = []
+    left_out = False
+    for (period, start, end), parts in groups.items():
+        if False in parts:
+            total, rows = parts[False]
+            left_out = left_out or True in parts
+        else:
+            total, rows = parts[True]
+        totals.append(AerPeriodTotal(period, start, end, total, rows))
+    return tuple(totals), left_out
+
+
+class AerSearchCatalog(CatalogBase):
+    """The read side of the AER tables (see the module docstring)."""
+
+    def search_aer(
+        self,
+        *,
+        retailer: str | None = None,
+        jurisdiction: str | None = None,
+        fuel: str | None = None,
+        customer_type: str | None = None,
+        schedule: str | int | None = None,
+        metric: str | None = None,
+        period_from: str | dt.date | None = None,
+        period_to: str | dt.date | None = None,
+        limit: int = DEFAULT_LIMIT,
+    ) -> AerSearchResult:
+        """Every stored AER figure matching all the given filters (see the module docstring
+        for how each matches), with exact counts and totals over the whole match set.
+
+        Args:
+            limit: rows to return, 1 or more; more than ``MAX_LIMIT`` is cut to it (``count``
+                and the totals always cover every match).
+
+        Returns:
+            An ``AerSearchResult`` read in one snapshot (REPEATABLE READ on Postgres, one
+            SQLite read transaction).
+
+        Raises:
+            QueryError: a filter of the wrong type, a bad quarter or date, ``period_from``
+                after ``period_to``, or a bad ``limit``.
+            SchemaMissingError / StoreUnavailableError / StoreError: as every catalog read.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise QueryError(f"limit must be a whole number of at least 1, got {limit!r}")
+        capped = min(limit, MAX_LIMIT)
+        text = {
+            "retailer": _text(retailer, "retailer"),
+            "jurisdiction": _text(jurisdiction, "jurisdiction"),
+            "fuel": _text(fuel, "fuel"),
+            "customer_type": _text(customer_type, "customer_type"),
+            "schedule": _text(schedule, "schedule"),
+            "metric": _text(metric, "metric"),
+        }
+        start = _bound(period_from, "period_from", end=False)
+        end = _bound(period_to, "period_to", end=True)
+        if start is not None and end is not None and start > end:
+            raise QueryError(f"period_from {period_from!r} is after period_to {period_to!r}")
+        table = aer_performance
+        shared: list[sa.ColumnElement[bool]] = []
+        if text["jurisdiction"]:
+            code = normalize_jurisdiction(text["jurisdiction"]) or text["jurisdiction"]
+            shared.append(table.c.jurisdiction == code)
+        if text["fuel"]:
+            shared.append(table.c.fuel == (normalize_fuel(text["fuel"]) or text["fuel"].lower()))
+        if text["customer_type"]:
+            kind = normalize_customer_type(text["customer_type"]) or text["customer_type"]
+            shared.append(table.c.customer_type == kind.lower())
+        if text["schedule"]:
+            number = re.sub(r"(?i)^schedule\s*", "", text["schedule"])
+            shared.append(table.c.schedule == (str(int(number)) if number.isdigit() else number))
+        if start is not None:
+            shared.append(table.c.period_end >= start)
+        if end is not None:
+            shared.append(table.c.period_start <= end)
+        with self._read() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            infos = _metric_infos(conn)
+            if text["metric"]:
+                chosen = _matching_metrics(text["metric"], infos)
+                shared.append(
+                    sa.tuple_(table.c.schedule, table.c.metric_key).in_(
+                        [(m.schedule, m.metric_key) for m in chosen]
+                    ) if chosen else sa.false()
+                )
+            where = [*shared, sa.not_(table.c.is_total)]
+            if text["retailer"]:
+                where.append(sa.func.lower(table.c.retailer) == text["retailer"].lower())
+            found = self._run(conn, where, [*shared, table.c.is_total], infos, capped)
+        echo = {k: v for k, v in text.items() if v is not None}
+        echo |= {k: v for k, v in (("period_from", start), ("period_to", end)) if v is not None}
+        return AerSearchResult(**found, limit=capped, filters=echo)
+
+    def _run(
+        self,
+        conn: Connection,
+        where: list[sa.ColumnElement[bool]],
+        totals_where: list[sa.ColumnElement[bool]],
+        infos: list[AerMetricInfo],
+        limit: int,
+    ) -> dict[str, Any]:
+        table = aer_performance
+        order = (table.c.period_start.desc(), table.c.schedule, table.c.metric_key, table.c.fuel,
+                 table.c.customer_type, table.c.jurisdiction, table.c.retailer)
+        count = int(conn.execute(sa.select(sa.func.count()).select_from(table).where(*where))
+                    .scalar_one())
+        rows = [observation_from_row(r) for r in conn.execute(
+            sa.select(table).where(*where).order_by(*order).limit(limit)
+        ).mappings()]
+        region_totals = [observation_from_row(r) for r in conn.execute(
+            sa.select(table).where(*totals_where).order_by(*order).limit(limit)
+        ).mappings()]
+        metrics = conn.execute(
+            sa.select(table.c.schedule, table.c.metric_key).where(*where).distinct().limit(2)
+        ).all()
+        metric = None
+        total: Decimal | None = None
+        period_totals: tuple[AerPeriodTotal, ...] = ()
+        note = None
+        if len(metrics) == 1:
+            metric = next((i for i in infos if (i.schedule, i.metric_key) == tuple(metrics[0])),
+                          None)
+            if metric is not None and metric.additive:
+                period_totals, left_out = _period_totals(conn, where)
+                total = stored_value(sum((p.total for p in period_totals), Decimal(0)))
+                if left_out:
+                    note = ("National rows are left out of the totals: they repeat the "
+                            "jurisdictions' figures (National = ACT + NSW + QLD + SA + TAS)")
+            elif metric is not None:
+                note = f"{metric.metric_key} is a rate or an average: its figures do not add up"
+        has_data = count > 0 or conn.execute(sa.select(sa.exists().select_from(table))).scalar()
+        synced_at = conn.execute(
+            sa.select(aer_sync_state.c.synced_at).where(aer_sync_state.c.source == AER_SOURCE)
+        ).scalar()
+        return {
+            "rows": tuple(rows),
+            "count": count,
+            "metric": metric,
+            "total": total,
+            "period_totals": period_totals,
+            "total_note": note,
+            "region_totals": tuple(region_totals),
+            "vocabulary": _vocabulary(conn, infos),
+            "has_data": bool(has_data),
+            "synced_at": synced_at,
+        }
