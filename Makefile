@@ -1,6 +1,7 @@
 # kb — the two commands:
 #   make demo   set up, build a corpus on the embedded default, serve the Dagster UI + MCP server
 #   make test   set up and run the tests (service suites skip with a reason unless their URLs are set)
+#   make test-fast  the tests not marked slow (no real-PDF builds, no real servers)
 
 PYTHON ?= python3.11
 VENV   ?= .venv
@@ -9,7 +10,7 @@ UV     := $(VENV)/bin/uv
 DOCS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install test demo bench bench-scale bench-rebuild verify-cloud clean
+.PHONY: install test test-fast demo bench bench-scale bench-rebuild verify-cloud clean
 
 install: $(VENV)/.installed
 
@@ -23,6 +24,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 test: install
 	@$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests - failing" >&2; exit 1; fi; \
+	exit $$status
+
+# The developer's lane: every test but the slow ones (real-PDF builds, real servers), which
+# `make test` still runs. Every asset is covered here on fake providers (tests/assets/test_assets.py).
+test-fast: install
+	@$(PY) -m pytest -m "not slow" $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test-fast: pytest collected no tests - failing" >&2; exit 1; fi; \
 	exit $$status
 
 # Build DOCS (files or folders; default: a sample PDF kb generates) on the embedded

@@ -1,4 +1,5 @@
-"""``kb`` — the pipeline CLI: add, build, rebuild, retry, delete and inspect documents.
+"""``kb`` — the pipeline CLI: add, build, rebuild, retry, delete, inspect and repair documents,
+and serve the Dagster UI (``kb ui``, ``kb demo``; process handling in ``kb_assets.serve``).
 
 Every command reads settings from the environment (``KB_*``, see the README) and works on
 the Dagster instance under ``KB_HOME/dagster``, so what it does shows up in the Dagster UI.
@@ -7,8 +8,6 @@ the Dagster instance under ``KB_HOME/dagster``, so what it does shows up in the 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -18,10 +17,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kb_assets import operations
-from kb_assets.constants import DOCUMENTS, REBUILDABLE
-from kb_assets.instance import dagster_instance, prepare_dagster_home
-from kb_assets.intake import ADDED, REFUSED, intake_files
+from kb_assets import operations, serve
+from kb_assets.constants import PARTITION_TAG, REBUILDABLE, DocumentStatus
+from kb_assets.instance import dagster_instance
+from kb_assets.intake import IntakeOutcome, IntakeStatus, admit
 from kb_assets.resources import StoresResource
 from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
 from kb_shared.settings import Settings
@@ -68,28 +67,25 @@ def add(
     already in the corpus under another name); a name already in the corpus is a duplicate,
     reported but not an error, so adding a folder again is safe."""
     settings, stores = _context()
-    instance = dagster_instance(settings)
     try:
-        outcomes = intake_files(paths, stores.catalog(), stores.blobs(), settings)
+        outcomes = admit(paths, stores, dagster_instance(settings))
     except IntakeError as error:
         err.print(f"[red]refused the whole batch:[/red] {error}")
         raise typer.Exit(1) from error
-    added = [o.doc_id for o in outcomes if o.status == ADDED and o.doc_id]
-    if added:
-        instance.add_dynamic_partitions(DOCUMENTS, added)
+    added = _added(outcomes)
     table = _table("kb add", "file", "status", "id", "reason")
-    colours = {"added": "green", "duplicate": "yellow", "refused": "red"}
+    colours = {IntakeStatus.ADDED: "green", IntakeStatus.DUPLICATE: "yellow", IntakeStatus.REFUSED: "red"}
     for o in outcomes:
         table.add_row(o.name, f"[{colours[o.status]}]{o.status}[/]", o.doc_id or "", o.reason)
     if outcomes:
         console.print(table)
-    refused = sum(1 for o in outcomes if o.status == REFUSED)
+    refused = sum(1 for o in outcomes if o.status == IntakeStatus.REFUSED)
     if not outcomes:
         console.print("no PDF files found in " + ", ".join(str(p) for p in paths))
     elif added:
         then = "building them." if build else "run `kb build` to build them."
         console.print(f"{len(added)} added; {then}")
-    elif not added:
+    else:
         console.print("nothing added.")
     stores.close()
     if build and added:
@@ -97,6 +93,10 @@ def add(
     if refused:
         err.print(f"{refused} file(s) refused; see the reasons above")
         raise typer.Exit(1)
+
+
+def _added(outcomes: list[IntakeOutcome]) -> list[str]:
+    return [o.doc_id for o in outcomes if o.status == IntakeStatus.ADDED and o.doc_id]
 
 
 def _build(
@@ -138,13 +138,13 @@ def _build(
             "figures", "seconds", "status",
         )
         for o in outcomes:
-            status = "[green]ready[/]" if o.status == "ready" else "[red]failed[/]"
+            status = "[green]ready[/]" if o.status == DocumentStatus.READY else "[red]failed[/]"
             table.add_row(
                 o.name, _n(o.pages), _n(o.chunks), _n(o.entities), _n(o.relationships),
                 _n(o.figures), f"{o.seconds:.1f}", status,
             )
         console.print(table)
-    failed = [o for o in outcomes if o.status != "ready"]
+    failed = [o for o in outcomes if o.status != DocumentStatus.READY]
     for o in failed:
         err.print(f"[red]failed[/red] {o.name}: {o.reason}")
     if failed:
@@ -218,7 +218,7 @@ def rebuild(
             f"dropped the vector index ({'it existed' if dropped else 'there was none'}) and "
             f"{removed} graph relationships; re-embedding every ready document"
         )
-        doc_ids = [r.doc_id for r in stores.catalog().list_documents(status="ready")]
+        doc_ids = [r.doc_id for r in stores.catalog().list_documents(status=DocumentStatus.READY)]
         if doc_ids:
             _build(
                 settings, stores, doc_ids, assets=operations.RESET_SELECTION,
@@ -227,7 +227,7 @@ def rebuild(
         return
     if names:
         rows = [operations.resolve_document(stores, n) for n in names]
-        unready = [r for r in rows if r.status != "ready"]
+        unready = [r for r in rows if r.status != DocumentStatus.READY]
         for row in unready:
             reason = f" ({row.failure_reason})" if row.failure_reason else ""
             err.print(
@@ -239,7 +239,7 @@ def rebuild(
             raise typer.Exit(1)
         doc_ids = [r.doc_id for r in rows]
     elif everything:
-        doc_ids = [r.doc_id for r in stores.catalog().list_documents(status="ready")]
+        doc_ids = [r.doc_id for r in stores.catalog().list_documents(status=DocumentStatus.READY)]
     else:
         err.print("name one or more documents, or pass --all")
         raise typer.Exit(2)
@@ -261,7 +261,7 @@ def retry(
     import dagster as dg
 
     runs = instance.get_runs(
-        filters=dg.RunsFilter(tags={"dagster/partition": row.doc_id}), limit=1
+        filters=dg.RunsFilter(tags={PARTITION_TAG: row.doc_id}), limit=1
     )
     if not runs or runs[0].status != dg.DagsterRunStatus.FAILURE:
         err.print(f"{row.name}: its last run did not fail; use `kb build {row.doc_id}`")
@@ -301,7 +301,7 @@ def delete(
 def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List documents with their per-asset state and counts."""
+    """List documents with their per-asset state and counts (reads only; writes nothing)."""
     settings, stores = _context()
     rows = operations.document_status(stores, dagster_instance(settings))
     stores.close()
@@ -320,17 +320,41 @@ def status(
             _n(r["figures"]), assets,
         )
     console.print(table)
+    lost = [r["name"] for r in rows if not r["partition"]]
+    if lost:
+        err.print(
+            f"{len(lost)} document(s) have no Dagster partition ({', '.join(lost)}); "
+            "`kb repair` restores them"
+        )
+
+
+@app.command()
+def repair() -> None:
+    """Make the Dagster partition set match the catalog: add a partition for every document
+    that lost it (e.g. after KB_HOME/dagster was deleted) and remove partitions of documents
+    that are no longer in the catalog. Needed only after such drift; `kb status` reports it."""
+    settings, stores = _context()
+    report = operations.repair_partitions(stores, dagster_instance(settings))
+    stores.close()
+    if not report.added and not report.removed:
+        console.print("nothing to repair: every catalog document has its partition")
+        return
+    if report.added:
+        console.print(f"added {len(report.added)} partition(s): {', '.join(report.added)}")
+    if report.removed:
+        console.print(f"removed {len(report.removed)} partition(s): {', '.join(report.removed)}")
 
 
 @db_app.command("init")
 def db_init() -> None:
     """Create the catalog and graph schema (idempotent); on Postgres also apply `sql/`."""
-    settings, stores = _context()
-    catalog = stores.catalog()
-    catalog.ensure_schema()
-    stores.graph().ensure_schema(None)
-    console.print(f"schema ready at {settings.resolved_database_url.split('@')[-1]}")
-    stores.close()
+    from kb_shared.stores.factory import init_database
+
+    settings, _ = _context()
+    done = init_database(settings)
+    if done.sql_files:
+        console.print(f"applied sql/: {', '.join(done.sql_files)}")
+    console.print(f"schema ready at {done.database}")
 
 
 @app.command("sample-pdf")
@@ -338,7 +362,7 @@ def sample_pdf(
     path: Annotated[Path, typer.Argument(help="Where to write the sample PDF.")],
 ) -> None:
     """Write the sample regulatory PDF the demo builds (generated from kb's own text)."""
-    from kb_shared.sample_pdf import build_sample_pdf
+    from kb_assets.sample_pdf import build_sample_pdf
 
     console.print(str(build_sample_pdf(path)))
 
@@ -348,23 +372,16 @@ def ui(
     port: Annotated[int, typer.Option(help="Dagster UI port.")] = 3000,
     host: Annotated[str, typer.Option(help="Dagster UI host.")] = "127.0.0.1",
 ) -> None:
-    """Serve the Dagster UI and daemon (`dagster dev -w workspace.yaml`) on KB_HOME."""
-    settings = Settings()
-    dagster_home = prepare_dagster_home(settings).resolve()
-    workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
-    command = [
-        sys.executable, "-m", "dagster", "dev", "-w", str(workspace), "-h", host, "-p", str(port),
-    ]
-    # Run from DAGSTER_HOME: from the repository root Dagster warns that the dagster.yaml
-    # there "will not be used", though its copy in DAGSTER_HOME is. `dg dev` (which Dagster's
-    # deprecation notice suggests) needs another package, so that notice is silenced.
-    env = dict(
-        os.environ,
-        KB_HOME=str(settings.home.resolve()),
-        DAGSTER_HOME=str(dagster_home),
-        PYTHONWARNINGS="ignore:Function `dev_command` is superseded",
-    )
-    raise typer.Exit(subprocess.call(command, env=env, cwd=dagster_home))
+    """Serve the Dagster UI and daemon (`dagster dev -w workspace.yaml`) on KB_HOME. SIGINT
+    or SIGTERM to kb stops dagster dev and everything it started."""
+    _serve([serve.dagster_ui(Settings(), host=host, port=port)])
+
+
+def _serve(commands: list[serve.ServerCommand]) -> None:
+    code, message = serve.serve(commands)
+    if code:
+        err.print(f"[red]{message}[/red]")
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -373,51 +390,41 @@ def demo(
         list[Path] | None,
         typer.Argument(help="PDFs or folders to build (default: the generated sample PDF)."),
     ] = None,
-    serve: Annotated[
-        bool, typer.Option("--serve/--no-serve", help="Serve the Dagster UI and MCP server after.")
+    serve_after: Annotated[
+        bool,
+        typer.Option("--serve/--no-serve", help="Serve the Dagster UI and MCP server after."),
     ] = True,
     ui_port: Annotated[int, typer.Option(help="Dagster UI port.")] = 3000,
 ) -> None:
     """The README's first command: add PDFs (or the sample), build them, then serve the
-    Dagster UI (http://127.0.0.1:3000) and the MCP server (http://127.0.0.1:8765/mcp)."""
+    Dagster UI (http://127.0.0.1:3000) and the MCP server (http://127.0.0.1:8765/mcp)
+    until Ctrl-C (or SIGTERM), which stops both and everything they started."""
     settings, stores = _context()
     if not paths:
-        from kb_shared.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
+        from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
 
         paths = [build_sample_pdf(settings.home / "sample" / SAMPLE_FILENAME)]
         console.print(f"no DOCS given: using the generated sample {paths[0]}")
-    instance = dagster_instance(settings)
-    outcomes = intake_files(paths, stores.catalog(), stores.blobs(), settings)
-    added = [o.doc_id for o in outcomes if o.status == ADDED and o.doc_id]
-    if added:
-        instance.add_dynamic_partitions(DOCUMENTS, added)
-    for o in outcomes:
-        if o.status != ADDED:
+    for o in admit(paths, stores, dagster_instance(settings)):
+        if o.status != IntakeStatus.ADDED:
             console.print(f"{o.name}: {o.status} ({o.reason})")
     todo = operations.documents_to_build(stores)
     try:
         if todo:
             _build(settings, stores, todo)
     except typer.Exit as stop:
-        if not serve:
+        if not serve_after:
             raise
         err.print(f"some documents failed (exit {stop.exit_code}); serving the rest")
-    if not serve:
+    stores.close()
+    if not serve_after:
         return
-    env = dict(os.environ, KB_HOME=str(settings.home))
-    mcp = subprocess.Popen(
-        [sys.executable, "-m", "kb_mcp.cli", "serve", "--transport", "http"], env=env
-    )
     console.print(
         f"MCP server: http://{settings.mcp_host}:{settings.mcp_port}/mcp  "
         f"(files under /files, health at /healthz)\n"
         f"Dagster UI: http://127.0.0.1:{ui_port}  (Ctrl-C stops both)"
     )
-    try:
-        ui(port=ui_port, host="127.0.0.1")
-    finally:
-        mcp.terminate()
-        mcp.wait(timeout=10)
+    _serve([serve.mcp_server(settings), serve.dagster_ui(settings, host="127.0.0.1", port=ui_port)])
 
 
 def main() -> None:

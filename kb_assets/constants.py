@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+class DocumentStatus(StrEnum):
+    """A document's lifecycle in the catalog (``DocumentRow.status``): ``pending`` from
+    intake until its first build ends, then ``ready`` or ``failed``. The same three values as
+    the catalog's ``DOCUMENT_STATUSES`` (its CHECK constraint)."""
+
+    PENDING = "pending"
+    READY = "ready"
+    FAILED = "failed"
+
+
 #: Name of the dynamic partitions definition; its keys are ``doc_id``s.
 DOCUMENTS = "documents"
 
@@ -28,10 +40,10 @@ ADD_JOB = "add_documents"
 CHECK_INDEX_MATCHES_CHUNKS = "index_matches_chunks"
 CHECK_EDGES_RESOLVE = "edge_chunk_ids_resolve"
 
-#: Blob key layout (relative to the blob root). ``{doc}`` is the doc_id.
-PDF_KEY = "pdfs/{doc}"
-MARKDOWN_KEY = "markdown/{doc}.md"
-MARKDOWN_META_KEY = "markdown/{doc}.json"
-CHUNKS_KEY = "chunks/{doc}.parquet"
-ASSET_OUTPUT_KEY = "assets/{asset}/{doc}.json"
-FIGURES_PREFIX = "figures/{doc}/"
+#: The run tag that names a run's partition (Dagster's own key for it): its doc_id.
+PARTITION_TAG = "dagster/partition"
+
+#: Sub-folders of the inbox that files move to once the add run has taken them (never
+#: scanned again); a file that was not added gets a ``<name>.reason.txt`` beside it.
+INBOX_ADDED = "added"
+INBOX_REFUSED = "refused"

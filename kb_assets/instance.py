@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -16,11 +15,11 @@ _FALLBACK_YAML = "telemetry:\n  enabled: false\n"
 
 
 def prepare_dagster_home(settings: Settings) -> Path:
-    """Create ``settings.dagster_home`` with a ``dagster.yaml`` in it and export
-    ``DAGSTER_HOME`` for this process (``dagster dev`` and run workers read it).
+    """Create ``settings.dagster_home`` with a ``dagster.yaml`` in it.
 
     Returns the directory. An existing ``dagster.yaml`` there is left alone (a person may
-    have edited it).
+    have edited it). The environment is not touched: ``kb ui`` passes ``DAGSTER_HOME`` to
+    ``dagster dev`` itself, and in-process builds are given the instance.
     """
     home = settings.dagster_home
     home.mkdir(parents=True, exist_ok=True)
@@ -30,7 +29,6 @@ def prepare_dagster_home(settings: Settings) -> Path:
             shutil.copyfile(DAGSTER_YAML, target)
         else:
             target.write_text(_FALLBACK_YAML, encoding="utf-8")
-    os.environ["DAGSTER_HOME"] = str(home)
     return home
 
 

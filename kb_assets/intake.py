@@ -1,5 +1,5 @@
-"""Intake: the identity rules applied to files that arrive (``kb add``, the inbox sensor, the
-``add_documents`` job all call ``intake_files``).
+"""Intake: ``admit`` is the one way a file becomes a document. ``kb add``, ``kb demo`` and the
+``add_documents`` job (which the inbox sensor requests) all call it.
 
 Rules (DESIGN.md "Identity"), applied in this order to a batch:
 
@@ -14,7 +14,9 @@ Rules (DESIGN.md "Identity"), applied in this order to a batch:
    ingesting a duplicate would corrupt the existing document's chunks and edges.
 
 An accepted file gets its catalog row first (the unique indexes settle a race between two
-intakes), then its bytes in blobs; if the copy fails the row is removed again.
+intakes), then its bytes in blobs (if the copy fails the row is removed again); then every
+added file gets its Dagster partition in one call. If that call fails, the batch's rows and
+blobs are removed again and nothing is added.
 """
 
 from __future__ import annotations
@@ -22,20 +24,29 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from pathlib import Path
 
-from kb_assets.constants import PDF_KEY
-from kb_shared.errors import IntakeError, StoreError
+import dagster as dg
+
+from kb_assets.constants import DOCUMENTS
+from kb_assets.resources import StoresResource
+from kb_shared import layout
+from kb_shared.errors import DuplicateDocumentError, IntakeError, StoreError
 from kb_shared.identity import IdentityError, doc_id, normalize_name, sha256_bytes
-from kb_shared.settings import Settings
 from kb_shared.stores.blobs import BlobStore
-from kb_shared.stores.catalog import Catalog, DuplicateDocumentError
+from kb_shared.stores.catalog import Catalog
 
 log = logging.getLogger(__name__)
 
-ADDED = "added"
-DUPLICATE = "duplicate"
-REFUSED = "refused"
+
+class IntakeStatus(StrEnum):
+    """What happened to one file: ``added``; ``duplicate`` (already there, or repeated in the
+    batch: not an error); ``refused`` (cannot be added; the reason says why and what to do)."""
+
+    ADDED = "added"
+    DUPLICATE = "duplicate"
+    REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -45,21 +56,43 @@ class IntakeOutcome:
     Attributes:
         path: the file as given.
         name: its file name.
-        status: ``added``, ``duplicate`` (already there or repeated in the batch) or
-            ``refused`` (cannot be added; ``reason`` says why and what to do).
+        status: see ``IntakeStatus``.
         doc_id: the partition key for added files (and the existing one for duplicates).
         reason: human-readable explanation ("" for added).
     """
 
     path: str
     name: str
-    status: str
+    status: IntakeStatus
     doc_id: str | None = None
     reason: str = ""
 
     def as_dict(self) -> dict[str, str | None]:
         """JSON-serialisable form."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A file that passed the batch rules and is checked against the catalog next.
+
+    Attributes:
+        path: the file.
+        name: its file name as added (stripped).
+        doc_id: ``kb_shared.identity.doc_id(name)``.
+        sha256: hex digest of ``data``.
+        data: the file's bytes.
+    """
+
+    path: Path
+    name: str
+    doc_id: str
+    sha256: str
+    data: bytes
+
+    def outcome(self, status: IntakeStatus, doc: str | None = None, reason: str = "") -> IntakeOutcome:
+        """This file's outcome."""
+        return IntakeOutcome(str(self.path), self.name, status, doc, reason)
 
 
 def collect_pdfs(paths: Iterable[str | Path]) -> tuple[list[Path], list[IntakeOutcome]]:
@@ -82,28 +115,42 @@ def collect_pdfs(paths: Iterable[str | Path]) -> tuple[list[Path], list[IntakeOu
                 files.append(path)
             else:
                 refused.append(
-                    IntakeOutcome(str(raw), path.name, REFUSED, reason="not a .pdf file")
+                    IntakeOutcome(str(raw), path.name, IntakeStatus.REFUSED, reason="not a .pdf file")
                 )
         else:
-            refused.append(IntakeOutcome(str(raw), path.name, REFUSED, reason="no such file"))
+            refused.append(
+                IntakeOutcome(str(raw), path.name, IntakeStatus.REFUSED, reason="no such file")
+            )
     return files, refused
 
 
-def intake_files(
-    paths: Sequence[str | Path], catalog: Catalog, blobs: BlobStore, settings: Settings
+def admit(
+    paths: Sequence[str | Path], stores: StoresResource, instance: dg.DagsterInstance
 ) -> list[IntakeOutcome]:
-    """Apply the intake rules to ``paths`` and add the accepted files.
+    """Apply the intake rules to ``paths`` and add the accepted files: catalog row, blob and
+    Dagster partition each.
 
-    Returns one outcome per file found (in input order). The caller adds a dynamic partition
-    for every ``added`` outcome and requests its run.
+    Returns one outcome per file found, in input order. The added documents are ``pending``;
+    a build run makes them ``ready``.
 
     Raises:
-        IntakeError: the catalog lookup failed, so nothing at all was added.
+        IntakeError: the catalog lookup failed, or the partitions could not be added; nothing
+            at all was added.
     """
     files, outcomes = collect_pdfs(paths)
+    candidates = _screen(files, stores.settings.max_upload_bytes, outcomes)
+    decided = _against_catalog(candidates, stores)
+    added = [o.doc_id for o in decided if o.status == IntakeStatus.ADDED and o.doc_id]
+    if added:
+        _add_partitions(instance, added, stores.catalog(), stores.blobs())
+    order = {str(p): i for i, p in enumerate(paths)}
+    return sorted(outcomes + decided, key=lambda o: _input_position(o.path, order))
 
-    # -- read everything first; decide the whole batch before writing anything ------------
-    candidates: list[tuple[Path, str, str, str, bytes]] = []
+
+def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) -> list[Candidate]:
+    """Rules 1 and 2: read each file once and decide the batch before writing anything.
+    Appends the refused and duplicate files to ``outcomes``; returns the rest."""
+    candidates: list[Candidate] = []
     seen_names: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
     seen_content: dict[str, str] = {}
@@ -113,25 +160,16 @@ def intake_files(
             normal = normalize_name(name)
             ident = doc_id(name)
         except IdentityError as error:
-            outcomes.append(IntakeOutcome(str(path), name, REFUSED, reason=str(error)))
+            outcomes.append(IntakeOutcome(str(path), name, IntakeStatus.REFUSED, reason=str(error)))
             continue
-        size = path.stat().st_size
-        if size == 0:
-            outcomes.append(IntakeOutcome(str(path), name, REFUSED, reason="the file is empty"))
-            continue
-        if size > settings.max_upload_bytes:
-            outcomes.append(
-                IntakeOutcome(
-                    str(path), name, REFUSED,
-                    reason=f"{size:,} bytes is over the {settings.max_upload_bytes:,}-byte limit "
-                    "(KB_MAX_UPLOAD_BYTES)",
-                )
-            )
+        refusal = _size_refusal(path.stat().st_size, max_bytes)
+        if refusal:
+            outcomes.append(IntakeOutcome(str(path), name, IntakeStatus.REFUSED, reason=refusal))
             continue
         if normal in seen_names:
             outcomes.append(
                 IntakeOutcome(
-                    str(path), name, DUPLICATE, ident,
+                    str(path), name, IntakeStatus.DUPLICATE, ident,
                     reason=f"same name as {seen_names[normal]!r} earlier in this batch",
                 )
             )
@@ -139,7 +177,7 @@ def intake_files(
         if ident in seen_ids:
             outcomes.append(
                 IntakeOutcome(
-                    str(path), name, REFUSED,
+                    str(path), name, IntakeStatus.REFUSED,
                     reason=f"its id {ident!r} is the same as {seen_ids[ident]!r} earlier in this "
                     "batch; rename one of them",
                 )
@@ -150,24 +188,37 @@ def intake_files(
         if digest in seen_content:
             outcomes.append(
                 IntakeOutcome(
-                    str(path), name, DUPLICATE,
+                    str(path), name, IntakeStatus.DUPLICATE,
                     reason=f"identical content to {seen_content[digest]!r} earlier in this batch",
                 )
             )
             continue
-        seen_names[normal] = name
-        seen_ids[ident] = name
-        seen_content[digest] = name
-        candidates.append((path, name, ident, digest, data))
+        seen_names[normal] = seen_ids[ident] = seen_content[digest] = name
+        candidates.append(Candidate(path, name, ident, digest, data))
+    return candidates
 
+
+def _size_refusal(size: int, max_bytes: int) -> str:
+    if size == 0:
+        return "the file is empty"
+    if size > max_bytes:
+        return f"{size:,} bytes is over the {max_bytes:,}-byte limit (KB_MAX_UPLOAD_BYTES)"
+    return ""
+
+
+def _against_catalog(candidates: list[Candidate], stores: StoresResource) -> list[IntakeOutcome]:
+    """Rules 3 and 4, then the rows and blobs of the files that pass."""
+    if not candidates:
+        return []
     try:
+        catalog = stores.catalog()
         existing = [
             (
-                catalog.find_by_normalized_name(normalize_name(name)),
-                catalog.find_by_doc_id(ident),
-                catalog.find_by_sha256(digest),
+                catalog.find_by_normalized_name(normalize_name(c.name)),
+                catalog.find_by_doc_id(c.doc_id),
+                catalog.find_by_sha256(c.sha256),
             )
-            for _, name, ident, digest, _ in candidates
+            for c in candidates
         ]
     except (StoreError, OSError) as error:
         raise IntakeError(
@@ -176,35 +227,83 @@ def intake_files(
             "connection and add the files again."
         ) from error
 
-    for (path, name, ident, digest, data), (by_name, by_id, by_content) in zip(
-        candidates, existing, strict=True
-    ):
+    blobs = stores.blobs()
+    outcomes: list[IntakeOutcome] = []
+    for candidate, (by_name, by_id, by_content) in zip(candidates, existing, strict=True):
         if by_name is not None:
             outcomes.append(
-                IntakeOutcome(
-                    str(path), name, DUPLICATE, by_name.doc_id,
-                    reason=f"already in the corpus as {by_name.name!r}; to replace it, run "
+                candidate.outcome(
+                    IntakeStatus.DUPLICATE, by_name.doc_id,
+                    f"already in the corpus as {by_name.name!r}; to replace it, run "
                     f"`kb delete {by_name.doc_id}` first",
                 )
             )
         elif by_id is not None:
             outcomes.append(
-                IntakeOutcome(
-                    str(path), name, REFUSED,
-                    reason=f"its id {ident!r} is taken by {by_id.name!r}; rename the file",
+                candidate.outcome(
+                    IntakeStatus.REFUSED, None,
+                    f"its id {candidate.doc_id!r} is taken by {by_id.name!r}; rename the file",
                 )
             )
         elif by_content is not None:
             outcomes.append(
-                IntakeOutcome(
-                    str(path), name, REFUSED, by_content.doc_id,
-                    reason=f"identical content is already in the corpus as {by_content.name!r}",
+                candidate.outcome(
+                    IntakeStatus.REFUSED, by_content.doc_id,
+                    f"identical content is already in the corpus as {by_content.name!r}",
                 )
             )
         else:
-            outcomes.append(_add_one(path, name, ident, digest, data, catalog, blobs))
-    order = {str(p): i for i, p in enumerate(paths)}
-    return sorted(outcomes, key=lambda o: _input_position(o.path, order))
+            outcomes.append(_add_one(candidate, catalog, blobs))
+    return outcomes
+
+
+def _add_one(candidate: Candidate, catalog: Catalog, blobs: BlobStore) -> IntakeOutcome:
+    key = layout.pdf_key(candidate.doc_id)
+    try:
+        catalog.add_pending(
+            name=candidate.name,
+            doc_id=candidate.doc_id,
+            sha256=candidate.sha256,
+            size_bytes=len(candidate.data),
+            blob_key=key,
+        )
+    except DuplicateDocumentError as error:  # lost a race with another intake
+        return candidate.outcome(IntakeStatus.DUPLICATE, candidate.doc_id, str(error))
+    try:
+        blobs.put(key, candidate.data)
+    except Exception as error:
+        catalog.delete(candidate.doc_id)
+        return candidate.outcome(
+            IntakeStatus.REFUSED, None, f"could not copy the file to the blob store: {error}"
+        )
+    log.info("added %s as %s", candidate.name, candidate.doc_id)
+    return candidate.outcome(IntakeStatus.ADDED, candidate.doc_id)
+
+
+def _add_partitions(
+    instance: dg.DagsterInstance, doc_ids: list[str], catalog: Catalog, blobs: BlobStore
+) -> None:
+    """Register the added documents' partitions; on failure remove their rows and blobs.
+
+    Raises:
+        IntakeError: the Dagster instance refused the partitions.
+    """
+    try:
+        register_partitions(instance, doc_ids)
+    except Exception as error:
+        for ident in doc_ids:
+            blobs.delete(layout.pdf_key(ident))
+            catalog.delete(ident)
+        raise IntakeError(
+            f"the Dagster instance did not take the new documents' partitions ({error}); "
+            "nothing was added. Check DAGSTER_HOME (KB_HOME/dagster) and add the files again."
+        ) from error
+
+
+def register_partitions(instance: dg.DagsterInstance, doc_ids: Sequence[str]) -> None:
+    """Add the documents' Dagster partitions: the one place kb adds them (``admit``, and
+    ``kb repair`` for catalog documents whose partition was lost)."""
+    instance.add_dynamic_partitions(DOCUMENTS, list(doc_ids))
 
 
 def _input_position(path: str, order: dict[str, int]) -> tuple[int, str]:
@@ -212,24 +311,3 @@ def _input_position(path: str, order: dict[str, int]) -> tuple[int, str]:
         if path == given or path.startswith(given.rstrip("/") + "/"):
             return (position, path)
     return (len(order), path)
-
-
-def _add_one(
-    path: Path, name: str, ident: str, digest: str, data: bytes, catalog: Catalog, blobs: BlobStore
-) -> IntakeOutcome:
-    key = PDF_KEY.format(doc=ident)
-    try:
-        catalog.add_pending(
-            name=name, doc_id=ident, sha256=digest, size_bytes=len(data), blob_key=key
-        )
-    except DuplicateDocumentError as error:  # lost a race with another intake
-        return IntakeOutcome(str(path), name, DUPLICATE, ident, reason=str(error))
-    try:
-        blobs.put(key, data)
-    except Exception as error:
-        catalog.delete(ident)
-        return IntakeOutcome(
-            str(path), name, REFUSED, reason=f"could not copy the file to the blob store: {error}"
-        )
-    log.info("added %s as %s", name, ident)
-    return IntakeOutcome(str(path), name, ADDED, ident)

@@ -1,11 +1,17 @@
-"""A blob-backed IO manager: upstream outputs survive across runs, so re-materialising one
-asset (``kb rebuild graph``) loads its inputs instead of re-running them.
+"""Step outputs kept across runs: the blob-backed IO manager, and ``StepRecords``, the one API
+that reads and writes them.
 
-Layout under the blob root (``kb_assets.constants``): ``markdown/{doc}.md`` plus
-``markdown/{doc}.json`` (metadata), ``chunks/{doc}.parquet``, ``assets/{asset}/{doc}.json``.
+Upstream outputs survive across runs, so re-materialising one asset (``kb rebuild graph``)
+loads its inputs instead of re-running them, and an asset can skip unchanged work by asking
+``StepRecords`` for its own previous output. Nothing else reads these blobs.
+
+Layout (``kb_shared.layout``): ``markdown/{doc}.md`` + ``markdown/{doc}.json`` (metadata) for
+``markdown``, ``chunks/{doc}.parquet`` for ``chunks``, ``assets/{asset}/{doc}.json`` for the
+step summaries of the other assets.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: Dagster reads ``BlobIOManager``'s field annotation
+# (``ResourceDependency[StoresResource]``) as a class to wire the dependency.
 
 import io
 import json
@@ -14,19 +20,12 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kb_assets.constants import (
-    ASSET_OUTPUT_KEY,
-    CHUNKS,
-    CHUNKS_KEY,
-    MARKDOWN,
-    MARKDOWN_KEY,
-    MARKDOWN_META_KEY,
-)
+from kb_assets.constants import CHUNKS, CORPUS_ASSETS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument, StepSummary
-from kb_assets.resources import load_settings
+from kb_assets.resources import StoresResource
+from kb_shared import layout
 from kb_shared.chunking import Chunk
 from kb_shared.stores.blobs import BlobStore
-from kb_shared.stores.factory import open_blob_store
 
 _CHUNK_SCHEMA = pa.schema(
     [
@@ -83,59 +82,91 @@ def chunks_from_parquet(data: bytes) -> list[Chunk]:
     ]
 
 
-def save_markdown(blobs: BlobStore, document: MarkdownDocument) -> None:
-    """Write the ``.md`` and its metadata sidecar."""
-    blobs.put(MARKDOWN_KEY.format(doc=document.doc_id), document.markdown.encode("utf-8"))
-    blobs.put(
-        MARKDOWN_META_KEY.format(doc=document.doc_id),
-        json.dumps(document.meta(), ensure_ascii=False, indent=1).encode("utf-8"),
-    )
+class StepRecords:
+    """The stored output of each corpus asset for each document.
 
+    ``markdown`` stores a ``MarkdownDocument``, ``chunks`` a ``list[Chunk]``, every other
+    asset a ``StepSummary``. ``load`` raises ``FileNotFoundError``/``KeyError`` when nothing
+    is stored; the ``previous_*`` methods return ``None`` instead.
+    """
 
-def load_markdown(blobs: BlobStore, doc: str) -> MarkdownDocument:
-    """Read a stored ``MarkdownDocument``. Raises ``FileNotFoundError``/``KeyError`` if absent."""
-    meta = json.loads(blobs.get(MARKDOWN_META_KEY.format(doc=doc)))
-    text = blobs.get(MARKDOWN_KEY.format(doc=doc)).decode("utf-8")
-    return MarkdownDocument.from_meta(meta, text)
+    def __init__(self, blobs: BlobStore) -> None:
+        self._blobs = blobs
+
+    def save(self, asset: str, doc: str, output: object) -> None:
+        """Store ``asset``'s output for ``doc``.
+
+        Raises:
+            TypeError: ``output`` is not the type ``asset`` produces.
+        """
+        if asset == MARKDOWN and isinstance(output, MarkdownDocument):
+            self._blobs.put(layout.markdown_key(doc), output.markdown.encode("utf-8"))
+            meta = json.dumps(output.meta(), ensure_ascii=False, indent=1)
+            self._blobs.put(layout.markdown_meta_key(doc), meta.encode("utf-8"))
+        elif asset == CHUNKS and isinstance(output, list):
+            self._blobs.put(layout.chunks_key(doc), chunks_to_parquet(output))
+        elif asset not in (MARKDOWN, CHUNKS) and isinstance(output, StepSummary):
+            data = json.dumps(output.to_json(), ensure_ascii=False)
+            self._blobs.put(layout.asset_output_key(asset, doc), data.encode("utf-8"))
+        else:
+            raise TypeError(f"cannot store a {type(output).__name__} as the output of {asset}")
+
+    def load(self, asset: str, doc: str) -> object:
+        """The stored output of ``asset`` for ``doc`` (type as in the class docstring)."""
+        if asset == MARKDOWN:
+            return self._markdown(doc)
+        if asset == CHUNKS:
+            return chunks_from_parquet(self._blobs.get(layout.chunks_key(doc)))
+        return self._summary(asset, doc)
+
+    def previous_markdown(self, doc: str) -> MarkdownDocument | None:
+        """The Markdown the last successful ``markdown`` run stored for ``doc``, if any."""
+        if not self._blobs.exists(layout.markdown_meta_key(doc)):
+            return None
+        return self._markdown(doc)
+
+    def previous_summary(self, asset: str, doc: str) -> StepSummary | None:
+        """The summary ``asset`` stored on its last successful run for ``doc``, if any."""
+        if not self._blobs.exists(layout.asset_output_key(asset, doc)):
+            return None
+        return self._summary(asset, doc)
+
+    def _markdown(self, doc: str) -> MarkdownDocument:
+        meta = json.loads(self._blobs.get(layout.markdown_meta_key(doc)))
+        text = self._blobs.get(layout.markdown_key(doc)).decode("utf-8")
+        return MarkdownDocument.from_meta(meta, text)
+
+    def _summary(self, asset: str, doc: str) -> StepSummary:
+        return StepSummary.from_json(json.loads(self._blobs.get(layout.asset_output_key(asset, doc))))
+
+    @staticmethod
+    def keys(doc: str) -> list[str]:
+        """Every key a document's step outputs may occupy (for ``kb delete``)."""
+        return [
+            layout.markdown_key(doc),
+            layout.markdown_meta_key(doc),
+            layout.chunks_key(doc),
+            *(layout.asset_output_key(a, doc) for a in CORPUS_ASSETS if a not in (MARKDOWN, CHUNKS)),
+        ]
 
 
 class BlobIOManager(dg.ConfigurableIOManager):
-    """Stores each partition's output in the blob store (see module docstring).
+    """Stores each partition's output through ``StepRecords`` in the run's blob store.
 
     Attributes:
-        home: overrides ``KB_HOME`` (tests); ``None`` = environment.
+        stores: the run's ``StoresResource`` (the same one the assets get; see
+            ``kb_assets.definitions``), so the IO manager shares its settings and clients.
     """
 
-    home: str | None = None
+    stores: dg.ResourceDependency[StoresResource]
 
-    def _blobs(self) -> BlobStore:
-        return open_blob_store(load_settings(self.home))
+    def _records(self) -> StepRecords:
+        return StepRecords(self.stores.blobs())
 
     def handle_output(self, context: dg.OutputContext, obj: object) -> None:
-        """Write ``obj`` for the output's asset and partition."""
-        doc = context.asset_partition_key
-        asset = context.asset_key.path[-1]
-        blobs = self._blobs()
-        if isinstance(obj, MarkdownDocument):
-            save_markdown(blobs, obj)
-        elif asset == CHUNKS:
-            blobs.put(CHUNKS_KEY.format(doc=doc), chunks_to_parquet(list(obj)))  # type: ignore[arg-type]
-        elif isinstance(obj, StepSummary):
-            blobs.put(
-                ASSET_OUTPUT_KEY.format(asset=asset, doc=doc),
-                json.dumps(obj.to_json(), ensure_ascii=False).encode("utf-8"),
-            )
-        else:
-            raise TypeError(f"BlobIOManager cannot store {type(obj).__name__} for {asset}")
+        """Store ``obj`` for the output's asset and partition."""
+        self._records().save(context.asset_key.path[-1], context.asset_partition_key, obj)
 
     def load_input(self, context: dg.InputContext) -> object:
         """Read the upstream asset's stored output for this partition."""
-        doc = context.asset_partition_key
-        asset = context.asset_key.path[-1]
-        blobs = self._blobs()
-        if asset == MARKDOWN:
-            return load_markdown(blobs, doc)
-        if asset == CHUNKS:
-            return chunks_from_parquet(blobs.get(CHUNKS_KEY.format(doc=doc)))
-        data = json.loads(blobs.get(ASSET_OUTPUT_KEY.format(asset=asset, doc=doc)))
-        return StepSummary.from_json(data)
+        return self._records().load(context.asset_key.path[-1], context.asset_partition_key)

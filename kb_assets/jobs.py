@@ -1,30 +1,52 @@
-"""Jobs: the per-document build and the Launchpad intake."""
+"""Jobs: the per-document build (with the failure hook, the one writer of a failure reason)
+and the intake run (``add_documents``: the Launchpad, and the inbox sensor's requests)."""
 
+# No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
+# parameter annotations as classes when it decorates them, to find config and resources.
 
+import shutil
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
-from kb_assets.constants import ADD_JOB, BUILD_JOB, CORPUS_GROUP, DOCUMENTS
-from kb_assets.intake import ADDED, intake_files
+from kb_assets.constants import (
+    ADD_JOB,
+    BUILD_JOB,
+    CORPUS_GROUP,
+    INBOX_ADDED,
+    INBOX_REFUSED,
+    PARTITION_TAG,
+)
+from kb_assets.intake import IntakeOutcome, IntakeStatus, admit
 from kb_assets.resources import StoresResource
+
+
+def failure_text(step_key: str, error: BaseException | None) -> str:
+    """The reason a build stopped, as ``kb status`` and ``list_documents`` show it:
+    ``"<step>: <message>"`` — a ``dagster.Failure``'s description (the converter's reason),
+    else ``"<ExceptionType>: <message>"``."""
+    if isinstance(error, dg.Failure) and error.description:
+        return f"{step_key}: {error.description}"
+    if error is None:
+        return f"{step_key}: failed (see the run's event log in the Dagster UI)"
+    message = str(error).strip()
+    return f"{step_key}: {type(error).__name__}" + (f": {message}" if message else "")
 
 
 @dg.failure_hook(required_resource_keys={"stores"})
 def record_build_failure(context: dg.HookContext) -> None:
-    """Mark the document failed in the catalog with the step and its error, so ``kb status``
-    and ``list_documents`` say why a build stopped."""
+    """Mark the document failed in the catalog with the step and its error (``failure_text``),
+    so ``kb status`` and ``list_documents`` say why a build stopped. Nothing else writes a
+    failure reason."""
     run = context.instance.get_run_by_id(context.run_id)
-    doc = run.tags.get("dagster/partition") if run else None
+    doc = run.tags.get(PARTITION_TAG) if run else None
     if not doc:
         return
-    error = context.op_exception
-    reason = getattr(error, "description", None) or str(error) or type(error).__name__
     stores: StoresResource = context.resources.stores
     catalog = stores.catalog()
     if catalog.find_by_doc_id(doc) is not None:
-        catalog.mark_failed(doc, f"{context.step_key}: {reason}")
+        catalog.mark_failed(doc, failure_text(context.step_key, context.op_exception))
 
 
 build_documents_job = dg.define_asset_job(
@@ -43,28 +65,39 @@ class AddDocumentsConfig(dg.Config):
     """
 
     paths: list[str] = Field(description="Files or folders on the server, e.g. /data/pdfs")
+    from_inbox: bool = Field(
+        False,
+        description=(
+            "The paths are files in KB_HOME/inbox (the intake sensor sets this): move each to "
+            "inbox/added, or to inbox/refused with a .reason.txt."
+        ),
+    )
 
 
 @dg.op(description="Apply the intake rules to the given paths and add the accepted files.")
 def add_documents_op(
     context: dg.OpExecutionContext, config: AddDocumentsConfig, stores: StoresResource
 ) -> dg.Output[list[str]]:
-    """Run the shared intake, add a partition per accepted file, and report every outcome.
+    """Admit the files (catalog row, blob and partition each) and report every outcome.
 
     The ``intake_sensor`` then requests a build run for each new (pending) document.
     """
     missing = [p for p in config.paths if not Path(p).exists()]
     if missing:
         context.log.warning("not found on the server: %s", ", ".join(missing))
-    outcomes = intake_files(config.paths, stores.catalog(), stores.blobs(), stores.settings)
-    added = [o.doc_id for o in outcomes if o.status == ADDED and o.doc_id]
-    if added:
-        context.instance.add_dynamic_partitions(DOCUMENTS, added)
+    outcomes = admit(config.paths, stores, context.instance)
+    if config.from_inbox:
+        inbox = stores.settings.inbox.resolve()
+        for outcome in outcomes:
+            path = Path(outcome.path)
+            if path.parent.resolve() == inbox and path.is_file():
+                file_away(path, inbox, outcome)
+    added = [o.doc_id for o in outcomes if o.status == IntakeStatus.ADDED and o.doc_id]
     for outcome in outcomes:
         line = f"{outcome.status}: {outcome.name}" + (
             f" ({outcome.reason})" if outcome.reason else f" -> {outcome.doc_id}"
         )
-        (context.log.info if outcome.status == ADDED else context.log.warning)(line)
+        (context.log.info if outcome.status == IntakeStatus.ADDED else context.log.warning)(line)
     table = "| file | status | id | reason |\n|---|---|---|---|\n" + "\n".join(
         f"| {o.name} | {o.status} | {o.doc_id or ''} | {o.reason} |" for o in outcomes
     )
@@ -72,11 +105,28 @@ def add_documents_op(
         added,
         metadata={
             "added": len(added),
-            "duplicates": sum(o.status == "duplicate" for o in outcomes),
-            "refused": sum(o.status == "refused" for o in outcomes),
+            "duplicates": sum(o.status == IntakeStatus.DUPLICATE for o in outcomes),
+            "refused": sum(o.status == IntakeStatus.REFUSED for o in outcomes),
             "outcomes": dg.MetadataValue.md(table),
         },
     )
+
+
+def file_away(path: Path, inbox: Path, outcome: IntakeOutcome) -> Path:
+    """Move an inbox file the intake has decided to ``inbox/added`` or, with a
+    ``<name>.reason.txt`` (``"<status>: <reason>"``), to ``inbox/refused``; a file of the same
+    name there is replaced. Returns the new path."""
+    added = outcome.status == IntakeStatus.ADDED
+    folder = inbox / (INBOX_ADDED if added else INBOX_REFUSED)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / path.name
+    if target.exists():
+        target.unlink()
+    shutil.move(str(path), target)
+    if not added:
+        note = folder / f"{path.name}.reason.txt"
+        note.write_text(f"{outcome.status}: {outcome.reason}\n", encoding="utf-8")
+    return target
 
 
 @dg.job(name=ADD_JOB, description="Add PDFs from server-side paths (Launchpad config).")

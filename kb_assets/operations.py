@@ -9,32 +9,30 @@ failed step (``retry_failed``) without re-running the steps before it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import dagster as dg
 
 from kb_assets.constants import (
-    ASSET_OUTPUT_KEY,
-    CHUNKS,
-    CHUNKS_KEY,
     CORPUS_ASSETS,
     DOCUMENTS,
     EMBEDDINGS,
     FIGURES,
-    FIGURES_PREFIX,
     GRAPH,
-    MARKDOWN_KEY,
-    MARKDOWN_META_KEY,
-    RECORD,
+    PARTITION_TAG,
     REBUILDABLE,
+    RECORD,
+    DocumentStatus,
 )
 from kb_assets.definitions import build_job
+from kb_assets.intake import register_partitions
+from kb_assets.io_manager import StepRecords
 from kb_assets.partitions import documents_partitions
-from kb_assets.resources import StoresResource
+from kb_assets.resources import SettingsResource, StoresResource
+from kb_shared import layout
 from kb_shared.errors import DocumentNotFoundError
-from kb_shared.identity import IdentityError, normalize_name
 from kb_shared.stores.catalog import DocumentRow
 
 #: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
@@ -48,7 +46,7 @@ class BuildOutcome:
 
     doc_id: str
     name: str
-    status: str
+    status: DocumentStatus
     run_id: str
     seconds: float
     pages: int | None = None
@@ -65,30 +63,17 @@ class BuildOutcome:
 
 
 def resolve_document(stores: StoresResource, ref: str) -> DocumentRow:
-    """Find a document by ``doc_id`` or by file name (normalised).
+    """Find a document by ``doc_id`` or file name (``Catalog.resolve``).
 
     Raises:
-        DocumentNotFoundError: neither matches; the message lists how to see what exists.
+        DocumentNotFoundError: nothing matches; the message lists how to see what exists.
     """
-    catalog = stores.catalog()
-    row = catalog.find_by_doc_id(ref)
-    if row is None:
-        try:
-            row = catalog.find_by_normalized_name(normalize_name(ref))
-        except IdentityError:
-            row = None
+    row = stores.catalog().resolve(ref)
     if row is None:
         raise DocumentNotFoundError(
             f"no document named {ref!r} (by file name or id); `kb status` lists them"
         )
     return row
-
-
-def ensure_partitions(instance: dg.DagsterInstance, doc_ids: Iterable[str]) -> None:
-    """Add any missing dynamic partitions (e.g. after the Dagster instance was reset)."""
-    missing = [d for d in doc_ids if not instance.has_dynamic_partition(DOCUMENTS, d)]
-    if missing:
-        instance.add_dynamic_partitions(DOCUMENTS, missing)
 
 
 def run_build(
@@ -97,28 +82,43 @@ def run_build(
     *,
     assets: Sequence[str] | None = None,
     force: Iterable[str] = (),
+    settings: SettingsResource | None = None,
+    job: Callable[[], dg.JobDefinition] = build_job,
 ) -> dg.JobExecutionResult:
     """Materialise one document's assets in-process as a run of ``build_documents``.
 
     Args:
         assets: asset names to materialise (default: all six).
         force: asset names whose unchanged-input shortcut is skipped.
+        settings: whose ``home`` and ``overrides`` the run's ``stores`` and ``providers``
+            resources get as run config (shown on the run in the UI, reused by a
+            re-execution); ``None`` = the environment's. Secrets always come from the
+            environment.
+        job: module-level function returning the build job (tests pass one on fakes).
     """
     selected = list(assets or CORPUS_ASSETS)
     ops = {name: {"config": {"force": True}} for name in force if name in selected}
     run_config: dict[str, Any] = dict(QUIET_LOGGERS)
     if ops:
         run_config["ops"] = ops
+    if settings is not None:
+        launch = settings.launch_config()
+        run_config["resources"] = {
+            "stores": {"config": launch},
+            "providers": {"config": launch},
+        }
     return dg.execute_job(
-        dg.reconstructable(build_job),
+        dg.reconstructable(job),
         instance=instance,
         run_config=run_config,
-        tags={"dagster/partition": doc_id},
+        tags={PARTITION_TAG: doc_id},
         asset_selection=[dg.AssetKey(name) for name in selected],
     )
 
 
-def retry_failed(instance: dg.DagsterInstance, run_id: str) -> dg.JobExecutionResult:
+def retry_failed(
+    instance: dg.DagsterInstance, run_id: str, *, job: Callable[[], dg.JobDefinition] = build_job
+) -> dg.JobExecutionResult:
     """Re-execute a failed run from its failed step: steps that succeeded are not re-run.
 
     The parent run's partition tag is passed on explicitly (``execute_job`` does not copy
@@ -130,12 +130,12 @@ def retry_failed(instance: dg.DagsterInstance, run_id: str) -> dg.JobExecutionRe
     parent = instance.get_run_by_id(run_id)
     if parent is None:
         raise ValueError(f"no run {run_id!r} in this Dagster instance")
-    partition = parent.tags.get("dagster/partition")
+    partition = parent.tags.get(PARTITION_TAG)
     return dg.execute_job(
-        dg.reconstructable(build_job),
+        dg.reconstructable(job),
         instance=instance,
         run_config=parent.run_config or QUIET_LOGGERS,
-        tags={"dagster/partition": partition} if partition else None,
+        tags={PARTITION_TAG: partition} if partition else None,
         reexecution_options=dg.ReexecutionOptions.from_failure(run_id, instance),
     )
 
@@ -178,57 +178,76 @@ def build_documents(
     *,
     assets: Sequence[str] | None = None,
     force: Iterable[str] = (),
-    on_done: Any = None,
+    on_done: Callable[[BuildOutcome], None] | None = None,
 ) -> list[BuildOutcome]:
-    """Build each document in turn; returns one outcome per document (never raises for a
-    document's failure — its reason is in the outcome and in the catalog)."""
-    ensure_partitions(instance, doc_ids)
+    """Build each document in turn, its runs configured with ``stores``' settings; returns one
+    outcome per document (never raises for a document's failure — its reason is in the
+    outcome, and the run's failure hook put it on the catalog row).
+
+    A document without a Dagster partition (the instance was reset) is not run: its outcome
+    says to run ``kb repair``.
+    """
     catalog = stores.catalog()
+    known = set(instance.get_dynamic_partitions(DOCUMENTS))
     outcomes: list[BuildOutcome] = []
     force = tuple(force)
     for doc_id in doc_ids:
-        started = time.perf_counter()
-        result = run_build(instance, doc_id, assets=assets, force=force)
-        seconds = round(time.perf_counter() - started, 2)
         row = catalog.find_by_doc_id(doc_id)
-        if result.success:
+        name = row.name if row else doc_id
+        if doc_id not in known:
             outcome = BuildOutcome(
-                doc_id=doc_id,
-                name=row.name if row else doc_id,
-                status="ready",
-                run_id=result.run_id,
-                seconds=seconds,
-                pages=row.pages if row else None,
-                chunks=row.chunk_count if row else None,
-                entities=row.entity_count if row else None,
-                relationships=row.relationship_count if row else None,
-                figures=row.figure_count if row else None,
-                step_seconds=step_seconds(result),
+                doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="", seconds=0.0,
+                reason="it has no Dagster partition (was KB_HOME/dagster reset?); run `kb repair`",
             )
         else:
-            reason = failure_reason(result)
-            if row is not None and row.status != "failed":
-                catalog.mark_failed(doc_id, reason)
-            outcome = BuildOutcome(
-                doc_id=doc_id,
-                name=row.name if row else doc_id,
-                status="failed",
-                run_id=result.run_id,
-                seconds=seconds,
-                pages=row.pages if row else None,
-                reason=(row.failure_reason if row and row.failure_reason else reason),
-                step_seconds=step_seconds(result),
-            )
+            outcome = _build_one(stores, instance, doc_id, assets=assets, force=force)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
     return outcomes
 
 
+def _build_one(
+    stores: StoresResource,
+    instance: dg.DagsterInstance,
+    doc_id: str,
+    *,
+    assets: Sequence[str] | None,
+    force: tuple[str, ...],
+) -> BuildOutcome:
+    started = time.perf_counter()
+    result = run_build(instance, doc_id, assets=assets, force=force, settings=stores)
+    seconds = round(time.perf_counter() - started, 2)
+    row = stores.catalog().find_by_doc_id(doc_id)
+    common: dict[str, Any] = {
+        "doc_id": doc_id,
+        "name": row.name if row else doc_id,
+        "run_id": result.run_id,
+        "seconds": seconds,
+        "pages": row.pages if row else None,
+        "step_seconds": step_seconds(result),
+    }
+    if result.success:
+        return BuildOutcome(
+            status=DocumentStatus.READY,
+            chunks=row.chunk_count if row else None,
+            entities=row.entity_count if row else None,
+            relationships=row.relationship_count if row else None,
+            figures=row.figure_count if row else None,
+            **common,
+        )
+    reason = row.failure_reason if row and row.failure_reason else failure_reason(result)
+    return BuildOutcome(status=DocumentStatus.FAILED, reason=reason, **common)
+
+
 def documents_to_build(stores: StoresResource, *, everything: bool = False) -> list[str]:
     """Ids of pending and failed documents (or every document with ``everything``)."""
     rows = stores.catalog().list_documents()
-    return [r.doc_id for r in rows if everything or r.status in ("pending", "failed")]
+    return [
+        r.doc_id
+        for r in rows
+        if everything or r.status in (DocumentStatus.PENDING, DocumentStatus.FAILED)
+    ]
 
 
 def rebuild_selection(asset: str) -> list[str]:
@@ -293,19 +312,12 @@ def delete_document(
     graph.ensure_schema(None)
     removed = graph.delete_document(doc)
     blobs = stores.blobs()
-    keys = [
-        row.blob_key,
-        MARKDOWN_KEY.format(doc=doc),
-        MARKDOWN_META_KEY.format(doc=doc),
-        CHUNKS_KEY.format(doc=doc),
-        *(ASSET_OUTPUT_KEY.format(asset=a, doc=doc) for a in CORPUS_ASSETS if a != CHUNKS),
-    ]
     count = 0
-    for key in keys:
+    for key in [row.blob_key, *StepRecords.keys(doc)]:
         if key and blobs.exists(key):
             blobs.delete(key)
             count += 1
-    figure_keys = blobs.list(FIGURES_PREFIX.format(doc=doc))
+    figure_keys = blobs.list(layout.figures_prefix(doc))
     for key in figure_keys:
         blobs.delete(key)
     count += len(figure_keys)
@@ -326,20 +338,21 @@ def delete_document(
 
 def document_status(stores: StoresResource, instance: dg.DagsterInstance) -> list[dict[str, Any]]:
     """Every catalog document with its per-asset state (materialized / failed / in progress /
-    missing) from the Dagster instance, and its counts."""
+    missing) from the Dagster instance, its counts, and whether its partition exists. Reads
+    only: a missing partition is reported, and ``repair_partitions`` restores it."""
     rows = stores.catalog().list_documents()
-    keys = [r.doc_id for r in rows]
-    ensure_partitions(instance, keys)
-    states: dict[str, dict[str, str]] = {k: {} for k in keys}
+    partitions = set(instance.get_dynamic_partitions(DOCUMENTS))
+    keys = [r.doc_id for r in rows if r.doc_id in partitions]
+    states: dict[str, dict[str, str]] = {r.doc_id: {} for r in rows}
     for asset in CORPUS_ASSETS:
         by_partition = (
             instance.get_status_by_partition(dg.AssetKey(asset), keys, documents_partitions)
             if keys
             else {}
         ) or {}
-        for key in keys:
-            status = by_partition.get(key)
-            states[key][asset] = status.value.lower() if status is not None else "missing"
+        for row in rows:
+            status = by_partition.get(row.doc_id)
+            states[row.doc_id][asset] = status.value.lower() if status is not None else "missing"
     return [
         {
             "name": r.name,
@@ -352,6 +365,31 @@ def document_status(stores: StoresResource, instance: dg.DagsterInstance) -> lis
             "relationships": r.relationship_count,
             "figures": r.figure_count,
             "assets": states[r.doc_id],
+            "partition": r.doc_id in partitions,
         }
         for r in rows
     ]
+
+
+@dataclass
+class RepairReport:
+    """What ``repair_partitions`` changed: partitions added for catalog documents that had
+    none, and partitions removed that had no catalog document."""
+
+    added: list[str]
+    removed: list[str]
+
+
+def repair_partitions(stores: StoresResource, instance: dg.DagsterInstance) -> RepairReport:
+    """Make the Dagster partition set equal the catalog's documents (``kb repair``): after
+    ``KB_HOME/dagster`` was reset or a delete stopped half-way. Intake and delete keep them
+    equal otherwise; nothing else calls this."""
+    wanted = {r.doc_id for r in stores.catalog().list_documents()}
+    present = set(instance.get_dynamic_partitions(DOCUMENTS))
+    added = sorted(wanted - present)
+    removed = sorted(present - wanted)
+    if added:
+        register_partitions(instance, added)
+    for doc in removed:
+        instance.delete_dynamic_partition(DOCUMENTS, doc)
+    return RepairReport(added=added, removed=removed)

@@ -1,74 +1,97 @@
-"""The intake sensor: new PDFs in ``KB_HOME/inbox/`` are added, and every pending document
-gets a build run."""
+"""The intake sensor: it only reads, and asks for runs.
 
+Each tick (1) requests one ``add_documents`` run for the PDFs that appeared in
+``KB_HOME/inbox/`` since the last tick — the run admits them and moves them to
+``inbox/added`` or ``inbox/refused`` — and (2) requests a build run for every pending document
+whose partition exists. The sensor itself writes nothing: no catalog row, no blob, no file
+move, no partition.
+"""
 
-import shutil
+# No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
+# parameter annotations as classes when it decorates them, to find config and resources.
+
+import hashlib
+import json
 from pathlib import Path
 
 import dagster as dg
 
-from kb_assets.constants import BUILD_JOB
-from kb_assets.intake import ADDED, intake_files
-from kb_assets.partitions import documents_partitions
+from kb_assets.constants import ADD_JOB, BUILD_JOB, DOCUMENTS
+from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.resources import StoresResource
 
-#: Sub-folders of the inbox that processed files move to (never scanned again).
-ADDED_DIR = "added"
-REFUSED_DIR = "refused"
+
+def inbox_key(path: Path) -> str:
+    """Identity of one inbox file as seen now: ``name:size:mtime_ns``. A file replaced under
+    the same name (new size or time) is a new file."""
+    stat = path.stat()
+    return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
-def _move(path: Path, folder: Path, reason: str = "") -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / path.name
-    if target.exists():
-        target.unlink()
-    shutil.move(str(path), target)
-    if reason:
-        (folder / f"{path.name}.reason.txt").write_text(reason + "\n", encoding="utf-8")
+def inbox_files(inbox: Path) -> list[Path]:
+    """The PDFs directly in the inbox (its ``added``/``refused`` folders are not scanned)."""
+    if not inbox.is_dir():
+        return []
+    return sorted(p for p in inbox.iterdir() if p.is_file() and p.suffix.lower() == ".pdf")
 
 
 @dg.sensor(
-    job_name=BUILD_JOB,
+    jobs=[add_documents_job, build_documents_job],
     minimum_interval_seconds=15,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "Adds PDFs dropped in KB_HOME/inbox/ (moved to inbox/added or inbox/refused with a "
-        ".reason.txt) and requests a build run for every pending document."
+        "Requests an add_documents run for new PDFs in KB_HOME/inbox/ (the run moves them to "
+        "inbox/added or inbox/refused with a .reason.txt) and a build run for every pending "
+        "document."
     ),
 )
 def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -> dg.SensorResult:
-    """One tick: intake the inbox, then one run request per pending document.
+    """One tick; reads the inbox folder, the catalog and the partition set, writes nothing.
 
-    Run keys are ``doc_id:sha256[:16]:created-at`` so a document is requested once per
-    intake (Dagster skips a run key it has seen), and again only after delete + re-add.
+    Cursor: JSON ``{"requested": [inbox_key, …]}``, the keys of the inbox files already
+    requested that are still in the inbox; a file is requested once while it stays unchanged
+    (if its add run fails, re-execute that run from the Dagster UI, or touch the file).
+    Run keys make every request idempotent: ``add:<sha256 of the batch's keys>`` for an
+    intake, ``doc_id:sha256[:16]:created-at`` for a build (requested once per intake, and again
+    only after delete + re-add).
     """
     settings = stores.settings
-    inbox = settings.inbox
-    inbox.mkdir(parents=True, exist_ok=True)
-    files = sorted(p for p in inbox.iterdir() if p.is_file() and p.suffix.lower() == ".pdf")
-    catalog = stores.catalog()
-    added: list[str] = []
-    if files:
-        for outcome in intake_files(files, catalog, stores.blobs(), settings):
-            path = Path(outcome.path)
-            if outcome.status == ADDED and outcome.doc_id:
-                added.append(outcome.doc_id)
-                _move(path, inbox / ADDED_DIR)
-            else:
-                _move(path, inbox / REFUSED_DIR, f"{outcome.status}: {outcome.reason}")
-            context.log.info("%s: %s %s", outcome.name, outcome.status, outcome.reason)
-    new_keys = [k for k in added if not context.instance.has_dynamic_partition(
-        documents_partitions.name, k)]
-    run_requests = [
-        dg.RunRequest(
-            partition_key=row.doc_id,
-            run_key=f"{row.doc_id}:{row.sha256[:16]}:{row.created_at.isoformat()}",
+    requested = set(json.loads(context.cursor)["requested"]) if context.cursor else set()
+    present = {inbox_key(p): p for p in inbox_files(settings.inbox)}
+    new = {key: path for key, path in present.items() if key not in requested}
+    run_requests: list[dg.RunRequest] = []
+    if new:
+        keys = sorted(new)
+        run_requests.append(
+            dg.RunRequest(
+                job_name=ADD_JOB,
+                run_key="add:" + hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest(),
+                run_config={
+                    "ops": {
+                        "add_documents_op": {
+                            "config": {
+                                "paths": [str(new[k]) for k in keys],
+                                "from_inbox": True,
+                            }
+                        }
+                    }
+                },
+            )
         )
-        for row in catalog.list_documents(status="pending")
-    ]
-    return dg.SensorResult(
-        run_requests=run_requests,
-        dynamic_partitions_requests=(
-            [documents_partitions.build_add_request(new_keys)] if new_keys else []
-        ),
-    )
+        context.log.info("requested the intake of %d inbox file(s)", len(new))
+
+    for row in stores.catalog().list_documents(status="pending"):
+        if not context.instance.has_dynamic_partition(DOCUMENTS, row.doc_id):
+            context.log.warning(
+                "%s is pending but has no partition; `kb repair` restores it", row.doc_id
+            )
+            continue
+        run_requests.append(
+            dg.RunRequest(
+                job_name=BUILD_JOB,
+                partition_key=row.doc_id,
+                run_key=f"{row.doc_id}:{row.sha256[:16]}:{row.created_at.isoformat()}",
+            )
+        )
+    # every file now in the inbox has been requested; files the runs moved out drop off
+    return dg.SensorResult(run_requests=run_requests, cursor=json.dumps({"requested": sorted(present)}))

@@ -71,8 +71,8 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
             monkeypatch.delenv(name, raising=False)
     for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "COHERE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # A test that reads the environment (the CLI does) gets its own KB_HOME and instance.
     monkeypatch.setenv("KB_HOME", str(tmp_path / "kbhome"))
-    # kb_assets.instance exports DAGSTER_HOME; setting it here first means it is restored.
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "kbhome" / "dagster"))
 
 
@@ -105,23 +105,17 @@ def built_corpus(tmp_path_factory: pytest.TempPathFactory):
     """
     from kb_assets import operations  # noqa: PLC0415 - heavy; only the slow tests need it
     from kb_assets.instance import dagster_instance  # noqa: PLC0415
-    from kb_assets.intake import intake_files  # noqa: PLC0415
+    from kb_assets.intake import IntakeStatus, admit  # noqa: PLC0415
     from kb_assets.resources import StoresResource  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
     pdfs = corpus_dir() / "pdfs"
     home = tmp_path_factory.mktemp("builtcorpus")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KB_HOME", str(home))
-        patch.setenv("DAGSTER_HOME", str(home / "dagster"))
-        settings = Settings()
-        stores = StoresResource(home=str(home))
-        intake = intake_files(
-            [pdfs / name for name in EVAL_PDFS + FAILING_PDFS],
-            stores.catalog(), stores.blobs(), settings,
-        )
-        added = [o.doc_id for o in intake if o.status == "added"]
-        assert len(added) == len(EVAL_PDFS) + len(FAILING_PDFS), intake
-        outcomes = operations.build_documents(stores, dagster_instance(settings), added)
-        stores.close()
+    stores = StoresResource(home=str(home))
+    instance = dagster_instance(Settings(home=home))
+    intake = admit([pdfs / name for name in EVAL_PDFS + FAILING_PDFS], stores, instance)
+    added = [o.doc_id for o in intake if o.status == IntakeStatus.ADDED]
+    assert len(added) == len(EVAL_PDFS) + len(FAILING_PDFS), intake
+    outcomes = operations.build_documents(stores, instance, added)
+    stores.close()
     return home, {o.name: o for o in outcomes}

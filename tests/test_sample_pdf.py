@@ -14,7 +14,7 @@ import pytest
 
 from kb_shared.providers.base import ConvertedDocument
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
-from kb_shared.sample_pdf import (
+from kb_assets.sample_pdf import (
     FIGURE_CAPTION,
     FIXED_DATE,
     OBLIGATION_ROWS,
@@ -189,7 +189,7 @@ def test_running_header_and_footer_are_gone(converted: ConvertedDocument) -> Non
 def test_the_diagram_is_on_figure_page() -> None:
     import pymupdf
 
-    from kb_shared.sample_pdf import FIGURE_CAPTION, FIGURE_PAGE, sample_pdf_bytes
+    from kb_assets.sample_pdf import FIGURE_CAPTION, FIGURE_PAGE, sample_pdf_bytes
 
     with pymupdf.open(stream=sample_pdf_bytes(), filetype="pdf") as doc:
         pages = [n + 1 for n, page in enumerate(doc) if FIGURE_CAPTION in page.get_text()]

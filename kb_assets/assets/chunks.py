@@ -1,6 +1,8 @@
 """The ``chunks`` asset: Markdown → chunks with heading paths and page spans
 (``kb_shared.chunking`` is the single source of truth for boundaries and ids)."""
 
+# No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
+# parameter annotations as classes when it decorates them, to find config and resources.
 
 import statistics
 import time
@@ -8,10 +10,11 @@ import time
 import dagster as dg
 
 from kb_assets.assets.common import BuildConfig
-from kb_assets.constants import CHUNKS, CHUNKS_KEY, CORPUS_GROUP, MARKDOWN
+from kb_assets.constants import CHUNKS, CORPUS_GROUP, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
 from kb_assets.partitions import documents_partitions
 from kb_assets.resources import StoresResource
+from kb_shared import layout
 from kb_shared.chunking import KIND_TABLE, Chunk, chunk_markdown
 
 
@@ -55,6 +58,6 @@ def chunks(
             "words_max": max(words),
             "pages": document.pages,
             "seconds": round(seconds, 3),
-            "chunks_key": CHUNKS_KEY.format(doc=document.doc_id),
+            "chunks_key": layout.chunks_key(document.doc_id),
         },
     )

@@ -1,4 +1,5 @@
-"""Pieces the corpus assets share: run config, the catalog lookup, fingerprints."""
+"""Pieces the corpus assets share: run config, the catalog lookup, fingerprints, provider
+usage metadata."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from kb_assets.constants import ASSET_OUTPUT_KEY
-from kb_assets.outputs import StepSummary
 from kb_assets.resources import StoresResource
-from kb_shared.stores.blobs import BlobStore
+from kb_shared.providers.base import Provider
 from kb_shared.stores.catalog import DocumentRow
 
 
@@ -52,24 +51,12 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def previous_summary(blobs: BlobStore, asset: str, doc_id: str) -> StepSummary | None:
-    """The summary the asset stored on its last successful run for this document, if any."""
-    key = ASSET_OUTPUT_KEY.format(asset=asset, doc=doc_id)
-    if not blobs.exists(key):
-        return None
-    return StepSummary.from_json(json.loads(blobs.get(key)))
+def provider_usage(*providers: Provider) -> dict[str, object]:
+    """Token, request and cost counters of the providers used in this step, as asset metadata
+    (``{"provider_usage": {name: usage}}``); providers that count nothing (the local ones,
+    ``usage() == {}``) are left out, and so is the key when none counts.
 
-
-def provider_usage(*providers: object) -> dict[str, object]:
-    """Token, request and cost counters of the cloud providers used in this step, as asset
-    metadata (``{"provider_usage": {...}}``); empty for local providers, which count nothing.
-
-    Each cloud provider exposes ``usage() -> dict`` (``kb_shared.providers.cloud_common``);
-    counters are per run because resources are built per run.
+    Counters are per run because resources are built per run.
     """
-    usage: dict[str, object] = {}
-    for provider in providers:
-        report = getattr(provider, "usage", None)
-        if provider is not None and callable(report):
-            usage[getattr(provider, "name", type(provider).__name__)] = report()
+    usage = {provider.name: report for provider in providers if (report := provider.usage())}
     return {"provider_usage": dg.MetadataValue.json(usage)} if usage else {}

@@ -6,8 +6,11 @@ zero vectors. A chunk whose embedding input (model, contextual text, payload) is
 is not embedded again.
 """
 
+# No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
+# parameter annotations as classes when it decorates them, to find config and resources.
 
 import time
+from dataclasses import dataclass
 
 import dagster as dg
 
@@ -18,21 +21,34 @@ from kb_assets.constants import (
     CORPUS_GROUP,
     EMBEDDINGS,
     MARKDOWN,
-    MARKDOWN_KEY,
-    PDF_KEY,
 )
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.partitions import documents_partitions
-from kb_assets.resources import ProvidersResource, StoresResource
-from kb_shared import citations
+from kb_assets.resources import Providers, StoresResource
+from kb_shared import layout
 from kb_shared.chunking import Chunk, embedding_text
+from kb_shared.citations import PointPayload
 from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, Point
 
 
-def chunk_points_input(document: MarkdownDocument, chunk_list: list[Chunk], model: str) -> list[
-    tuple[Chunk, str, dict[str, object]]
-]:
-    """For each chunk: ``(chunk, text to embed, payload)`` with the payload's fingerprint set.
+@dataclass(frozen=True)
+class ChunkInput:
+    """One chunk ready to embed.
+
+    Attributes:
+        chunk: the chunk.
+        text: the text to embed (``kb_shared.chunking.embedding_text``: title and heading
+            path in front of the chunk).
+        payload: its citation payload, ``fingerprint`` set.
+    """
+
+    chunk: Chunk
+    text: str
+    payload: PointPayload
+
+
+def chunk_inputs(document: MarkdownDocument, chunk_list: list[Chunk], model: str) -> list[ChunkInput]:
+    """Each chunk with its embedding text and payload, the payload's fingerprint set.
 
     The fingerprint covers the model, the embedding text and the citation payload, so a
     change to any of them (a new title, a moved page) re-embeds that chunk.
@@ -40,20 +56,20 @@ def chunk_points_input(document: MarkdownDocument, chunk_list: list[Chunk], mode
     prepared = []
     for chunk in chunk_list:
         text = embedding_text(chunk, document.title)
-        payload = citations.citation_payload(
+        payload = PointPayload.build(
+            heading_path=chunk.heading_path,
             doc_id=document.doc_id,
             name=document.name,
             title=document.title,
             version=document.version,
             page_start=chunk.page_start,
             page_end=chunk.page_end,
-            heading_path=chunk.heading_path,
             chunk_index=chunk.index,
-            pdf_key=PDF_KEY.format(doc=document.doc_id),
-            markdown_key=MARKDOWN_KEY.format(doc=document.doc_id),
+            pdf_key=layout.pdf_key(document.doc_id),
+            markdown_key=layout.markdown_key(document.doc_id),
         )
-        payload[citations.FINGERPRINT] = fingerprint(model, text, payload)
-        prepared.append((chunk, text, payload))
+        stamped = payload.with_fingerprint(fingerprint(model, text, payload.to_payload()))
+        prepared.append(ChunkInput(chunk, text, stamped))
     return prepared
 
 
@@ -82,7 +98,7 @@ def embeddings(
     context: dg.AssetExecutionContext,
     config: BuildConfig,
     stores: StoresResource,
-    providers: ProvidersResource,
+    providers: dg.ResourceParam[Providers],
     document: MarkdownDocument,
     chunk_list: list[Chunk],
 ):
@@ -90,39 +106,42 @@ def embeddings(
     started = time.perf_counter()
     embedder = providers.embedder()
     index = stores.vectors(embedder.model, embedder.dimension)
-    prepared = chunk_points_input(document, chunk_list, embedder.model)
+    prepared = chunk_inputs(document, chunk_list, embedder.model)
 
-    stored = {p.id: p.payload.get(citations.FINGERPRINT) for p in index.fetch([c.id for c in chunk_list])}
+    stored = {
+        p.id: PointPayload.from_payload(p.payload).fingerprint
+        for p in index.fetch([c.id for c in chunk_list])
+    }
     todo = [
         item
         for item in prepared
-        if config.force or stored.get(item[0].id) != item[2][citations.FINGERPRINT]
+        if config.force or stored.get(item.chunk.id) != item.payload.fingerprint
     ]
 
-    contexts: list[str] = [""] * len(todo)
     contextualiser = providers.contextualiser()
-    if contextualiser is not None and todo:
-        contexts = contextualiser.contexts(
-            document.title, document.markdown, [item[0] for item in todo]
-        )
+    contexts = (
+        contextualiser.contexts(document.title, document.markdown, [item.chunk for item in todo])
+        if todo
+        else []
+    )
     texts = [
-        (f"{ctx.strip()}\n\n{text}" if ctx.strip() else text)
-        for ctx, (_, text, _) in zip(contexts, todo, strict=True)
+        (f"{ctx.strip()}\n\n{item.text}" if ctx.strip() else item.text)
+        for ctx, item in zip(contexts, todo, strict=True)
     ]
     vectors = (
         embedder.embed_documents(texts, titles=[document.title] * len(texts)) if texts else []
     )
     points = [
         Point(
-            id=chunk.id,
+            id=item.chunk.id,
             document=document.doc_id,
-            kind=chunk.kind,
-            text=chunk.text,
+            kind=item.chunk.kind,
+            text=item.chunk.text,
             dense=vector,
-            payload=payload,
-            sparse_text=text,
+            payload=item.payload.to_payload(),
+            sparse_text=item.text,
         )
-        for (chunk, text, payload), vector in zip(todo, vectors, strict=True)
+        for item, vector in zip(todo, vectors, strict=True)
     ]
     if points:
         index.upsert(points)
@@ -144,7 +163,7 @@ def embeddings(
     summary = StepSummary(
         doc_id=document.doc_id,
         counts={"chunks": len(chunk_list), "embedded": len(points), "deleted": len(stale)},
-        fingerprint=fingerprint(embedder.model, [item[2][citations.FINGERPRINT] for item in prepared]),
+        fingerprint=fingerprint(embedder.model, [item.payload.fingerprint for item in prepared]),
         details={"model": embedder.model, "dimension": embedder.dimension},
     )
     yield dg.Output(
@@ -156,7 +175,7 @@ def embeddings(
             "embedded": len(points),
             "reused": len(chunk_list) - len(points),
             "embedding_calls": 1 if points else 0,
-            "contextualised": contextualiser is not None and bool(points),
+            "contextualised": contextualiser.adds_context and bool(points),
             "stale_deleted": len(stale),
             "seconds": round(seconds, 3),
             "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,

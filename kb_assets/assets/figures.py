@@ -6,6 +6,8 @@ figures never moves a chunk id. Each figure is rendered three times from the PDF
 2048 px, inline 1024 px, embedding 768 px; see ``kb_shared.figures``).
 """
 
+# No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
+# parameter annotations as classes when it decorates them, to find config and resources.
 
 import dataclasses
 import time
@@ -13,39 +15,18 @@ import time
 import dagster as dg
 import pymupdf
 
-from kb_assets.assets.common import (
-    BuildConfig,
-    fingerprint,
-    previous_summary,
-    provider_usage,
-    require_document,
-)
-from kb_assets.constants import (
-    CORPUS_GROUP,
-    FIGURES,
-    FIGURES_PREFIX,
-    MARKDOWN,
-    MARKDOWN_KEY,
-    PDF_KEY,
-)
+from kb_assets.assets.common import BuildConfig, fingerprint, provider_usage, require_document
+from kb_assets.constants import CORPUS_GROUP, FIGURES, MARKDOWN
+from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.partitions import documents_partitions
-from kb_assets.resources import ProvidersResource, StoresResource
-from kb_shared import citations
+from kb_assets.resources import Providers, StoresResource
+from kb_shared import layout
+from kb_shared.citations import FigurePayload, PointPayload
 from kb_shared.figures import figure_text, render_all_sizes, text_near_box
 from kb_shared.identity import figure_id
 from kb_shared.providers.base import FigureInput
 from kb_shared.stores.vectors import KIND_FIGURE, Point
-
-
-def figure_keys(doc_id: str, number: int) -> dict[str, str]:
-    """Blob keys of a figure's three renders."""
-    base = FIGURES_PREFIX.format(doc=doc_id) + f"figure-{number}"
-    return {
-        citations.FIGURE_KEY: f"{base}.png",
-        citations.FIGURE_INLINE_KEY: f"{base}.inline.png",
-        "figure_embed_key": f"{base}.embed.png",
-    }
 
 
 @dg.asset(
@@ -65,7 +46,7 @@ def figures(
     context: dg.AssetExecutionContext,
     config: BuildConfig,
     stores: StoresResource,
-    providers: ProvidersResource,
+    providers: dg.ResourceParam[Providers],
     document: MarkdownDocument,
 ) -> dg.Output[StepSummary]:
     """Locate, crop, store and index this document's figures; drop stale ones."""
@@ -85,7 +66,7 @@ def figures(
         document.title,
         document.version,
     )
-    previous = previous_summary(blobs, FIGURES, doc_id)
+    previous = StepRecords(blobs).previous_summary(FIGURES, doc_id)
     if (
         not config.force
         and previous is not None
@@ -108,31 +89,33 @@ def figures(
         for number, box in enumerate(boxes, start=1):
             page = pdf_doc[box.page - 1]
             renders = render_all_sizes(page, box.bbox)
-            keys = figure_keys(doc_id, number)
-            blobs.put(keys[citations.FIGURE_KEY], renders.stored.png)
-            blobs.put(keys[citations.FIGURE_INLINE_KEY], renders.inline.png)
-            blobs.put(keys["figure_embed_key"], renders.embed.png)
-            written.update(keys.values())
+            keys = layout.figure_keys(doc_id, number)
+            blobs.put(keys.stored, renders.stored.png)
+            blobs.put(keys.inline, renders.inline.png)
+            blobs.put(keys.embed, renders.embed.png)
+            written.update(keys.all())
             text = figure_text(box.caption, text_near_box(page, box.bbox)) or (
                 f"Figure on page {box.page} of {document.title or document.name}"
             )
-            payload = citations.citation_payload(
+            payload = PointPayload(
                 doc_id=doc_id,
                 name=document.name,
                 title=document.title,
                 version=document.version,
                 page_start=box.page,
                 page_end=box.page,
-                pdf_key=PDF_KEY.format(doc=doc_id),
-                markdown_key=MARKDOWN_KEY.format(doc=doc_id),
-                extra={
-                    **keys,
-                    "figure_number": number,
-                    "caption": box.caption,
-                    "bbox": list(box.bbox),
-                    "width_px": renders.stored.width,
-                    "height_px": renders.stored.height,
-                },
+                pdf_key=layout.pdf_key(doc_id),
+                markdown_key=layout.markdown_key(doc_id),
+                figure=FigurePayload(
+                    number=number,
+                    caption=box.caption,
+                    stored_key=keys.stored,
+                    inline_key=keys.inline,
+                    embed_key=keys.embed,
+                    bbox=tuple(box.bbox),
+                    width_px=renders.stored.width,
+                    height_px=renders.stored.height,
+                ),
             )
             inputs_to_embed.append(FigureInput(text=text, png=renders.embed.png))
             points.append(
@@ -142,7 +125,7 @@ def figures(
                     kind=KIND_FIGURE,
                     text=text,
                     dense=(),
-                    payload=payload,
+                    payload=payload.to_payload(),
                 )
             )
     if points:
@@ -156,7 +139,7 @@ def figures(
     stale = [i for i in index.list_ids(doc_id, KIND_FIGURE) if i not in keep]
     if stale:
         index.delete_ids(stale)
-    for key in blobs.list(FIGURES_PREFIX.format(doc=doc_id)):
+    for key in blobs.list(layout.figures_prefix(doc_id)):
         if key not in written:
             blobs.delete(key)
     seconds = time.perf_counter() - started

@@ -6,6 +6,8 @@ in one transaction and orphan entities dropped, other documents untouched. It ru
 ``chunkId`` resolves in the vector index — sees this build's chunks.
 """
 
+# No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
+# parameter annotations as classes when it decorates them, to find config and resources.
 
 import dataclasses
 import time
@@ -13,7 +15,7 @@ from collections import Counter
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, fingerprint, previous_summary, provider_usage
+from kb_assets.assets.common import BuildConfig, fingerprint, provider_usage
 from kb_assets.constants import (
     CHECK_EDGES_RESOLVE,
     CHUNKS,
@@ -22,9 +24,10 @@ from kb_assets.constants import (
     GRAPH,
     MARKDOWN,
 )
+from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.partitions import documents_partitions
-from kb_assets.resources import ProvidersResource, StoresResource
+from kb_assets.resources import Providers, StoresResource
 from kb_shared.chunking import Chunk
 
 
@@ -54,7 +57,7 @@ def graph(
     context: dg.AssetExecutionContext,
     config: BuildConfig,
     stores: StoresResource,
-    providers: ProvidersResource,
+    providers: dg.ResourceParam[Providers],
     document: MarkdownDocument,
     chunk_list: list[Chunk],
 ):
@@ -64,13 +67,12 @@ def graph(
     embedder = providers.embedder()
     store = stores.graph()
     store.ensure_schema(embedder.dimension)
-    blobs = stores.blobs()
     doc_id = document.doc_id
 
     inputs = fingerprint(
         extractor.name, embedder.model, [(c.id, c.text) for c in chunk_list], document.title
     )
-    previous = previous_summary(blobs, GRAPH, doc_id)
+    previous = StepRecords(stores.blobs()).previous_summary(GRAPH, doc_id)
     reused = (
         not config.force
         and previous is not None

@@ -1,17 +1,20 @@
 """The ``markdown`` asset: PDF → Markdown with page and figure markers (the expensive step,
 banked in blobs by the IO manager before anything downstream runs)."""
 
+# No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
+# parameter annotations as classes when it decorates them, to find config and resources.
 
 import time
 
 import dagster as dg
 
 from kb_assets.assets.common import BuildConfig, provider_usage, require_document
-from kb_assets.constants import CORPUS_GROUP, MARKDOWN, MARKDOWN_KEY
-from kb_assets.io_manager import load_markdown
+from kb_assets.constants import CORPUS_GROUP, MARKDOWN
+from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument
 from kb_assets.partitions import documents_partitions
-from kb_assets.resources import ProvidersResource, StoresResource
+from kb_assets.resources import Providers, StoresResource
+from kb_shared import layout
 from kb_shared.errors import ConversionError
 
 
@@ -31,20 +34,22 @@ def markdown(
     context: dg.AssetExecutionContext,
     config: BuildConfig,
     stores: StoresResource,
-    providers: ProvidersResource,
+    providers: dg.ResourceParam[Providers],
 ) -> dg.Output[MarkdownDocument]:
     """Convert the document's PDF; reuse the stored Markdown when the PDF and converter are
-    unchanged (no conversion call), unless ``force``."""
+    unchanged (no conversion call), unless ``force``.
+
+    Raises:
+        dagster.Failure: the PDF cannot be converted (the converter's reason; the run's
+            failure hook records it on the catalog row).
+    """
     doc_id = context.partition_key
     row = require_document(stores, doc_id)
     blobs = stores.blobs()
     converter = providers.converter()
 
     if not config.force:
-        try:
-            stored = load_markdown(blobs, doc_id)
-        except (FileNotFoundError, KeyError):
-            stored = None
+        stored = StepRecords(blobs).previous_markdown(doc_id)
         if stored is not None and stored.sha256 == row.sha256 and stored.provider == converter.name:
             context.log.info("%s: PDF unchanged since its last conversion; reusing it", doc_id)
             return dg.Output(stored, metadata=_metadata(stored, reused=True))
@@ -54,9 +59,7 @@ def markdown(
     try:
         converted = converter.convert(pdf, row.name)
     except ConversionError as error:
-        reason = str(error)
-        stores.catalog().mark_failed(doc_id, reason)
-        raise dg.Failure(description=reason, allow_retries=False) from error
+        raise dg.Failure(description=str(error), allow_retries=False) from error
     document = MarkdownDocument(
         doc_id=doc_id,
         name=row.name,
@@ -89,5 +92,5 @@ def _metadata(document: MarkdownDocument, *, reused: bool) -> dict[str, object]:
         "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
         "reused": reused,
         "markdown_conversions": 0 if reused else 1,
-        "markdown_key": MARKDOWN_KEY.format(doc=document.doc_id),
+        "markdown_key": layout.markdown_key(document.doc_id),
     }

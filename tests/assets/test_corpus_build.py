@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kb_assets.constants import DOCUMENTS, MARKDOWN_KEY
+from kb_assets.constants import DOCUMENTS
 from kb_assets.instance import dagster_instance
 from kb_assets.resources import StoresResource
+from kb_shared import layout
 from kb_shared.identity import doc_id
-from kb_shared.settings import Settings
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TABLE, KIND_TEXT
 
 pytestmark = [pytest.mark.slow, pytest.mark.corpus]
@@ -31,10 +31,8 @@ def corpus_build(built_corpus):
 
 
 @pytest.fixture
-def stores(corpus_build, monkeypatch: pytest.MonkeyPatch):
+def stores(corpus_build):
     home, _ = corpus_build
-    monkeypatch.setenv("KB_HOME", str(home))
-    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
     resource = StoresResource(home=str(home))
     yield resource
     resource.close()
@@ -97,14 +95,14 @@ def test_unreadable_pdfs_fail_with_a_reason_and_leave_nothing_behind(
     row = stores.catalog().find_by_doc_id(ident)
     assert row.status == "failed" and reason in row.failure_reason
     assert stores.blobs().exists(row.blob_key)  # the upload itself is kept for `kb delete`
-    assert not stores.blobs().exists(MARKDOWN_KEY.format(doc=ident))
+    assert not stores.blobs().exists(layout.markdown_key(ident))
     assert stores.blobs().list(f"figures/{ident}/") == []
     assert stores.blobs().list(f"chunks/{ident}") == []
     index = stores.existing_vectors()
     assert index.count(ident) == 0
     assert index.list_ids(ident, KIND_TEXT) == []
     assert stores.graph().relationships_for_document(ident) == []
-    assert dagster_instance(Settings()).has_dynamic_partition(DOCUMENTS, ident)
+    assert dagster_instance(stores.settings).has_dynamic_partition(DOCUMENTS, ident)
 
 
 def test_every_asset_check_passed_for_the_built_documents(corpus_build) -> None:

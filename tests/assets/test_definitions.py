@@ -33,46 +33,107 @@ def test_definitions_load_with_partitioned_assets_and_checks() -> None:
     assert [s.name for s in repo.sensor_defs] == ["intake_sensor"]
 
 
-def test_sensor_takes_inbox_files_and_requests_runs(tmp_path: Path) -> None:
-    settings = Settings()
+def _tick(instance: dg.DagsterInstance, home: Path, cursor: str | None) -> dg.SensorResult:
+    with dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"stores": StoresResource(home=str(home))}
+    ) as context:
+        return intake_sensor(context)
+
+
+def _run_add(instance: dg.DagsterInstance, home: Path, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
+    """Run an ``add_documents`` request as the daemon would, on ``home``'s stores."""
+    run_config = {**request.run_config, "resources": {"stores": {"config": {"home": str(home)}}}}
+    return defs.resolve_job_def(request.job_name).execute_in_process(
+        run_config=run_config, instance=instance
+    )
+
+
+def test_the_sensor_writes_nothing_and_requests_an_add_run(tmp_path: Path) -> None:
+    home = tmp_path / "kb"
+    settings = Settings(home=home)
     settings.inbox.mkdir(parents=True)
     (settings.inbox / "Inbox Doc.pdf").write_bytes(PDF)
     (settings.inbox / "notes.txt").write_text("left alone")
     instance = dagster_instance(settings)
-    with dg.build_sensor_context(
-        instance=instance, resources={"stores": StoresResource()}
-    ) as context:
-        _check_two_ticks(context, settings)
 
+    first = _tick(instance, home, None)
+    (request,) = first.run_requests
+    assert request.job_name == ADD_JOB
+    assert request.run_config == {
+        "ops": {
+            "add_documents_op": {
+                "config": {"paths": [str(settings.inbox / "Inbox Doc.pdf")], "from_inbox": True}
+            }
+        }
+    }
+    assert request.run_key.startswith("add:") and len(request.run_key) == 4 + 64
+    assert first.dynamic_partitions_requests == []
+    # the tick wrote nothing: no row, no blob, no partition, no file moved
+    stores = StoresResource(home=str(home))
+    assert stores.catalog().list_documents() == []
+    assert stores.blobs().list("") == []
+    assert instance.get_dynamic_partitions(DOCUMENTS) == []
+    assert sorted(p.name for p in settings.inbox.iterdir()) == ["Inbox Doc.pdf", "notes.txt"]
 
-def _check_two_ticks(context: dg.SensorEvaluationContext, settings: Settings) -> None:
-    result = intake_sensor(context)
+    # the cursor remembers the request: the next tick asks for nothing
+    assert _tick(instance, home, first.cursor).run_requests == []
 
-    assert [r.partition_key for r in result.run_requests] == ["inbox-doc.pdf"]
-    (add,) = result.dynamic_partitions_requests
-    assert (add.partitions_def_name, list(add.partition_keys)) == (DOCUMENTS, ["inbox-doc.pdf"])
+    # the add run admits the file and moves it to inbox/added
+    assert _run_add(instance, home, request).success
     assert (settings.inbox / "added" / "Inbox Doc.pdf").exists()
     assert (settings.inbox / "notes.txt").exists()
+    assert instance.has_dynamic_partition(DOCUMENTS, "inbox-doc.pdf")
+    row = stores.catalog().get("inbox-doc.pdf")
+    assert row.status == "pending"
+
+    # a later tick requests the build of the pending document, with an idempotent run key
+    third = _tick(instance, home, first.cursor)
+    (build,) = third.run_requests
+    assert (build.job_name, build.partition_key) == (BUILD_JOB, "inbox-doc.pdf")
+    assert build.run_key == f"inbox-doc.pdf:{row.sha256[:16]}:{row.created_at.isoformat()}"
 
     # A second file with the same normalised name is moved aside with its reason.
     (settings.inbox / "inbox doc.PDF").write_bytes(b"%PDF-1.7\n% other\n%%EOF\n")
-    result = intake_sensor(context)
+    fourth = _tick(instance, home, third.cursor)
+    add, again = fourth.run_requests
+    assert add.job_name == ADD_JOB
+    assert add.run_config["ops"]["add_documents_op"]["config"]["paths"] == [
+        str(settings.inbox / "inbox doc.PDF")
+    ]
+    assert _run_add(instance, home, add).success
     reason = (settings.inbox / "refused" / "inbox doc.PDF.reason.txt").read_text()
     assert reason.startswith("duplicate: already in the corpus as 'Inbox Doc.pdf'")
-    assert result.dynamic_partitions_requests == []
     # The pending document is still requested; Dagster dedupes by run key.
-    assert [r.partition_key for r in result.run_requests] == ["inbox-doc.pdf"]
+    assert (again.partition_key, again.run_key) == ("inbox-doc.pdf", build.run_key)
+    assert instance.get_dynamic_partitions(DOCUMENTS) == ["inbox-doc.pdf"]
+    stores.close()
+
+
+def test_the_sensor_skips_a_pending_document_without_a_partition(tmp_path: Path) -> None:
+    home = tmp_path / "kb"
+    stores = StoresResource(home=str(home))
+    stores.catalog().add_pending(
+        name="Lost.pdf", doc_id="lost.pdf", sha256="0" * 64, size_bytes=3, blob_key="pdfs/lost.pdf"
+    )
+    instance = dagster_instance(Settings(home=home))
+    result = _tick(instance, home, None)
+    assert result.run_requests == []
+    assert instance.get_dynamic_partitions(DOCUMENTS) == []
+    stores.close()
 
 
 def test_add_documents_job_reports_each_file(tmp_path: Path) -> None:
-    settings = Settings()
+    home = tmp_path / "kb"
     folder = tmp_path / "server-side"
     folder.mkdir()
     (folder / "first.pdf").write_bytes(PDF)
     (folder / "FIRST.pdf").write_bytes(b"%PDF-1.7\n% dup name\n%%EOF\n")
-    instance = dagster_instance(settings)
+    instance = dagster_instance(Settings(home=home))
     result = defs.resolve_job_def(ADD_JOB).execute_in_process(
-        run_config={"ops": {"add_documents_op": {"config": {"paths": [str(folder)]}}}},
+        run_config={
+            "ops": {"add_documents_op": {"config": {"paths": [str(folder)]}}},
+            "resources": {"stores": {"config": {"home": str(home)}}},
+        },
         instance=instance,
     )
     assert result.success
@@ -85,3 +146,5 @@ def test_add_documents_job_reports_each_file(tmp_path: Path) -> None:
     ][0].event_specific_data.metadata
     assert outputs["added"].value == 1 and outputs["duplicates"].value == 1
     assert "same name as" in outputs["outcomes"].value
+    # not from the inbox: the files stay where they are
+    assert sorted(p.name for p in folder.iterdir()) == ["FIRST.pdf", "first.pdf"]

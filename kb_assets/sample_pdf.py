@@ -577,8 +577,8 @@ def sample_pdf_bytes() -> bytes:
                 "author": "kb sample generator",
                 "subject": "Life support and planned interruption notifications",
                 "keywords": f"{DOC_REF}, version {VERSION}",
-                "creator": "kb_shared.sample_pdf",
-                "producer": "kb_shared.sample_pdf",
+                "creator": "kb_assets.sample_pdf",
+                "producer": "kb_assets.sample_pdf",
                 "creationDate": FIXED_DATE,
                 "modDate": FIXED_DATE,
             }
