@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-class DocumentStatus(StrEnum):
-    """A document's lifecycle in the catalog (``DocumentRow.status``): ``pending`` from
-    intake until its first build ends, then ``ready`` or ``failed``. The same three values as
-    the catalog's ``DOCUMENT_STATUSES`` (its CHECK constraint)."""
-
-    PENDING = "pending"
-    READY = "ready"
-    FAILED = "failed"
-
+from kb_shared.stores.catalog import DocumentStatus  # noqa: F401 - re-exported for kb_assets
 
 #: Name of the dynamic partitions definition; its keys are ``doc_id``s.
 DOCUMENTS = "documents"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from kb_assets.constants import ADD_JOB, BUILD_JOB, DOCUMENTS
+from kb_assets.constants import ADD_JOB, BUILD_JOB, DOCUMENTS, DocumentStatus
 from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.resources import StoresResource
 
@@ -80,7 +80,7 @@ def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -
         )
         context.log.info("requested the intake of %d inbox file(s)", len(new))
 
-    for row in stores.catalog().list_documents(status="pending"):
+    for row in stores.catalog().list_documents(status=DocumentStatus.PENDING):
         if not context.instance.has_dynamic_partition(DOCUMENTS, row.doc_id):
             context.log.warning(
                 "%s is pending but has no partition; `kb repair` restores it", row.doc_id

@@ -18,7 +18,7 @@ from kb_mcp.errors import ToolProblem
 from kb_shared.errors import EmptyCorpusError, IdentityError, SchemaMissingError
 from kb_shared.identity import chunk_id, normalize_name
 from kb_shared.retrieval import Passage
-from kb_shared.stores.catalog import DocumentRow
+from kb_shared.stores.catalog import DocumentRow, DocumentStatus
 from kb_shared.stores.readers import CatalogReader, VectorReader
 
 #: Most chunks read_doc returns per call (mcp-documentation README: ``max_chunks_per_read`` 5).
@@ -27,9 +27,9 @@ MAX_READ_CHUNKS = 5
 #: Suggestions offered for an unknown document name.
 _SUGGESTIONS = 3
 
-READY = "ready"
-PENDING = "pending"
-FAILED = "failed"
+READY = DocumentStatus.READY
+PENDING = DocumentStatus.PENDING
+FAILED = DocumentStatus.FAILED
 
 
 # ---------------------------------------------------------------------------------------------

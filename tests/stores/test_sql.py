@@ -28,6 +28,7 @@ CATALOG_TABLES = {
     "compliance_sync_state",
     "aer_performance",
     "aer_metrics",
+    "aer_sync_state",
 }
 GRAPH_TABLES = {"graph_entities", "graph_relationships"}
 

@@ -33,6 +33,7 @@ from kb_shared.stores.catalog.compliance_search import (
 )
 from kb_shared.stores.catalog.documents import (
     DOCUMENT_STATUSES,
+    DocumentStatus,
     NAME_MAX,
     DocumentCatalog,
     DocumentRow,
@@ -104,6 +105,7 @@ __all__ = [
     "DEFAULT_MAX_PENDING",
     "DESCRIPTION_MAX",
     "DOCUMENT_STATUSES",
+    "DocumentStatus",
     "FAILURE_REASON_MAX",
     "NAME_MAX",
     "REASON_MAX",

@@ -10,6 +10,8 @@ Identity rules: DESIGN.md "Identity", implemented in ``kb_shared.identity``.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import datetime as dt
 import re
 from collections.abc import Mapping
@@ -41,7 +43,17 @@ from kb_shared.stores.sql import error_detail, utc_now
 #: Longest document name (as uploaded, trimmed), in characters.
 NAME_MAX = 1024
 
-DOCUMENT_STATUSES = ("pending", "ready", "failed")
+class DocumentStatus(StrEnum):
+    """A document's lifecycle (``DocumentRow.status``): ``pending`` from intake until its first
+    build ends, then ``ready`` or ``failed``. Only ``ready`` documents are served."""
+
+    PENDING = "pending"
+    READY = "ready"
+    FAILED = "failed"
+
+
+#: The values of the ``status`` column's CHECK constraint.
+DOCUMENT_STATUSES = tuple(status.value for status in DocumentStatus)
 
 #: The identities a new document can collide on, in the order they are reported.
 DUPLICATE_FIELDS = ("name", "sha256", "doc_id")
@@ -57,7 +69,7 @@ documents = sa.Table(
     sa.Column("name", sa.String(NAME_MAX), nullable=False),
     sa.Column("normalized_name", sa.String(NAME_MAX), nullable=False),
     sa.Column("sha256", sa.String(64), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
+    sa.Column("status", sa.String(16), nullable=False, server_default=DocumentStatus.PENDING.value),
     sa.Column("failure_reason", sa.Text),
     sa.Column("title", sa.Text),
     sa.Column("version", sa.Text),
@@ -238,7 +250,7 @@ class DocumentCatalog(CatalogBase):
             "name": clean,
             "normalized_name": normal,
             "sha256": sha256,
-            "status": "pending",
+            "status": DocumentStatus.PENDING,
             "size_bytes": size,
             "blob_key": key,
             "created_at": now,
@@ -375,7 +387,7 @@ class DocumentCatalog(CatalogBase):
             missing = [k for k in ("pages", "chunk_count") if merged.get(k) is None]
             if missing:
                 raise ValueError(f"a ready document needs {' and '.join(missing)}")
-            return self._set(conn, doc_id, status="ready", failure_reason=None, **values)
+            return self._set(conn, doc_id, status=DocumentStatus.READY, failure_reason=None, **values)
 
     def mark_failed(self, doc_id: str, reason: str) -> DocumentRow:
         """Set status ``failed`` with a reason (cut to ``FAILURE_REASON_MAX`` characters).
@@ -386,7 +398,7 @@ class DocumentCatalog(CatalogBase):
         """
         message = clean_failure(reason)
         with self._write() as conn:
-            return self._set(conn, doc_id, status="failed", failure_reason=message)
+            return self._set(conn, doc_id, status=DocumentStatus.FAILED, failure_reason=message)
 
     def update(self, doc_id: str, **fields: Any) -> DocumentRow:
         """Set fields without changing the status (same fields as ``mark_ready``).
