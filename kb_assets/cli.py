@@ -1,5 +1,6 @@
 """``kb`` — the pipeline CLI: add, build, rebuild, retry, delete, inspect and repair documents,
-and serve the Dagster UI (``kb ui``, ``kb demo``; process handling in ``kb_assets.serve``).
+serve the Dagster UI (``kb ui``, ``kb demo``; process handling in ``kb_assets.serve``), and
+sync market data (``kb sync aer|notion``, in ``kb_assets.cli_sync``).
 
 Every command reads settings from the environment (``KB_*``, see the README) and works on
 the Dagster instance under ``KB_HOME/dagster``, so what it does shows up in the Dagster UI.
@@ -18,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kb_assets import operations, serve
+from kb_assets.cli_sync import sync_app
 from kb_assets.constants import PARTITION_TAG, REBUILDABLE, DocumentStatus
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeOutcome, IntakeStatus, admit
@@ -32,6 +34,7 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Catalog database commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+app.add_typer(sync_app, name="sync")
 
 #: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)

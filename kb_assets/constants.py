@@ -37,3 +37,23 @@ PARTITION_TAG = "dagster/partition"
 #: scanned again); a file that was not added gets a ``<name>.reason.txt`` beside it.
 INBOX_ADDED = "added"
 INBOX_REFUSED = "refused"
+
+#: Asset group of the structured market data: non-partitioned assets synced on schedules.
+MARKET_DATA_GROUP = "market_data"
+
+#: Market-data asset names (each the catalog table it fills).
+AER_PERFORMANCE = "aer_performance"
+COMPLIANCE_ACTIONS = "compliance_actions"
+MARKET_ASSETS = (AER_PERFORMANCE, COMPLIANCE_ACTIONS)
+
+#: Jobs that sync one market-data asset (its checks run in the same run).
+AER_SYNC_JOB = "aer_sync"
+NOTION_SYNC_JOB = "notion_sync"
+
+#: Market-data asset check names.
+CHECK_AER_TOTALS = "aer_totals_match_their_parts"
+CHECK_COMPLIANCE_COUNT = "compliance_count_matches_read"
+
+#: Market-data schedules.
+AER_SYNC_SCHEDULE = "aer_sync_schedule"
+NOTION_SYNC_SCHEDULE = "notion_sync_schedule"

@@ -1,9 +1,10 @@
-"""The Dagster code location (``workspace.yaml`` points here): assets, checks, jobs, sensor,
-resources, and the in-process executor (one process per run: ~0.4 s of overhead per
+"""The Dagster code location (``workspace.yaml`` points here): the corpus assets and the
+market-data assets (``kb_assets.market``), checks, jobs, sensor, schedules, resources, and the
+in-process executor (one process per run: ~0.4 s of overhead per
 document instead of ~30 s for a process per step, measured in notes/library-facts.md).
 
-Resources: ``stores`` and ``providers`` read the environment (``KB_*``) unless their config
-says otherwise (Launchpad, or run config from ``kb``'s own builds); ``blob_io`` uses the run's
+Resources: ``stores``, ``providers`` and ``notion`` read the environment (``KB_*``,
+``NOTION_TOKEN``) unless their config says otherwise (Launchpad, or run config from ``kb``'s own builds); ``blob_io`` uses the run's
 ``stores``, so it sees the same settings.
 """
 
@@ -14,25 +15,39 @@ from typing import Any
 import dagster as dg
 
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.constants import BUILD_JOB
+from kb_assets.constants import AER_SYNC_JOB, BUILD_JOB, NOTION_SYNC_JOB
 from kb_assets.io_manager import BlobIOManager
 from kb_assets.jobs import add_documents_job, build_documents_job
+from kb_assets.market import MARKET_ASSETS, MARKET_CHECKS, MARKET_JOBS, MARKET_SCHEDULES
+from kb_assets.market.resources import NotionResource
 from kb_assets.resources import Providers, ProvidersResource, StoresResource
 from kb_assets.sensors import intake_sensor
 
 
-def kb_resources(stores: StoresResource, providers: Providers) -> dict[str, Any]:
-    """The code location's resource set: ``stores``, ``providers`` and ``blob_io`` on ``stores``
-    (tests pass configured stores and fake providers here)."""
-    return {"stores": stores, "providers": providers, "blob_io": BlobIOManager(stores=stores)}
+def kb_resources(
+    stores: StoresResource, providers: Providers, notion: NotionResource | None = None
+) -> dict[str, Any]:
+    """The code location's resource set: ``stores``, ``providers``, ``blob_io`` on ``stores``
+    and ``notion`` (default: from the environment); tests pass configured stores and fake
+    providers here."""
+    return {
+        "stores": stores,
+        "providers": providers,
+        "blob_io": BlobIOManager(stores=stores),
+        "notion": notion if notion is not None else NotionResource(),
+    }
 
 
 defs = dg.Definitions(
-    assets=CORPUS_ASSETS,
-    jobs=[build_documents_job, add_documents_job],
+    assets=[*CORPUS_ASSETS, *MARKET_ASSETS],
+    asset_checks=MARKET_CHECKS,
+    jobs=[build_documents_job, add_documents_job, *MARKET_JOBS],
     sensors=[intake_sensor],
+    schedules=MARKET_SCHEDULES,
     # configured at launch, so blob_io's dependency is the run's own `stores` resource
-    resources=kb_resources(StoresResource.configure_at_launch(), ProvidersResource()),
+    resources=kb_resources(
+        StoresResource.configure_at_launch(), ProvidersResource(), NotionResource()
+    ),
     executor=dg.in_process_executor,
 )
 
@@ -41,3 +56,13 @@ def build_job() -> dg.JobDefinition:
     """The resolved build job; ``dagster.reconstructable(build_job)`` is what the CLI runs
     with ``execute_job`` so runs land in the instance and can be re-executed from failure."""
     return defs.resolve_job_def(BUILD_JOB)
+
+
+def aer_sync_job() -> dg.JobDefinition:
+    """The resolved AER sync job (``kb sync aer`` runs it like ``build_job``)."""
+    return defs.resolve_job_def(AER_SYNC_JOB)
+
+
+def notion_sync_job() -> dg.JobDefinition:
+    """The resolved Notion sync job (``kb sync notion`` runs it like ``build_job``)."""
+    return defs.resolve_job_def(NOTION_SYNC_JOB)

@@ -126,6 +126,12 @@ class Settings(BaseSettings):
         None, description="Base URL citation links use; default http://{mcp_host}:{mcp_port}."
     )
 
+    # --- market data: AER retail performance statistics ---------------------------------
+    aer_source: str | None = Field(
+        None,
+        description="AER workbook (.xlsx/.xlsm) or folder of them; unset = AER sync skipped.",
+    )
+
     # --- market data: Notion compliance tracker ----------------------------------------
     notion_token: SecretStr | None = Field(
         None,

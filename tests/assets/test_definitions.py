@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from kb_assets.constants import ADD_JOB, BUILD_JOB, CORPUS_ASSETS, DOCUMENTS
+from kb_assets.constants import ADD_JOB, BUILD_JOB, CORPUS_ASSETS, DOCUMENTS, MARKET_ASSETS
 from kb_assets.definitions import defs
 from kb_assets.instance import dagster_instance
 from kb_assets.resources import StoresResource
@@ -20,15 +20,20 @@ def test_definitions_load_with_partitioned_assets_and_checks() -> None:
     repo = defs.get_repository_def()
     graph = repo.asset_graph
     keys = sorted(k.to_user_string() for k in graph.get_all_asset_keys())
-    assert keys == sorted(CORPUS_ASSETS)
-    for key in graph.get_all_asset_keys():
+    assert keys == sorted(CORPUS_ASSETS + MARKET_ASSETS)
+    for key in map(dg.AssetKey, CORPUS_ASSETS):
         partitions = graph.get(key).partitions_def
         assert isinstance(partitions, dg.DynamicPartitionsDefinition)
         assert partitions.name == DOCUMENTS
     checks = sorted(
         f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys
     )
-    assert checks == ["embeddings:index_matches_chunks", "graph:edge_chunk_ids_resolve"]
+    assert checks == [
+        "aer_performance:aer_totals_match_their_parts",
+        "compliance_actions:compliance_count_matches_read",
+        "embeddings:index_matches_chunks",
+        "graph:edge_chunk_ids_resolve",
+    ]
     assert repo.has_job(BUILD_JOB) and repo.has_job(ADD_JOB)
     assert [s.name for s in repo.sensor_defs] == ["intake_sensor"]
 

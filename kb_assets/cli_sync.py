@@ -1,0 +1,173 @@
+"""``kb sync`` — sync structured market data into the catalog: ``kb sync aer [SOURCE…]`` and
+``kb sync notion [--force]``.
+
+Each command materialises the same asset the schedules do, as a run on the instance under
+``KB_HOME/dagster`` (the Dagster UI shows it, with its metadata and checks), then prints the
+counts. Exit status: 0 synced and every check passed; 1 the sync failed (nothing written;
+the reason is printed) or a check failed; 2 nothing to sync, because the source is not
+configured (the message names the setting).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kb_assets.constants import AER_PERFORMANCE, COMPLIANCE_ACTIONS
+from kb_assets.instance import dagster_instance
+from kb_assets.market.assets import (
+    NEW_METRIC_LIST,
+    NEW_METRICS,
+    RELEASES,
+    ROWS_DELETED,
+    ROWS_INSERTED,
+    ROWS_READ,
+    ROWS_UNCHANGED,
+    ROWS_UPDATED,
+    SECONDS,
+    SYNCED_AT,
+    URL_PATTERN,
+)
+from kb_assets.market.operations import SyncOutcome, SyncStatus, run_sync
+from kb_assets.market.resources import NotionResource
+from kb_assets.resources import StoresResource
+from kb_shared.settings import Settings
+
+sync_app = typer.Typer(
+    help="Sync structured market data into the catalog: AER retail performance statistics "
+    "and the Notion compliance tracker.",
+    no_args_is_help=True,
+)
+
+#: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+#: Rows of each command's table: (label, metadata key).
+AER_ROWS = (
+    ("workbooks", "files"),
+    ("releases", RELEASES),
+    ("rows read", ROWS_READ),
+    ("inserted", ROWS_INSERTED),
+    ("updated", ROWS_UPDATED),
+    ("  of which values changed", "values_changed"),
+    ("deleted", ROWS_DELETED),
+    ("unchanged", ROWS_UNCHANGED),
+    ("superseded by a newer release", "superseded"),
+    ("not reported (not stored)", "not_reported"),
+    ("new metrics", NEW_METRICS),
+    ("seconds", SECONDS),
+    ("synced at", SYNCED_AT),
+)
+NOTION_ROWS = (
+    ("data source", "data_source_id"),
+    ("rows read", ROWS_READ),
+    ("inserted", ROWS_INSERTED),
+    ("updated", ROWS_UPDATED),
+    ("deleted", ROWS_DELETED),
+    ("unchanged", ROWS_UNCHANGED),
+    ("pages in the trash", "trashed"),
+    ("requests", "requests"),
+    ("seconds", SECONDS),
+    ("synced at", SYNCED_AT),
+)
+
+
+def _run(asset: str, config: dict[str, Any]) -> SyncOutcome:
+    settings = Settings()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    home = str(settings.home)
+    resources = {"stores": StoresResource(home=home)}
+    if asset == COMPLIANCE_ACTIONS:
+        resources["notion"] = NotionResource(home=home)
+    return run_sync(dagster_instance(settings), asset, config=config, settings=resources)
+
+
+def _text(value: Any) -> str:
+    """A metadata value as table text (rich markup in it escaped: names may hold brackets)."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat(timespec="seconds")
+    return "" if value is None else escape(str(value))
+
+
+def _report(title: str, outcome: SyncOutcome, rows: tuple[tuple[str, str], ...]) -> None:
+    """Print the outcome; exit 1 (failed, or a check failed) or 2 (skipped)."""
+    if outcome.status == SyncStatus.SKIPPED:
+        err.print(f"[yellow]skipped[/yellow] {outcome.asset}: {escape(outcome.reason)}")
+        raise typer.Exit(2)
+    if outcome.status == SyncStatus.FAILED:
+        err.print(f"[red]failed[/red] {escape(outcome.reason)}")
+        err.print(f"(run {outcome.run_id}; nothing was written)")
+        raise typer.Exit(1)
+    table = Table(title=f"{title} (run {outcome.run_id[:8]})")
+    table.add_column("count", overflow="fold")
+    table.add_column("value", overflow="fold", justify="right")
+    for label, key in rows:
+        if key in outcome.metadata:
+            table.add_row(label, _text(outcome.metadata[key]))
+    console.print(table)
+    for metric in outcome.metadata.get(NEW_METRIC_LIST) or []:
+        note = "" if metric["aliased"] else (
+            " (no alias: if it renames a metric, add it to aer_metrics.METRIC_ALIASES)")
+        console.print(
+            f"new metric {metric['metric_key']} (schedule {metric['schedule']}): "
+            f"{metric['heading']!r}{note}",
+            markup=False,
+        )
+    for check in outcome.checks:
+        numbers = ", ".join(
+            f"{k} {v}" for k, v in check.metadata.items() if not isinstance(v, str)
+        )
+        mark = "[green]passed[/green]" if check.passed else f"[red]failed[/red] ({check.severity})"
+        console.print(f"check {check.name}: {mark}" + (f" — {numbers}" if numbers else ""))
+        if not check.passed:
+            detail = check.metadata.get("mismatches") or check.description
+            if detail:
+                err.print(detail, markup=False)
+    if outcome.failed_checks:
+        raise typer.Exit(1)
+
+
+@sync_app.command("aer")
+def sync_aer(
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="AER workbooks (.xlsx/.xlsm) or folders of them (default: KB_AER_SOURCE).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Sync AER workbooks into aer_performance, then check the published totals.
+
+    A workbook that does not fit the layout fails the sync naming its file, sheet and cell,
+    and nothing is written (a run applies all of its workbooks or none). Exit 0 synced, 1
+    failed (or a check failed), 2 no source given and KB_AER_SOURCE unset."""
+    given = [s if URL_PATTERN.match(s) else str(Path(s).expanduser().resolve())
+             for s in sources or []]
+    _report("kb sync aer", _run(AER_PERFORMANCE, {"sources": given}), AER_ROWS)
+
+
+@sync_app.command("notion")
+def sync_notion_command(
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Apply even an empty read, or one deleting more than half the stored rows.",
+        ),
+    ] = False,
+) -> None:
+    """Sync the Notion compliance tracker into compliance_actions, then check the count.
+
+    Needs NOTION_TOKEN and KB_NOTION_DATA_SOURCE_ID. An empty read, or one that would delete
+    more than half the table, is refused with the counts unless --force. Exit 0 synced, 1
+    failed (or a check failed), 2 not configured."""
+    _report("kb sync notion", _run(COMPLIANCE_ACTIONS, {"force": force}), NOTION_ROWS)
