@@ -21,6 +21,7 @@ import datetime as dt
 import os
 import platform
 import resource
+import re
 import shlex
 import shutil
 import subprocess
@@ -349,13 +350,18 @@ def embedding_model_description(*, local: bool = True) -> str:
     return f"{embedder.model} ({embedder.dimension} dims)"
 
 
+#: ``scheme://user:password@`` in an argument: the password is hidden in reports.
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]+:)[^@\s]+@", re.I)
+
+
 def command_line() -> str:
     """How this process was started, as a shell command (``python -m module args`` when run
-    with ``-m``, which ``sys.argv[0]`` alone does not show)."""
+    with ``-m``, which ``sys.argv[0]`` alone does not show); passwords in URLs read ``***``."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     start = ["-m", spec.name] if spec is not None and spec.name else [sys.argv[0]]
-    return shlex.join([sys.executable, *start, *sys.argv[1:]])
+    args = [_URL_PASSWORD.sub(r"\g<head>***@", arg) for arg in sys.argv[1:]]
+    return shlex.join([sys.executable, *start, *args])
 
 
 def load_average() -> tuple[float, float, float] | None:

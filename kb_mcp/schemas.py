@@ -7,6 +7,9 @@ text is rendered once, in the text content (mcp-utilities README, "What a respon
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 class ResultRef(BaseModel):
@@ -139,3 +142,140 @@ class ListDocumentsOutput(BaseModel):
     documents: list[DocumentRef]
     pending: int = Field(description="Documents added but not built yet.")
     failed: int = Field(description="Documents whose build failed.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Market data (search_aer_performance, search_compliance)
+# ---------------------------------------------------------------------------------------------
+
+#: What an answer found: figures/actions, none for these filters, or nothing synced at all.
+MarketStatus = Literal["ok", "no_match", "no_data"]
+
+
+class AerMetricRef(BaseModel):
+    """A metric of one schedule with every heading it has been published under."""
+
+    schedule: str
+    metric_key: str = Field(description="Stable key; the metric filter takes it.")
+    additive: bool = Field(description="True when figures add up (counts, dollars).")
+    headings: list[str] = Field(description="Every published heading, oldest first.")
+    first_seen: str = Field(description="Release the metric first appeared in.")
+    last_seen: str
+
+
+class AerVocabularyRef(BaseModel):
+    """The values present in the whole store (what each filter can match)."""
+
+    schedules: list[str]
+    retailers: list[str]
+    jurisdictions: list[str]
+    fuels: list[str]
+    customer_types: list[str]
+    periods: list[str] = Field(description="Quarter labels, oldest first.")
+    metrics: list[AerMetricRef]
+
+
+class AerFigureRef(BaseModel):
+    """One figure ``[number]`` (retailer rows) or ``[T<number>]`` (published region totals).
+    Its published heading is in ``vocabulary.metrics``."""
+
+    number: int
+    schedule: str
+    period: str = Field(description="Quarter label, e.g. 'Q3 2025-26'.")
+    period_start: str = Field(description="ISO 8601 date.")
+    period_end: str
+    retailer: str = Field(description="The retailer, or '<Region> Total' for a total row.")
+    jurisdiction: str
+    fuel: str
+    customer_type: str
+    metric_key: str
+    value: Decimal = Field(description="Exact value as published (rates are fractions).")
+    source_file: str
+    sheet: str
+    cell: str
+    release: str = Field(description="The quarterly update that published the workbook.")
+
+
+class AerPeriodTotalRef(BaseModel):
+    """The exact sum of the metric's matching figures in one quarter."""
+
+    period: str
+    total: Decimal
+    rows: int = Field(description="Figures summed.")
+
+
+class SearchAerOutput(BaseModel):
+    """Structured content of search_aer_performance (exact over the whole match set)."""
+
+    status: MarketStatus
+    count: int = Field(description="Every matching retailer figure (not only those returned).")
+    returned: int
+    truncated: bool
+    limit: int
+    metric: AerMetricRef | None = Field(
+        None, description="The one metric of the matches; null when they span several."
+    )
+    total: Decimal | None = Field(
+        None, description="Exact sum over every match; null unless one additive metric."
+    )
+    period_totals: list[AerPeriodTotalRef] = Field(default_factory=list)
+    total_note: str | None = None
+    rows: list[AerFigureRef]
+    region_totals: list[AerFigureRef] = Field(
+        description="Published '<Region> Total' figures for the same filters, retailer aside."
+    )
+    filters: dict[str, str] = Field(description="The filters as applied (normalised).")
+    vocabulary: AerVocabularyRef
+    synced_at: str | None = Field(None, description="Last AER sync, ISO 8601 UTC.")
+    attribution: str
+
+
+class ComplianceActionRef(BaseModel):
+    """One enforcement action ``[number]`` (its summary is in the text content)."""
+
+    number: int
+    page_id: str = Field(description="Notion page id of the tracker row.")
+    notion_url: str | None = None
+    source_url: str | None = Field(None, description="The regulator's notice.")
+    organisation: str | None = None
+    sector: str | None = None
+    regulatory_body: str | None = None
+    status: str | None = None
+    action_date: str | None = Field(None, description="ISO 8601 date; null when undated.")
+    action_date_end: str | None = None
+    fine: Decimal | None = Field(None, description="Dollars; null = no fine recorded (not $0).")
+    misconduct_types: list[str]
+
+
+class FacetValueRef(BaseModel):
+    """A value of a facet and how many actions have it (null = not set)."""
+
+    value: str | None
+    count: int
+
+
+class FacetRef(BaseModel):
+    """The most frequent values of one column; ``distinct`` counts them all."""
+
+    values: list[FacetValueRef]
+    distinct: int
+
+
+class SearchComplianceOutput(BaseModel):
+    """Structured content of search_compliance (exact over the whole match set)."""
+
+    status: MarketStatus
+    count: int = Field(description="Every matching action (not only those returned).")
+    returned: int
+    truncated: bool
+    limit: int
+    fine_total: Decimal = Field(description="Exact dollars over the matches with a fine.")
+    with_fine: int
+    without_fine: int = Field(description="Matches with no fine recorded (not counted as $0).")
+    rows: list[ComplianceActionRef]
+    facets: dict[str, FacetRef]
+    facets_scope: Literal["matches", "all"] = Field(
+        description="'all' when nothing matched: the facets then list the whole tracker."
+    )
+    filters: dict[str, str]
+    synced_at: str | None = Field(None, description="Last Notion sync, ISO 8601 UTC.")

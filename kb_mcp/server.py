@@ -7,7 +7,8 @@ resource in ``kb_mcp.resources``; hosting is in ``kb_mcp.http`` (Streamable HTTP
 routes) and ``kb_mcp.cli``.
 
 Tools (all read-only, idempotent, closed-world): ``search_docs``, ``search_graph``,
-``read_doc``, ``list_documents``, ``echo``; prompt ``research-topic``; resource
+``read_doc``, ``list_documents``, ``search_aer_performance``, ``search_compliance``,
+``echo``; prompt ``research-topic``; resource
 ``kb://documents``. Every failure comes back as an ``isError`` result with an actionable
 message (``kb_mcp.errors``).
 """
@@ -27,7 +28,16 @@ from mcp.server.mcpserver import MCPServer
 from kb_mcp import prompts, resources
 from kb_mcp.links import links_for
 from kb_mcp.state import ServerState, StateHolder, open_state
-from kb_mcp.tools import KbServer, echo, list_documents, read_doc, search_docs, search_graph
+from kb_mcp.tools import (
+    KbServer,
+    echo,
+    list_documents,
+    read_doc,
+    search_aer_performance,
+    search_compliance,
+    search_docs,
+    search_graph,
+)
 from kb_shared.providers.base import Embedder, Reranker
 from kb_shared.settings import Settings
 
@@ -37,10 +47,13 @@ INSTRUCTIONS = """\
 kb answers questions about an indexed collection of regulatory documents (PDFs), with
 page-level citations. search_docs finds passages (meaning + exact codes and clause numbers);
 search_graph follows relationships between parties, obligations and defined terms;
-read_doc reads chunks around a result; list_documents shows what is indexed. Cite results
-by their [n] headers and page numbers. Tool results are not shown to the user: only what you
-write in your reply is visible, so put citations and figure links into your reply. When a
-search says low confidence or finds nothing, say the corpus does not cover it; do not guess.
+read_doc reads chunks around a result; list_documents shows what is indexed. Numbers about
+the energy market (AER retail statistics) come from search_aer_performance and enforcement
+actions (fines, penalties) from search_compliance, both with exact counts and totals. Cite
+results by their [n] headers and page numbers. Tool results are not shown to the user: only
+what you write in your reply is visible, so put citations and figure links into your reply.
+When a search says low confidence or finds nothing, say the corpus does not cover it; do not
+guess.
 """
 
 
@@ -115,6 +128,8 @@ def build_server(
     search_graph.register(server, links=links, max_query_chars=max_chars)
     read_doc.register(server, links=links)
     list_documents.register(server, links=links)
+    search_aer_performance.register(server)
+    search_compliance.register(server, max_query_chars=max_chars)
     echo.register(server)
     prompts.register(server)
     resources.register(server, holder=holder, links=links)

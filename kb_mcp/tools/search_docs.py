@@ -30,11 +30,12 @@ deduplicated source list with PDF links, and figure results as images with
 
 Use it for direct lookups: what a rule or clause says, a definition, a value in a table.
 Use search_graph instead for how parties, obligations or concepts relate (who must notify
-whom, what depends on what, links across documents). Use read_doc to read the chunks before
-or after a result (each result names its chunk number). Use list_documents to see what is
-indexed. Narrow with documents (file names or doc_ids) and kind; get more with
-offset=next_offset. If the answer is flagged low confidence, the corpus does not cover the
-question: say so rather than guessing.
+whom, what depends on what, links across documents). For numbers about the market use
+search_aer_performance; for enforcement actions (fines, penalties) use search_compliance.
+Use read_doc to read the chunks before or after a result (each result names its chunk
+number). Use list_documents to see what is indexed. Narrow with documents (file names or
+doc_ids) and kind; get more with offset=next_offset. If the answer is flagged low
+confidence, the corpus does not cover the question: say so rather than guessing.
 
 Tool results are not shown to the user; only what you write in your reply is visible. Quote
 the [n] citations with their pages, and put figure links or images directly into your reply.

@@ -62,7 +62,10 @@ async def test_streamable_http_client_searches_and_every_link_resolves(http_url:
             "search_docs", {"query": "notification flow diagram", "kind": "figure", "top_k": 2}
         )
         listing = await client.call_tool("list_documents", {})
-    assert names == ["echo", "list_documents", "read_doc", "search_docs", "search_graph"]
+    assert names == [
+        "echo", "list_documents", "read_doc", "search_aer_performance", "search_compliance",
+        "search_docs", "search_graph",
+    ]
     assert code.is_error is False
     top = code.structured_content["results"][0]
     assert top["doc_id"] == SAMPLE_ID

@@ -16,7 +16,7 @@ from mcp import Client
 from kb_mcp.server import build_server
 from kb_mcp.state import open_state
 from kb_shared.errors import StoreError
-from kb_shared.stores.catalog import apply_sql_files, make_engine
+from kb_shared.stores.sql import apply_sql_files, make_engine
 from tests.conftest import REPO_ROOT
 from tests.mcp.corpus import HashingEmbedder, corpus_settings, write_corpus
 from tests.stores.test_catalog_contract import fresh_postgres_database

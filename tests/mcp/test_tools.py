@@ -52,7 +52,10 @@ async def call(server, tool: str, **arguments):
 async def test_tools_are_read_only_with_bounded_inputs_and_output_schemas(server) -> None:
     async with Client(server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert sorted(tools) == ["echo", "list_documents", "read_doc", "search_docs", "search_graph"]
+    assert sorted(tools) == [
+        "echo", "list_documents", "read_doc", "search_aer_performance", "search_compliance",
+        "search_docs", "search_graph",
+    ]
     for tool in tools.values():
         assert tool.annotations.read_only_hint is True
         assert tool.annotations.idempotent_hint is True

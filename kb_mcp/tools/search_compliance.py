@@ -1,0 +1,107 @@
+"""The ``search_compliance`` tool: every enforcement action of the Notion Compliance Tracker
+matching the filters, with the exact count, the exact fine total and the facets of the whole
+match set (``Catalog.search_compliance``), rendered by ``kb_mcp.render_market``.
+No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
+
+from typing import Annotated
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from kb_mcp import render_market
+from kb_mcp.errors import ToolProblem
+from kb_mcp.schemas import SearchComplianceOutput
+from kb_mcp.tools import KbContext, KbServer, kb_tool, state_of
+from kb_shared.errors import SchemaMissingError
+from kb_shared.stores.catalog.compliance import OPTION_MAX
+from kb_shared.stores.catalog.compliance_search import DEFAULT_LIMIT, MAX_LIMIT
+
+#: Longest date accepted (YYYY-MM-DD needs 10).
+MAX_DATE_CHARS = 32
+#: Largest min_fine accepted, in dollars: the store keeps fines as 64-bit cents.
+MAX_FINE = 9e16
+
+DESCRIPTION = """\
+Enforcement actions against energy businesses, from kb's copy of the Compliance Tracker
+(Notion): who was pursued, by which regulator, for what, when, the status and the fine.
+
+Returns every matching action (up to limit) as "[n] date · organisation · regulator · status
+· fine · misconduct types — summary — Notion link · Source link", the exact count of all
+matches and the exact fine total over those with a fine; an action with no fine recorded is
+counted apart and never as $0. Also the values present (organisations, regulators, statuses,
+misconduct types, sectors) with their counts. query matches words at the start of words of
+the summary and organisation, ignoring case and "Pty Ltd"/"Limited"; organisation matches a
+name phrase ("AGL" finds "AGL Energy Limited"). It says apart "no action matches" and "no
+data has been synced".
+
+Use it for enforcement actions: has a retailer been fined, how often, how much in all. Use
+search_aer_performance for numbers about the market and search_docs for what the rules
+require. Cite actions by their Notion or source links. Tool results are not shown to the
+user: put the figures and links in your reply.
+"""
+
+#: A text filter: at most ``OPTION_MAX`` characters (the tracker's own bound), or absent.
+TextFilter = Annotated[str, Field(max_length=OPTION_MAX)] | None
+#: A date as YYYY-MM-DD, or absent.
+DateBound = Annotated[str, Field(max_length=MAX_DATE_CHARS)] | None
+
+
+def register(server: KbServer, *, max_query_chars: int) -> None:
+    """Register ``search_compliance`` on ``server``; ``query`` takes at most
+    ``max_query_chars`` characters (``Settings.max_query_chars``)."""
+    query_arg = Annotated[str, Field(max_length=max_query_chars)] | None
+
+    @kb_tool(
+        server, "search_compliance", title="Search enforcement actions", description=DESCRIPTION
+    )
+    def search_compliance(
+        ctx: KbContext,
+        query: Annotated[
+            query_arg,
+            Field(description="Words of the summary or organisation, e.g. 'agl hardship' "
+                              f"(at most {max_query_chars:,} characters)."),
+        ] = None,
+        organisation: Annotated[
+            TextFilter, Field(description="Organisation name or part of it, any case.")
+        ] = None,
+        regulatory_body: Annotated[
+            TextFilter, Field(description="Regulator, e.g. 'AER', 'ESC', 'ACCC' (any case).")
+        ] = None,
+        status: Annotated[TextFilter, Field(description="Status, e.g. 'Paid', 'Open'.")] = None,
+        misconduct_type: Annotated[
+            TextFilter, Field(description="One misconduct type, e.g. 'Hardship'.")
+        ] = None,
+        sector: Annotated[TextFilter, Field(description="Sector, e.g. 'Retail'.")] = None,
+        date_from: Annotated[
+            DateBound, Field(description="Earliest action date, YYYY-MM-DD (inclusive).")
+        ] = None,
+        date_to: Annotated[
+            DateBound, Field(description="Latest action date, YYYY-MM-DD (inclusive).")
+        ] = None,
+        min_fine: Annotated[
+            float | None,
+            Field(ge=0, le=MAX_FINE,
+                  description="Only fines of at least this many dollars (excludes actions "
+                              "with no fine recorded)."),
+        ] = None,
+        limit: Annotated[
+            int,
+            Field(ge=1, le=MAX_LIMIT,
+                  description="Actions to list; count and fine total always cover every "
+                              "match."),
+        ] = DEFAULT_LIMIT,
+    ) -> Annotated[CallToolResult, SearchComplianceOutput]:
+        state = state_of(ctx)
+        try:
+            found = state.catalog.search_compliance(
+                query, organisation=organisation, regulatory_body=regulatory_body,
+                status=status, misconduct_type=misconduct_type, sector=sector,
+                date_from=date_from, date_to=date_to, min_fine=min_fine, limit=limit,
+            )
+        except SchemaMissingError as exc:
+            raise ToolProblem(
+                f"The compliance tables do not exist in kb's catalog ({exc}). The operator "
+                f"must run `kb db init`, then sync with {render_market.NOTION_SYNC_COMMAND}; "
+                "until then kb has no enforcement data."
+            ) from exc
+        return render_market.compliance_result(found)
