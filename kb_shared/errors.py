@@ -166,3 +166,38 @@ class AerWorkbookError(KbError, ValueError):
         self.sheet = sheet
         self.cell = cell
         self.reason = reason
+
+
+class FetchError(KbError):
+    """A URL download that did not produce a document (``kb_shared.fetch``). Nothing was
+    written anywhere: the fetcher only ever returns bytes.
+
+    Attributes:
+        url: the URL the caller asked for (a redirect hop is named in the message).
+        reason: a short code for the cause, listed on the subclasses.
+        received: body bytes read before the fetch stopped (0 when no body was read).
+    """
+
+    def __init__(self, message: str, *, url: str, reason: str, received: int = 0) -> None:
+        super().__init__(message)
+        self.url = url
+        self.reason = reason
+        self.received = received
+
+
+class FetchRefusedError(FetchError):
+    """kb's fetch policy said no; retrying the same URL gives the same answer. ``reason`` is
+    one of ``url`` (unparseable, no host, credentials in it), ``scheme`` (not https, or http
+    for a host not listed in ``KB_FETCH_ALLOW_HTTP_HOSTS``), ``address`` (a resolved address
+    is not public), ``redirect_loop``, ``too_many_redirects``, ``content_type``,
+    ``content_encoding``, ``magic`` (the bytes are not what the content type claims),
+    ``too_large`` (past the size cap) or ``not_workbook`` (a ZIP without ``xl/workbook.xml``).
+    """
+
+
+class FetchFailedError(FetchError):
+    """The download could not complete; it may work later. ``reason`` is one of ``dns``,
+    ``connect``, ``tls`` (certificate or host-name verification failed), ``timeout``
+    (connect, read or total), ``protocol`` (a malformed HTTP answer), ``network`` (the
+    connection broke mid-transfer) or ``status`` (an answer other than 200 or a redirect,
+    or a redirect without a Location)."""

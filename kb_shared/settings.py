@@ -145,6 +145,16 @@ class Settings(BaseSettings):
         "https://api.notion.com", description="Notion API root (tests and mirrors set another)."
     )
 
+    # --- downloading URLs (kb_shared/fetch.py) -----------------------------------------
+    fetch_allow_http_hosts: str | None = Field(
+        None, description="Comma-separated hosts that may be fetched over plain http; unset = none."
+    )
+    fetch_connect_timeout: float = Field(10.0, ge=1, le=120, description="Seconds to connect.")
+    fetch_read_timeout: float = Field(30.0, ge=1, le=600, description="Seconds per read.")
+    fetch_total_timeout: float = Field(
+        300.0, ge=1, le=3600, description="Seconds for a whole download, redirects included."
+    )
+
     # --- tests -------------------------------------------------------------------------
     require_services: bool = Field(
         False, description="Tests: a skipped Postgres/Neo4j suite or missing corpus fails."
