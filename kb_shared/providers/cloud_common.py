@@ -1,5 +1,6 @@
 """What every cloud provider shares: the :class:`CloudProvider` base, API keys and SDK clients,
-and readers of the vendors' responses.
+one-turn requests (:func:`claude_message`, :func:`gemini_content`), and readers of the
+vendors' responses.
 
 The cloud providers (``cloud_markdown``, ``cloud_embeddings``, ``cloud_context``,
 ``cloud_graph``, ``cloud_figures``, ``cloud_rerank``) are :class:`CloudProvider` s: each holds
@@ -233,6 +234,11 @@ class CloudProvider(Provider):
         provider._owns_client = True
         return provider
 
+    def call_model(self, what: str, method: Callable[..., Any], **arguments: Any) -> Any:
+        """``method(model=self.model, **arguments)`` (an SDK request) through :attr:`calls`:
+        retried, within the concurrency limit, failures raised as ``error`` naming ``what``."""
+        return self.calls.call(what, lambda: method(model=self.model, **arguments))
+
     def usage(self) -> dict[str, object]:
         """Requests, retries, tokens and cost so far (``UsageMeter.snapshot``)."""
         return dict(self.meter.snapshot())
@@ -243,6 +249,58 @@ class CloudProvider(Provider):
         if self._owns_client:
             self._owns_client = False
             close_client(self.vendor, self.client)
+
+
+# --------------------------------------------------------------------------------------
+# One request of a single user turn
+# --------------------------------------------------------------------------------------
+def claude_message(
+    provider: CloudProvider,
+    what: str,
+    content: str | list[dict[str, Any]],
+    max_tokens: int,
+    **options: Any,
+) -> tuple[Any, Any]:
+    """One Claude Messages request through ``provider.calls``: a single user turn holding
+    ``content`` (text, or content blocks), at most ``max_tokens`` out, and any further
+    ``messages.create`` keywords in ``options``; its usage is counted on ``provider.meter``.
+
+    Returns:
+        ``(message, usage)``: the ``Message`` and its ``usage`` (``None`` when it had none).
+
+    Raises:
+        ProviderError: (``provider.error``) the call failed for good; ``what`` names it.
+    """
+    message = provider.call_model(
+        what,
+        provider.client.messages.create,
+        max_tokens=max_tokens,
+        messages=[{"role": "user", "content": content}],
+        **options,
+    )
+    return message, record_anthropic_usage(provider.meter, message)
+
+
+def gemini_content(
+    provider: CloudProvider, what: str, parts: list[Any], config: Any
+) -> tuple[Any, int | None, int | None]:
+    """One Gemini ``generate_content`` request through ``provider.calls``: a single user turn
+    of ``parts`` (``types.Part``) with ``config`` (``types.GenerateContentConfig``); its usage
+    is counted on ``provider.meter``.
+
+    Returns:
+        ``(response, prompt tokens, cached tokens)`` (counts as :func:`record_gemini_usage`).
+
+    Raises:
+        ProviderError: (``provider.error``) the call failed for good; ``what`` names it.
+    """
+    from google.genai import types  # noqa: PLC0415 - the SDK loads only when Gemini is used
+
+    turn = types.Content(role="user", parts=parts)
+    response = provider.call_model(
+        what, provider.client.models.generate_content, contents=[turn], config=config
+    )
+    return (response, *record_gemini_usage(provider.meter, response))
 
 
 # --------------------------------------------------------------------------------------

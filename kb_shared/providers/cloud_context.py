@@ -34,10 +34,9 @@ from kb_shared.models import CLAUDE_CONTEXT_MODEL, GEMINI_CONTEXT_MODEL
 from kb_shared.providers.base import Contextualiser
 from kb_shared.providers.cloud_common import (
     CloudProvider,
-    RetryPolicy,
     anthropic_text,
-    record_anthropic_usage,
-    record_gemini_usage,
+    claude_message,
+    gemini_content,
 )
 
 log = logging.getLogger(__name__)
@@ -118,16 +117,13 @@ class _CachedPrefixContextualiser(CloudProvider, Contextualiser):
         self,
         client: Any,
         *,
-        model: str | None = None,
         max_tokens: int = MAX_CONTEXT_TOKENS,
         max_document_chars: int = MAX_DOCUMENT_CHARS,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        key: str = "",
+        **options: Any,
     ) -> None:
         if max_document_chars < 1:
             raise ValueError(f"max_document_chars must be >= 1, got {max_document_chars}")
-        super().__init__(client, model=model, concurrency=concurrency, retry=retry, key=key)
+        super().__init__(client, **options)
         self.max_document_chars = max_document_chars
         self.last_cache_report: CacheReport | None = None
         self.max_tokens = max_tokens
@@ -197,27 +193,13 @@ class ClaudeContextualiser(_CachedPrefixContextualiser):
     needed_by = "Claude contextualisation"
 
     def _one(self, prefix: str, chunk: Chunk) -> tuple[str, int | None, int | None]:
-        message = self.calls.call(
-            f"contextualising chunk {chunk.id}",
-            lambda: self.client.messages.create(
-                model=self.model,
-                max_tokens=self.max_tokens,
-                messages=[
-                    {
-                        "role": "user",
-                        "content": [
-                            {
-                                "type": "text",
-                                "text": prefix,
-                                "cache_control": {"type": "ephemeral"},
-                            },
-                            {"type": "text", "text": INSTRUCTION.format(chunk=chunk.text)},
-                        ],
-                    }
-                ],
-            ),
+        content = [
+            {"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": INSTRUCTION.format(chunk=chunk.text)},
+        ]
+        message, usage = claude_message(
+            self, f"contextualising chunk {chunk.id}", content, self.max_tokens
         )
-        usage = record_anthropic_usage(self.meter, message)
         cached = None if usage is None else usage.cache_read_input_tokens
         prompt = (
             None
@@ -250,25 +232,13 @@ class GeminiContextualiser(_CachedPrefixContextualiser):
     def _one(self, prefix: str, chunk: Chunk) -> tuple[str, int | None, int | None]:
         from google.genai import types  # noqa: PLC0415
 
-        response = self.calls.call(
-            f"contextualising chunk {chunk.id}",
-            lambda: self.client.models.generate_content(
-                model=self.model,
-                contents=[
-                    types.Content(
-                        role="user",
-                        parts=[
-                            types.Part(text=prefix),
-                            types.Part(text=INSTRUCTION.format(chunk=chunk.text)),
-                        ],
-                    )
-                ],
-                config=types.GenerateContentConfig(
-                    max_output_tokens=self.max_tokens,
-                    # no thinking: it would be taken from the 200-token output budget
-                    thinking_config=types.ThinkingConfig(thinking_budget=0),
-                ),
-            ),
+        parts = [types.Part(text=prefix), types.Part(text=INSTRUCTION.format(chunk=chunk.text))]
+        config = types.GenerateContentConfig(
+            max_output_tokens=self.max_tokens,
+            # no thinking: it would be taken from the 200-token output budget
+            thinking_config=types.ThinkingConfig(thinking_budget=0),
         )
-        prompt, cached = record_gemini_usage(self.meter, response)
+        response, prompt, cached = gemini_content(
+            self, f"contextualising chunk {chunk.id}", parts, config
+        )
         return " ".join((response.text or "").split()), prompt, cached

@@ -47,7 +47,7 @@ from kb_shared.models import (
     gemini_embedding_model_id,
 )
 from kb_shared.providers.base import Embedder, FigureInput
-from kb_shared.providers.cloud_common import CloudProvider, RetryPolicy
+from kb_shared.providers.cloud_common import CloudProvider
 
 if TYPE_CHECKING:
     from google import genai
@@ -120,13 +120,11 @@ class GeminiEmbedder(CloudProvider, Embedder):
         *,
         model: str | None = None,
         dimension: int = GEMINI_EMBEDDING_DIMENSION,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        key: str = "",
+        **options: Any,
     ) -> None:
         api_model = self.default_model if model is None else model
         model_id = gemini_embedding_model_id(dimension, api_model)  # checks the dimension
-        super().__init__(client, model=api_model, concurrency=concurrency, retry=retry, key=key)
+        super().__init__(client, model=api_model, **options)
         self.api_model = api_model
         self.model = model_id
         self.dimension = dimension

@@ -36,7 +36,7 @@ from kb_shared.errors import ConversionError, ProviderError
 from kb_shared.figures import box_from_1000_scale, usable_box
 from kb_shared.models import GEMINI_VISION_MODEL
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
-from kb_shared.providers.cloud_common import CloudProvider, parse_json_object, record_gemini_usage
+from kb_shared.providers.cloud_common import CloudProvider, gemini_content, parse_json_object
 
 log = logging.getLogger(__name__)
 
@@ -151,28 +151,17 @@ class GeminiFigureLocator(CloudProvider, FigureLocator):
         number, png, rect, captions = item
         what = f"locating figures on page {number}"
         caption_lines = "\n".join(f"- {c}" if c else "- (no caption)" for c in captions)
-        response = self.calls.call(
-            what,
-            lambda: self.client.models.generate_content(
-                model=self.model,
-                contents=[
-                    types.Content(
-                        role="user",
-                        parts=[
-                            types.Part.from_bytes(data=png, mime_type="image/png"),
-                            types.Part(text=PROMPT.format(page=number, captions=caption_lines)),
-                        ],
-                    )
-                ],
-                config=types.GenerateContentConfig(
-                    response_mime_type="application/json",
-                    response_json_schema=RESPONSE_SCHEMA,
-                    max_output_tokens=MAX_OUTPUT_TOKENS,
-                    thinking_config=types.ThinkingConfig(thinking_budget=THINKING_BUDGET),
-                ),
-            ),
+        parts = [
+            types.Part.from_bytes(data=png, mime_type="image/png"),
+            types.Part(text=PROMPT.format(page=number, captions=caption_lines)),
+        ]
+        config = types.GenerateContentConfig(
+            response_mime_type="application/json",
+            response_json_schema=RESPONSE_SCHEMA,
+            max_output_tokens=MAX_OUTPUT_TOKENS,
+            thinking_config=types.ThinkingConfig(thinking_budget=THINKING_BUDGET),
         )
-        record_gemini_usage(self.meter, response)
+        response, _, _ = gemini_content(self, what, parts, config)
         answer = parse_json_object(response.text or "", "Gemini", what)
         figures = answer.get("figures")
         if not isinstance(figures, list):

@@ -37,10 +37,9 @@ from kb_shared.models import CLAUDE_GRAPH_MODEL
 from kb_shared.providers.base import Extraction, GraphExtractor
 from kb_shared.providers.cloud_common import (
     CloudProvider,
-    RetryPolicy,
     anthropic_text,
+    claude_message,
     parse_json_object,
-    record_anthropic_usage,
 )
 from kb_shared.providers.graph_vocabulary import (
     ENTITY_TYPES,
@@ -113,44 +112,39 @@ def normalise_name(name: str) -> str:
     return text.strip(_WRAPPING)
 
 
+def _closed_object(properties: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-schema object with exactly ``properties``, all required, nothing else allowed
+    (what structured output needs)."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
 def extraction_schema(
     entity_types: Sequence[str], relationship_types: Sequence[str]
 ) -> dict[str, Any]:
     """The JSON schema of one chunk's answer (``output_config.format.schema``)."""
-    return {
-        "type": "object",
-        "properties": {
-            "entities": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string"},
-                        "type": {"type": "string", "enum": list(entity_types)},
-                        "description": {"type": "string"},
-                    },
-                    "required": ["name", "type", "description"],
-                    "additionalProperties": False,
-                },
-            },
-            "relationships": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "source": {"type": "string"},
-                        "type": {"type": "string", "enum": list(relationship_types)},
-                        "target": {"type": "string"},
-                        "description": {"type": "string"},
-                    },
-                    "required": ["source", "type", "target", "description"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "required": ["entities", "relationships"],
-        "additionalProperties": False,
-    }
+    text = {"type": "string"}
+    entity = _closed_object(
+        {"name": text, "type": {**text, "enum": list(entity_types)}, "description": text}
+    )
+    relationship = _closed_object(
+        {
+            "source": text,
+            "type": {**text, "enum": list(relationship_types)},
+            "target": text,
+            "description": text,
+        }
+    )
+    return _closed_object(
+        {
+            "entities": {"type": "array", "items": entity},
+            "relationships": {"type": "array", "items": relationship},
+        }
+    )
 
 
 def extraction_prompt(
@@ -219,17 +213,14 @@ class ClaudeGraphExtractor(CloudProvider, GraphExtractor):
         self,
         client: anthropic.Anthropic,
         *,
-        model: str | None = None,
         entity_types: Sequence[str] = ENTITY_TYPES,
         relationship_types: Sequence[str] = RELATIONSHIP_TYPES,
         max_tokens: int = MAX_OUTPUT_TOKENS,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
-        key: str = "",
+        **options: Any,
     ) -> None:
         if not entity_types or not relationship_types:
             raise ValueError("entity_types and relationship_types must not be empty")
-        super().__init__(client, model=model, concurrency=concurrency, retry=retry, key=key)
+        super().__init__(client, **options)
         self.entity_types = tuple(entity_types)
         self.relationship_types = tuple(relationship_types)
         self.max_tokens = max_tokens
@@ -308,23 +299,14 @@ class ClaudeGraphExtractor(CloudProvider, GraphExtractor):
 
     def _ask(self, title: str, chunk: Chunk) -> dict[str, Any]:
         what = f"extracting the graph of chunk {chunk.id}"
-        message = self.calls.call(
+        prompt = extraction_prompt(title, chunk, self.entity_types, self.relationship_types)
+        message, _ = claude_message(
+            self,
             what,
-            lambda: self.client.messages.create(
-                model=self.model,
-                max_tokens=self.max_tokens,
-                messages=[
-                    {
-                        "role": "user",
-                        "content": extraction_prompt(
-                            title, chunk, self.entity_types, self.relationship_types
-                        ),
-                    }
-                ],
-                output_config={"format": {"type": "json_schema", "schema": self.schema}},
-            ),
+            prompt,
+            self.max_tokens,
+            output_config={"format": {"type": "json_schema", "schema": self.schema}},
         )
-        record_anthropic_usage(self.meter, message)
         if message.stop_reason == "max_tokens":
             raise ProviderError(
                 f"Anthropic {what}: the answer was cut off at max_tokens={self.max_tokens}; "

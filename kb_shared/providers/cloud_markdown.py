@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pymupdf
 
@@ -44,18 +44,13 @@ from kb_shared.pdf import extract_title, extract_version, open_pdf
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
 from kb_shared.providers.cloud_common import (
     CloudProvider,
-    RetryPolicy,
-    anthropic_client,
     anthropic_text,
-    provider_calls,
-    record_anthropic_usage,
+    claude_message,
     strip_code_fence,
 )
 
 if TYPE_CHECKING:
     import anthropic
-
-    from kb_shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -158,12 +153,10 @@ class ClaudeMarkdownConverter(CloudProvider, MarkdownConverter):
         self,
         client: anthropic.Anthropic,
         *,
-        model: str | None = None,
         pages_per_request: int = PAGES_PER_REQUEST,
         max_output_tokens: int = MAX_OUTPUT_TOKENS,
-        concurrency: int = 4,
-        retry: RetryPolicy | None = None,
         key: str = "",
+        **options: Any,
     ) -> None:
         if not 1 <= pages_per_request <= MAX_PDF_PAGES_PER_REQUEST:
             raise ValueError(
@@ -171,7 +164,7 @@ class ClaudeMarkdownConverter(CloudProvider, MarkdownConverter):
             )
         if max_output_tokens < 1:
             raise ValueError(f"max_output_tokens must be >= 1, got {max_output_tokens}")
-        super().__init__(client, model=model, concurrency=concurrency, retry=retry, key=key)
+        super().__init__(client, key=key, **options)
         self.pages_per_request = pages_per_request
         self.max_output_tokens = max_output_tokens
         self.key = key
@@ -256,30 +249,18 @@ class ClaudeMarkdownConverter(CloudProvider, MarkdownConverter):
             return self._convert_range(doc, first, filename) + self._convert_range(
                 doc, second, filename
             )
-        message = self.calls.call(
-            f"converting {filename} {pages} to Markdown",
-            lambda: self.client.messages.create(
-                model=self.model,
-                max_tokens=self.max_output_tokens,
-                messages=[
-                    {
-                        "role": "user",
-                        "content": [
-                            {
-                                "type": "document",
-                                "source": {
-                                    "type": "base64",
-                                    "media_type": "application/pdf",
-                                    "data": base64.standard_b64encode(data).decode("ascii"),
-                                },
-                            },
-                            {"type": "text", "text": PROMPT.format(pages=pages.pages)},
-                        ],
-                    }
-                ],
-            ),
+        pdf = {
+            "type": "base64",
+            "media_type": "application/pdf",
+            "data": base64.standard_b64encode(data).decode("ascii"),
+        }
+        content = [
+            {"type": "document", "source": pdf},
+            {"type": "text", "text": PROMPT.format(pages=pages.pages)},
+        ]
+        message, _ = claude_message(
+            self, f"converting {filename} {pages} to Markdown", content, self.max_output_tokens
         )
-        record_anthropic_usage(self.meter, message)
         if message.stop_reason == "max_tokens":
             if pages.pages == 1:
                 raise ProviderError(

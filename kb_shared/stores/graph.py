@@ -7,11 +7,13 @@ one chunk (``chunk_id``), which ``search_graph`` uses to fetch the supporting ex
 the vector index. Deleting or replacing a document removes its relationships, then every
 entity no relationship touches any more (orphans).
 
-Backends: ``graph_sql.SqlGraphStore`` (tables in the catalog database; embedded default)
-and ``graph_neo4j.Neo4jGraphStore`` (official driver; vector index on entity names). The
-checks and the walk order both backends apply (``validate_document_edges``,
-``walk_order_key``, ``check_walk_args``, ``query_vector``, ``entity_vectors``,
-``merge_entities``, ``unique_relationships``) are at the end of this module.
+``GraphStore`` is the role; its reads alone are ``GraphReader`` (what the MCP server holds).
+Their public methods check the arguments and leave each backend ``_`` hooks. Backends:
+``graph_sql.SqlGraphStore`` (tables in the catalog database; embedded default) and
+``graph_neo4j.Neo4jGraphStore`` (official driver; vector index on entity names). The checks
+and the walk order both backends apply (``validate_document_edges``, ``walk_order_key``,
+``check_walk_args``, ``query_vector``, ``entity_vectors``, ``merge_entities``,
+``unique_relationships``) are at the end of this module.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from kb_shared.errors import EmbeddingMismatchError
 from kb_shared.graph_model import Entity, Relationship, entity_key
+from kb_shared.stores.closing import ClosingStore
 
 
 #: The ``hops`` values ``walk`` accepts (the GraphStore contract: 1–2).
@@ -67,23 +70,119 @@ class GraphCounts:
     relationships: int
 
 
-class GraphStore(ABC):
-    """The graph store role. Constructors do no I/O; call ``ensure_schema`` first.
+class GraphReader(ClosingStore, ABC):
+    """The reads of the graph store role: what a reader that must never write holds (the MCP
+    server). Constructors do no I/O.
 
-    Errors: ``StoreUnavailableError`` when the backend cannot be reached; ``ValueError`` for a
-    relationship whose endpoint is not among the given entities, or ``hops`` outside 1–2;
-    ``EmbeddingMismatchError`` for a name or query vector whose dimension is not the stored
-    vectors'. Every write is one transaction: on error nothing of it is visible.
+    The public reads check their arguments here, the same for every backend, then call the
+    backend's hook (``_similar_entities``, ``_walk``, ``_overview``, ``_entities``).
+
+    ``close()`` and ``with`` come from ``ClosingStore``. Errors: ``StoreUnavailableError``
+    when the backend cannot be reached; ``ValueError`` for ``hops`` outside 1–2, a ``limit``
+    or ``k`` below 1, or a bad query vector; ``EmbeddingMismatchError`` for a query vector
+    whose dimension is not the stored vectors'.
     """
 
+    def similar_entities(self, vector: Sequence[float] | np.ndarray, k: int) -> list[EntityHit]:
+        """Top-``k`` entities by cosine similarity of their name vector, best first (ties by
+        key). Entities without a vector are never returned.
+
+        Raises:
+            ValueError: ``k`` < 1; an empty, non-finite or zero query.
+            EmbeddingMismatchError: the query's length is not the stored vectors' dimension
+                (the embedding model changed since the graph was built).
+        """
+        return self._similar_entities(query_vector(vector, k), k)
+
+    def walk(self, seeds: Sequence[str], hops: int = 1, limit: int = 200) -> list[GraphPath]:
+        """Paths of exactly 1..``hops`` relationships from each seed key (either direction).
+
+        Returns at most ``limit`` paths in ``walk_order_key`` order (shorter paths first,
+        then by seed order); paths are deterministic for a given graph. Unknown seeds yield
+        nothing.
+
+        Raises:
+            ValueError: ``hops`` not 1 or 2, or ``limit`` < 1.
+        """
+        check_walk_args(hops, limit)
+        order = list(dict.fromkeys(seeds))
+        if not order:
+            return []
+        position = {seed: index for index, seed in enumerate(order)}
+        paths = self._walk(order, hops, limit)
+        return sorted(paths, key=lambda path: walk_order_key(position[path.nodes[0]], path))
+
+    def overview(self, limit: int = 2000, document: str | None = None) -> list[Relationship]:
+        """The whole graph (or one document's edges) ordered by the combined degree of each
+        relationship's endpoints, highest first, ties by relationship id, capped at
+        ``limit`` — so a capped view is the well-connected core, not an arbitrary slice.
+        Degrees count every relationship in the graph (a self-loop counts twice).
+
+        Raises:
+            ValueError: ``limit`` < 1.
+        """
+        check_limit(limit)
+        return self._overview(limit, document)
+
     @abstractmethod
+    def relationships_for_document(self, document: str) -> list[Relationship]:
+        """Every relationship whose ``source_doc`` is ``document``, in relationship-id order."""
+
+    def entities(self, keys: Sequence[str]) -> list[Entity]:
+        """Entities by key, in the order asked; unknown keys skipped (vectors omitted)."""
+        found = self._entities(sorted(set(keys)))
+        return [found[key] for key in keys if key in found]
+
+    @abstractmethod
+    def counts(self, document: str | None = None) -> GraphCounts:
+        """Counts for the whole graph, or for one document's relationships and endpoints."""
+
+    # -- the backend's reads, called with checked arguments ---------------------------------
+
+    @abstractmethod
+    def _similar_entities(self, query: np.ndarray, k: int) -> list[EntityHit]:
+        """``similar_entities`` for a checked float32 ``query`` (``query_vector``)."""
+
+    @abstractmethod
+    def _walk(self, seeds: list[str], hops: int, limit: int) -> list[GraphPath]:
+        """``walk`` for distinct, non-empty ``seeds`` and checked ``hops``/``limit``: the
+        first ``limit`` paths in ``walk_order_key`` order, each starting at its seed, in any
+        order (``walk`` sorts them)."""
+
+    @abstractmethod
+    def _overview(self, limit: int, document: str | None) -> list[Relationship]:
+        """``overview`` for a checked ``limit``."""
+
+    @abstractmethod
+    def _entities(self, keys: list[str]) -> dict[str, Entity]:
+        """The stored ones of distinct ``keys``, by key (vectors omitted)."""
+
+
+class GraphStore(GraphReader):
+    """The graph store role: the reads of ``GraphReader`` plus the writes. Call
+    ``ensure_schema`` first.
+
+    Errors, besides ``GraphReader``'s: ``ValueError`` for a relationship whose endpoint is
+    not among the given entities, or bad entity vectors; ``EmbeddingMismatchError`` for name
+    vectors whose dimension is not the stored vectors'. Every write is one transaction: on
+    error nothing of it is visible.
+    """
+
     def ensure_schema(self, dimension: int | None = None) -> None:
         """Create tables / constraints / the entity vector index idempotently.
 
-        ``dimension`` is the entity-name vector size (needed by Neo4j's vector index).
-        """
+        ``dimension`` is the entity-name vector size (needed by Neo4j's vector index); later
+        writes must match it.
 
-    @abstractmethod
+        Raises:
+            ValueError: ``dimension`` < 1.
+            EmbeddingMismatchError: stored vectors have another dimension (re-embed with
+                ``kb rebuild embeddings --all --reset`` after changing the embedding model).
+        """
+        if dimension is not None and dimension < 1:
+            raise ValueError(f"dimension must be at least 1, got {dimension}")
+        self._ensure_schema(dimension)
+
     def replace_document(
         self,
         document: str,
@@ -97,7 +196,16 @@ class GraphStore(ABC):
 
         Returns the document's counts afterwards (entities = distinct endpoints of its
         relationships).
+
+        Raises:
+            ValueError: a relationship of another document or with an endpoint not among
+                ``entities``; inconsistent or bad vectors (checked before any write).
+            EmbeddingMismatchError: vectors of another dimension than the stored ones.
         """
+        validate_document_edges(document, entities, relationships)
+        return self._replace_document(
+            document, merge_entities(entities), unique_relationships(relationships)
+        )
 
     @abstractmethod
     def delete_document(self, document: str) -> GraphCounts:
@@ -110,44 +218,19 @@ class GraphStore(ABC):
         vector index), so entity vectors of a new embedding model can be stored. Returns what
         was removed."""
 
-    @abstractmethod
-    def similar_entities(self, vector: Sequence[float] | np.ndarray, k: int) -> list[EntityHit]:
-        """Top-``k`` entities by cosine similarity of their name vector, best first."""
+    # -- the backend's writes, called with checked arguments --------------------------------
 
     @abstractmethod
-    def walk(self, seeds: Sequence[str], hops: int = 1, limit: int = 200) -> list[GraphPath]:
-        """Paths of exactly 1..``hops`` relationships from each seed key (either direction).
-
-        Returns at most ``limit`` paths, shorter paths first, then by seed order; paths are
-        deterministic for a given graph. Unknown seeds yield nothing.
-        """
+    def _ensure_schema(self, dimension: int | None) -> None:
+        """``ensure_schema`` for a checked ``dimension``."""
 
     @abstractmethod
-    def overview(self, limit: int = 2000, document: str | None = None) -> list[Relationship]:
-        """The whole graph (or one document's edges) ordered by the combined degree of each
-        relationship's endpoints, highest first, capped at ``limit`` — so a capped view is
-        the well-connected core, not an arbitrary slice."""
-
-    @abstractmethod
-    def relationships_for_document(self, document: str) -> list[Relationship]:
-        """Every relationship whose ``source_doc`` is ``document``."""
-
-    @abstractmethod
-    def entities(self, keys: Sequence[str]) -> list[Entity]:
-        """Entities by key, in the order asked; unknown keys skipped (vectors omitted)."""
-
-    @abstractmethod
-    def counts(self, document: str | None = None) -> GraphCounts:
-        """Counts for the whole graph, or for one document's relationships and endpoints."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release connections. Safe to call twice."""
-
-    def __enter__(self) -> GraphStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _replace_document(
+        self, document: str, entities: dict[str, Entity], relationships: list[Relationship]
+    ) -> GraphCounts:
+        """``replace_document`` for validated edges: ``entities`` merged by key
+        (``merge_entities``), ``relationships`` without repeats (``unique_relationships``).
+        Entity vectors are the backend's to check (``entity_vectors``)."""
 
 
 def validate_document_edges(

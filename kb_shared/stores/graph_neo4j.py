@@ -16,17 +16,19 @@ description, sourceDoc, chunkId}]->(:Entity)``, with
 
 Walks are Cypher variable-length undirected patterns ``(s)-[:RELATES*1..N]-(:Entity)``, so
 Neo4j's relationship-uniqueness rule (no relationship twice in one match) is the path rule;
-they are ordered and capped in Cypher, then sorted with ``graph.walk_order_key`` so every
-backend returns the same order. ``replace_document`` runs in one ``execute_write``
-transaction function (retried by the driver on transient errors, all or nothing).
+they are ordered and capped in Cypher, then ``GraphReader.walk`` sorts them with
+``graph.walk_order_key`` as it does every backend's. ``replace_document`` runs in one
+``execute_write`` transaction function (retried by the driver on transient errors, all or
+nothing).
 
 Cypher text lives in the module constants below, apart from the code that runs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import Any
 
 import neo4j
@@ -40,14 +42,7 @@ from kb_shared.stores.graph import (
     GraphCounts,
     GraphPath,
     GraphStore,
-    check_limit,
-    check_walk_args,
     entity_vectors,
-    merge_entities,
-    query_vector,
-    unique_relationships,
-    validate_document_edges,
-    walk_order_key,
 )
 
 #: Name of the entity-name vector index.
@@ -110,7 +105,7 @@ UNWIND $relationships AS row
 MATCH (a:Entity {key: row.source})
 MATCH (b:Entity {key: row.target})
 CREATE (a)-[:RELATES {id: row.id, type: row.type, description: row.description,
-                      sourceDoc: row.sourceDoc, chunkId: row.chunkId}]->(b)
+                      sourceDoc: row.source_doc, chunkId: row.chunk_id}]->(b)
 """
 
 DELETE_ORPHANS = """
@@ -141,9 +136,10 @@ CALL db.index.vector.queryNodes($index, $k, $vector) YIELD node, score
 RETURN node.key AS key, node.name AS name, node.type AS type, score
 """
 
+#: A relationship as a map whose keys are the ``Relationship`` fields.
 _RELATIONSHIP_MAP = (
     "{source: startNode(r).key, target: endNode(r).key, type: r.type, "
-    "description: r.description, sourceDoc: r.sourceDoc, chunkId: r.chunkId}"
+    "description: r.description, source_doc: r.sourceDoc, chunk_id: r.chunkId}"
 )
 
 _WALK = """
@@ -188,27 +184,9 @@ RETURN e.key AS key, e.name AS name, e.type AS type, e.description AS descriptio
 """
 
 
-def _relationship(data: dict[str, Any]) -> Relationship:
-    return Relationship(
-        source=data["source"],
-        target=data["target"],
-        type=data["type"],
-        description=data["description"],
-        source_doc=data["sourceDoc"],
-        chunk_id=data["chunkId"],
-    )
-
-
 def _edge_row(rel: Relationship) -> dict[str, str]:
-    return {
-        "id": rel.id,
-        "source": rel.source,
-        "target": rel.target,
-        "type": rel.type,
-        "description": rel.description,
-        "sourceDoc": rel.source_doc,
-        "chunkId": rel.chunk_id,
-    }
+    """The ``CREATE_EDGES`` row of ``rel``: its fields and its ``id``."""
+    return {"id": rel.id, **asdict(rel)}
 
 
 class Neo4jGraphStore(GraphStore):
@@ -290,20 +268,13 @@ class Neo4jGraphStore(GraphStore):
 
     # -- schema --------------------------------------------------------------------------
 
-    def ensure_schema(self, dimension: int | None = None) -> None:
+    def _ensure_schema(self, dimension: int | None) -> None:
         """Create the key constraint, the ``sourceDoc`` index and (with ``dimension``) the
         ``entity_names`` vector index, idempotently, and wait until they are online.
 
         An existing vector index of another dimension is recreated when no entity holds a
         vector yet.
-
-        Raises:
-            ValueError: ``dimension`` < 1.
-            EmbeddingMismatchError: entities already hold vectors of another dimension
-                (rebuild the graph with ``kb rebuild embeddings --all --reset`` after a model change).
         """
-        if dimension is not None and dimension < 1:
-            raise ValueError(f"dimension must be at least 1, got {dimension}")
         with self._errors("creating the graph schema"):
             self._run(CREATE_KEY_CONSTRAINT)
             self._run(CREATE_SOURCE_DOC_INDEX)
@@ -351,23 +322,16 @@ class Neo4jGraphStore(GraphStore):
         record = tx.run(DOCUMENT_COUNTS, document=document).single(strict=True)
         return GraphCounts(entities=record["entities"], relationships=record["relationships"])
 
-    def replace_document(
-        self,
-        document: str,
-        entities: Sequence[Entity],
-        relationships: Sequence[Relationship],
+    def _replace_document(
+        self, document: str, entities: dict[str, Entity], relationships: list[Relationship]
     ) -> GraphCounts:
-        """Replace one document's relationships (see ``GraphStore.replace_document``).
+        """One ``execute_write`` transaction function.
 
         Raises:
-            ValueError: a relationship of another document or with an endpoint not among
-                ``entities``; inconsistent or bad vectors (checked before any write).
             StoreError: entity vectors given but no vector index exists yet (call
                 ``ensure_schema(dimension)`` first).
         """
-        validate_document_edges(document, entities, relationships)
-        merged = merge_entities(entities)
-        dimension = entity_vectors(merged.values(), self._dimension)
+        dimension = entity_vectors(entities.values(), self._dimension)
         if dimension is not None and self._dimension is None:
             raise StoreError(
                 f"{self._where} has no {VECTOR_INDEX!r} vector index: call "
@@ -381,9 +345,9 @@ class Neo4jGraphStore(GraphStore):
                 "description": entity.description,
                 "embedding": None if entity.vector is None else [float(x) for x in entity.vector],
             }
-            for key, entity in merged.items()
+            for key, entity in entities.items()
         ]
-        edges = [_edge_row(rel) for rel in unique_relationships(relationships)]
+        edges = [_edge_row(rel) for rel in relationships]
         with self._errors(f"replacing the graph of {document!r}"), self._session() as session:
             return session.execute_write(self._replace_tx, document, rows, edges)
 
@@ -417,15 +381,8 @@ class Neo4jGraphStore(GraphStore):
 
     # -- reads ---------------------------------------------------------------------------
 
-    def similar_entities(self, vector: Sequence[float] | np.ndarray, k: int) -> list[EntityHit]:
-        """Top-``k`` entities by cosine similarity of their name vector, best first (ties by
-        key), from the ``entity_names`` vector index (approximate on large graphs: HNSW).
-
-        Raises:
-            ValueError: ``k`` < 1; an empty, non-finite or zero query.
-            EmbeddingMismatchError: the query's length is not the index dimension.
-        """
-        query = query_vector(vector, k)
+    def _similar_entities(self, query: np.ndarray, k: int) -> list[EntityHit]:
+        """From the ``entity_names`` vector index (approximate on large graphs: HNSW)."""
         if self._dimension is None:
             with self._errors("reading the vector index"):
                 self._dimension = self._index_dimension()
@@ -452,68 +409,46 @@ class Neo4jGraphStore(GraphStore):
         hits.sort(key=lambda hit: (-hit.score, hit.key))
         return hits[:k]
 
-    def walk(self, seeds: Sequence[str], hops: int = 1, limit: int = 200) -> list[GraphPath]:
-        """Paths of 1..``hops`` relationships from each seed key, either direction, in
-        ``walk_order_key`` order, at most ``limit`` (see ``GraphStore.walk``).
-
-        Raises:
-            ValueError: ``hops`` not 1 or 2, or ``limit`` < 1.
-        """
-        check_walk_args(hops, limit)
-        order = list(dict.fromkeys(seeds))
-        if not order:
-            return []
+    def _walk(self, seeds: list[str], hops: int, limit: int) -> list[GraphPath]:
+        """One variable-length Cypher match, ordered and capped in Cypher."""
         with self._errors("walking the graph"):
-            records = self._read(WALK[hops], seeds=order, limit=limit)
-        ranked = [
-            (
-                record["seedIndex"],
-                GraphPath(
-                    nodes=tuple(record["nodes"]),
-                    relationships=tuple(_relationship(r) for r in record["relationships"]),
-                ),
+            records = self._read(WALK[hops], seeds=seeds, limit=limit)
+        return [
+            GraphPath(
+                nodes=tuple(record["nodes"]),
+                relationships=tuple(Relationship(**r) for r in record["relationships"]),
             )
             for record in records
         ]
-        ranked.sort(key=lambda item: walk_order_key(*item))
-        return [path for _, path in ranked]
 
-    def overview(self, limit: int = 2000, document: str | None = None) -> list[Relationship]:
-        """Relationships (all, or one document's) by the combined degree of their endpoints,
-        highest first, ties by relationship id; at most ``limit``. Degrees count every
-        relationship in the graph (a self-loop counts twice).
-
-        Raises:
-            ValueError: ``limit`` < 1.
-        """
-        check_limit(limit)
+    def _overview(self, limit: int, document: str | None) -> list[Relationship]:
+        """Degrees from ``COUNT`` subqueries on both endpoints."""
         with self._errors("reading the graph overview"):
             if document is None:
                 records = self._read(OVERVIEW_ALL, limit=limit)
             else:
                 records = self._read(OVERVIEW_DOCUMENT, limit=limit, document=document)
-        return [_relationship(record["relationship"]) for record in records]
+        return [Relationship(**record["relationship"]) for record in records]
 
     def relationships_for_document(self, document: str) -> list[Relationship]:
-        """Every relationship of ``document``, in relationship-id order."""
+        """``GraphReader.relationships_for_document``."""
         with self._errors(f"reading the graph of {document!r}"):
             records = self._read(RELATIONSHIPS_FOR_DOCUMENT, document=document)
-        return [_relationship(record["relationship"]) for record in records]
+        return [Relationship(**record["relationship"]) for record in records]
 
-    def entities(self, keys: Sequence[str]) -> list[Entity]:
-        """Entities by key in the order asked (vectors omitted, unknown keys skipped)."""
+    def _entities(self, keys: list[str]) -> dict[str, Entity]:
+        """One ``UNWIND`` query over ``keys``."""
         with self._errors("reading entities"):
-            records = self._read(ENTITIES_BY_KEY, keys=sorted(set(keys)))
-        found = {
+            records = self._read(ENTITIES_BY_KEY, keys=keys)
+        return {
             record["key"]: Entity(
                 name=record["name"], type=record["type"], description=record["description"] or ""
             )
             for record in records
         }
-        return [found[key] for key in keys if key in found]
 
     def counts(self, document: str | None = None) -> GraphCounts:
-        """Counts for the whole graph, or one document's relationships and their endpoints."""
+        """``GraphReader.counts``."""
         with self._errors("counting the graph"):
             if document is None:
                 record = self._read(GRAPH_COUNTS)[0]

@@ -25,7 +25,7 @@ transaction has just linked fails (and rolls back) instead of leaving a dangling
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -39,21 +39,10 @@ from kb_shared.stores.graph import (
     GraphCounts,
     GraphPath,
     GraphStore,
-    check_limit,
-    check_walk_args,
     entity_vectors,
-    merge_entities,
-    query_vector,
-    unique_relationships,
-    validate_document_edges,
     walk_order_key,
 )
-from kb_shared.stores.sql import guard, safe_url, upsert
-
-#: Keys per ``IN (…)`` list. SQLite allows 32,766 bound parameters per statement (its
-#: ``SQLITE_MAX_VARIABLE_NUMBER`` default since 3.32); Postgres 65,535. 500 stays far below
-#: both and keeps each statement small.
-IN_BATCH = 500
+from kb_shared.stores.sql import guard, in_batches, safe_url, upsert
 
 GRAPH_METADATA = sa.MetaData()
 
@@ -97,20 +86,24 @@ _E = GRAPH_ENTITIES.c
 _R = GRAPH_RELATIONSHIPS.c
 
 
-def _batches(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), IN_BATCH):
-        yield items[start : start + IN_BATCH]
+#: The ``Relationship`` fields stored in columns of their own name (``source``/``target`` are
+#: ``source_key``/``target_key``).
+_SAME_NAMED = ("type", "description", "source_doc", "chunk_id")
 
 
 def _relationship(row: sa.Row) -> Relationship:
+    values = row._mapping
     return Relationship(
-        source=row.source_key,
-        target=row.target_key,
-        type=row.type,
-        description=row.description,
-        source_doc=row.source_doc,
-        chunk_id=row.chunk_id,
+        source=values["source_key"],
+        target=values["target_key"],
+        **{name: values[name] for name in _SAME_NAMED},
     )
+
+
+def _relationship_values(rel: Relationship) -> dict[str, str]:
+    """The ``graph_relationships`` row of ``rel``."""
+    same = {name: getattr(rel, name) for name in _SAME_NAMED}
+    return {"id": rel.id, "source_key": rel.source, "target_key": rel.target, **same}
 
 
 class SqlGraphStore(GraphStore):
@@ -158,18 +151,8 @@ class SqlGraphStore(GraphStore):
 
     # -- schema --------------------------------------------------------------------------
 
-    def ensure_schema(self, dimension: int | None = None) -> None:
-        """Create the two tables and their indexes if missing (idempotent).
-
-        ``dimension`` (optional) is the entity-name vector size; later writes must match it.
-
-        Raises:
-            ValueError: ``dimension`` < 1.
-            EmbeddingMismatchError: stored vectors have another dimension (re-embed with
-                ``kb rebuild embeddings --all --reset`` after changing the embedding model).
-        """
-        if dimension is not None and dimension < 1:
-            raise ValueError(f"dimension must be at least 1, got {dimension}")
+    def _ensure_schema(self, dimension: int | None) -> None:
+        """Create the two tables and their indexes if missing (idempotent)."""
         with self._errors("creating the graph tables"):
             GRAPH_METADATA.create_all(self.engine, checkfirst=True)
             with self.engine.connect() as conn:
@@ -236,50 +219,28 @@ class SqlGraphStore(GraphStore):
             sa.exists().where(_R.source_key == _E.key),
             sa.exists().where(_R.target_key == _E.key),
         )
-        for batch in _batches(sorted(set(candidates))):
+        for batch in in_batches(sorted(set(candidates))):
             removed += conn.execute(
                 sa.delete(GRAPH_ENTITIES).where(_E.key.in_(batch), sa.not_(touched))
             ).rowcount
         return removed
 
-    def replace_document(
-        self,
-        document: str,
-        entities: Sequence[Entity],
-        relationships: Sequence[Relationship],
+    def _replace_document(
+        self, document: str, entities: dict[str, Entity], relationships: list[Relationship]
     ) -> GraphCounts:
-        """Replace one document's relationships (see ``GraphStore.replace_document``).
-
-        Raises:
-            ValueError: a relationship of another document or with an endpoint not among
-                ``entities``; inconsistent or bad vectors (checked before any write).
-            EmbeddingMismatchError: vectors of another dimension than the stored ones.
-        """
-        validate_document_edges(document, entities, relationships)
-        merged = merge_entities(entities)
-        edges = unique_relationships(relationships)
+        """One ``engine.begin()`` transaction; vectors are checked against the stored ones
+        inside it."""
         with self._errors(f"replacing the graph of {document!r}"), self.engine.begin() as conn:
             dimension = self._dimension or self._stored_dimension(conn)
-            entity_vectors(merged.values(), dimension)
-            self._merge(conn, merged.values())
+            entity_vectors(entities.values(), dimension)
+            self._merge(conn, entities.values())
             _, old_ends = self._delete_edges(conn, document)
-            if edges:
+            if relationships:
                 conn.execute(
                     sa.insert(GRAPH_RELATIONSHIPS),
-                    [
-                        {
-                            "id": rel.id,
-                            "source_key": rel.source,
-                            "target_key": rel.target,
-                            "type": rel.type,
-                            "description": rel.description,
-                            "source_doc": rel.source_doc,
-                            "chunk_id": rel.chunk_id,
-                        }
-                        for rel in edges
-                    ],
+                    [_relationship_values(rel) for rel in relationships],
                 )
-            self._delete_orphans(conn, old_ends | merged.keys())
+            self._delete_orphans(conn, old_ends | entities.keys())
             return self._counts(conn, document)
 
     def delete_document(self, document: str) -> GraphCounts:
@@ -299,16 +260,8 @@ class SqlGraphStore(GraphStore):
 
     # -- reads ---------------------------------------------------------------------------
 
-    def similar_entities(self, vector: Sequence[float] | np.ndarray, k: int) -> list[EntityHit]:
-        """Top-``k`` entities by cosine similarity of their name vector, best first (ties by
-        key). Entities without a vector are never returned.
-
-        Raises:
-            ValueError: ``k`` < 1; an empty, non-finite or zero query.
-            EmbeddingMismatchError: the query's length is not the stored vectors' dimension
-                (the embedding model changed since the graph was built).
-        """
-        query = query_vector(vector, k)
+    def _similar_entities(self, query: np.ndarray, k: int) -> list[EntityHit]:
+        """Exact cosine similarity over every stored vector (one full read, numpy)."""
         with self._errors("searching entity vectors"), self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(_E.key, _E.name, _E.type, _E.vector, _E.dimension).where(
@@ -342,7 +295,7 @@ class SqlGraphStore(GraphStore):
         direction. A self-loop appears once."""
         adjacency: dict[str, list[tuple[str, Relationship]]] = defaultdict(list)
         wanted = sorted(set(keys))
-        for batch in _batches(wanted):
+        for batch in in_batches(wanted):
             rows = conn.execute(
                 sa.select(GRAPH_RELATIONSHIPS).where(
                     sa.or_(_R.source_key.in_(batch), _R.target_key.in_(batch))
@@ -357,26 +310,19 @@ class SqlGraphStore(GraphStore):
                     adjacency[rel.target].append((rel.source, rel))
         return adjacency
 
-    def walk(self, seeds: Sequence[str], hops: int = 1, limit: int = 200) -> list[GraphPath]:
-        """Paths of 1..``hops`` relationships from each seed key, either direction, in
-        ``walk_order_key`` order, at most ``limit`` (see ``GraphStore.walk``).
-
-        Raises:
-            ValueError: ``hops`` not 1 or 2, or ``limit`` < 1.
-        """
-        check_walk_args(hops, limit)
-        order = list(dict.fromkeys(seeds))
+    def _walk(self, seeds: list[str], hops: int, limit: int) -> list[GraphPath]:
+        """Breadth-first over SQL neighbour queries, one query per hop."""
         with self._errors("walking the graph"), self.engine.connect() as conn:
-            adjacency = self._adjacency(conn, order)
+            adjacency = self._adjacency(conn, seeds)
             first: list[list[GraphPath]] = []
-            for index, seed in enumerate(order):
+            for index, seed in enumerate(seeds):
                 paths = [GraphPath((seed, nb), (rel,)) for nb, rel in adjacency.get(seed, ())]
                 paths.sort(key=lambda p, i=index: walk_order_key(i, p))
                 first.append(paths)
             result = [path for paths in first for path in paths]
             if hops == 1 or len(result) >= limit:
                 return result[:limit]
-            middles = {path.nodes[1] for path in result} - set(order)
+            middles = {path.nodes[1] for path in result} - set(seeds)
             adjacency.update(self._adjacency(conn, middles))
         for index, paths in enumerate(first):
             second = [
@@ -391,15 +337,8 @@ class SqlGraphStore(GraphStore):
                 break
         return result[:limit]
 
-    def overview(self, limit: int = 2000, document: str | None = None) -> list[Relationship]:
-        """Relationships (all, or one document's) by the combined degree of their endpoints,
-        highest first, ties by relationship id; at most ``limit``. Degrees count every
-        relationship in the graph (a self-loop counts twice, as in Neo4j).
-
-        Raises:
-            ValueError: ``limit`` < 1.
-        """
-        check_limit(limit)
+    def _overview(self, limit: int, document: str | None) -> list[Relationship]:
+        """Degrees from one ``UNION ALL`` of both endpoint columns, joined twice."""
         ends = sa.union_all(
             sa.select(_R.source_key.label("key")), sa.select(_R.target_key.label("key"))
         ).subquery("ends")
@@ -422,25 +361,25 @@ class SqlGraphStore(GraphStore):
             return [_relationship(row) for row in conn.execute(statement)]
 
     def relationships_for_document(self, document: str) -> list[Relationship]:
-        """Every relationship of ``document``, in relationship-id order."""
+        """``GraphReader.relationships_for_document``."""
         with self._errors(f"reading the graph of {document!r}"), self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(GRAPH_RELATIONSHIPS).where(_R.source_doc == document).order_by(_R.id)
             )
             return [_relationship(row) for row in rows]
 
-    def entities(self, keys: Sequence[str]) -> list[Entity]:
-        """Entities by key in the order asked (vectors omitted, unknown keys skipped)."""
+    def _entities(self, keys: list[str]) -> dict[str, Entity]:
+        """One ``IN`` query per ``sql.IN_BATCH`` keys."""
         found: dict[str, Entity] = {}
         with self._errors("reading entities"), self.engine.connect() as conn:
-            for batch in _batches(sorted(set(keys))):
+            for batch in in_batches(keys):
                 for row in conn.execute(
                     sa.select(_E.key, _E.name, _E.type, _E.description).where(_E.key.in_(batch))
                 ):
                     found[row.key] = Entity(
                         name=row.name, type=row.type, description=row.description
                     )
-        return [found[key] for key in keys if key in found]
+        return found
 
     def _counts(self, conn: sa.Connection, document: str | None) -> GraphCounts:
         if document is None:
@@ -463,6 +402,6 @@ class SqlGraphStore(GraphStore):
         return GraphCounts(entities=entities, relationships=relationships)
 
     def counts(self, document: str | None = None) -> GraphCounts:
-        """Counts for the whole graph, or one document's relationships and their endpoints."""
+        """``GraphReader.counts``."""
         with self._errors("counting the graph"), self.engine.connect() as conn:
             return self._counts(conn, document)

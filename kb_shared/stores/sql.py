@@ -2,7 +2,8 @@
 
 Engines (``make_engine``: SQLite through ``pysqlite3`` or Postgres through psycopg 3), the
 SQLite connection hooks, the ``UtcDateTime`` column type, driver-error translation
-(``guard``), write transactions and schema creation under a lock, and ``apply_sql_files``
+(``guard``), write transactions and schema creation under a lock, ``in_batches`` for bounded
+``IN`` lists, and ``apply_sql_files``
 for the Postgres DDL in ``sql/``. Nothing here knows a kb table.
 """
 
@@ -11,10 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -35,11 +36,18 @@ WRITE_OPTION = "kb_write"
 #: Advisory-lock key (Postgres) that serialises schema creation; any fixed 64-bit constant.
 SCHEMA_LOCK = zlib.crc32(b"kb.catalog.schema")
 
+#: Values per ``IN (…)`` list or ``executemany`` batch (``in_batches``). SQLite allows 32,766
+#: bound parameters per statement (``SQLITE_MAX_VARIABLE_NUMBER`` default since 3.32,
+#: https://www.sqlite.org/limits.html#max_variable_number); Postgres 65,535. 500 stays far
+#: below both and keeps each statement small.
+IN_BATCH = 500
+
 #: Postgres SQLSTATEs kb translates (PostgreSQL docs, Appendix A "Error Codes").
 UNDEFINED_TABLE = "42P01"
 INSUFFICIENT_PRIVILEGE = "42501"
 
 _NUMBERED_SQL = re.compile(r"^\d{3}_")
+_T = TypeVar("_T")
 
 
 class UtcDateTime(sa.types.TypeDecorator[dt.datetime]):
@@ -233,6 +241,13 @@ def advisory_lock(conn: Connection, key: int) -> None:
     the write transaction's ``BEGIN IMMEDIATE`` already serialises writers)."""
     if conn.dialect.name == "postgresql":
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+
+
+def in_batches(items: Sequence[_T], size: int = IN_BATCH) -> Iterator[Sequence[_T]]:
+    """``items`` in consecutive slices of at most ``size`` (``IN (…)`` lists, batched
+    deletes)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def upsert(table: sa.Table, dialect: str) -> postgresql.Insert | sqlite.Insert:

@@ -1,6 +1,8 @@
 """Vector index role: chunk and figure points with a dense vector, a sparse side and a payload.
 
-One interface, two backends:
+One interface, ``VectorIndex``, whose reads alone are ``VectorReader`` (what the MCP server
+holds). Their public methods check every argument and leave each backend ``_`` hooks that
+get checked arguments, so the backends cannot drift apart on the contract:
 
 * ``kb_shared.stores.vectors_sqlite.SqliteVectorIndex`` — sqlite-vec ``vec0`` (cosine) for the
   dense side, FTS5 BM25 over ``kb_shared.sparse`` terms for the sparse side. Embedded default.
@@ -19,11 +21,12 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from kb_shared.errors import EmbeddingMismatchError
+from kb_shared.errors import EmbeddingMismatchError, StoreError
+from kb_shared.stores.closing import ClosingStore
 
 #: Point kinds. ``text`` and ``table`` come from the chunks asset, ``figure`` from figures.
 KIND_TEXT = "text"
@@ -175,64 +178,56 @@ def check_collection(recorded: CollectionInfo, model: str, dimension: int, where
         )
 
 
-class VectorIndex(ABC):
-    """The vector index role. Constructors do no I/O; call ``open`` before anything else.
+#: The checked ``documents``/``kinds`` filters of a search (``check_filters``):
+#: ``[("document", [...]), ("kind", [...])]``, each present only when given, never empty.
+Filters = list[tuple[str, list[str]]]
 
-    Every method that takes ``documents``/``kinds`` treats ``None`` as "no filter" and an
-    empty sequence as "matches nothing" (returns empty / zero, never everything).
 
-    Errors: ``StoreUnavailableError`` when the backend cannot be reached;
-    ``EmbeddingMismatchError`` from ``open`` on a model/dimension mismatch; ``ValueError`` for
-    a vector of the wrong length or an unknown kind.
+class VectorReader(ClosingStore, ABC):
+    """The reads of the vector index role: what a reader that must never write holds (the
+    MCP server). Constructors do no I/O; reads need an opened index (``VectorIndex.open``).
+
+    Every public read checks its arguments here, the same for every backend, then calls the
+    backend's hook (``_fetch``, ``_count``, ``_list_ids``, ``_dense_search``,
+    ``_sparse_search``). Every method that takes ``documents``/``kinds`` treats ``None`` as
+    "no filter" and an empty sequence as "matches nothing" (returns empty / zero, never
+    everything).
+
+    ``close()`` and ``with`` come from ``ClosingStore``. Errors: ``StoreUnavailableError``
+    when the backend cannot be reached; ``StoreError`` for use before ``open``;
+    ``ValueError`` for a vector of the wrong length or an unknown kind.
     """
 
-    #: set by ``open``
+    #: set by ``VectorIndex.open``
     info: CollectionInfo | None = None
+    #: the index in messages, e.g. ``"vector index 'chunks' in /kb/vectors.sqlite"``
+    label: str = "vector index"
 
-    @abstractmethod
-    def open(self, model: str, dimension: int, *, create: bool = True) -> CollectionInfo:
-        """Create (if ``create`` and absent) or open the collection for ``model``/``dimension``.
-
-        Returns the recorded ``CollectionInfo``. Raises ``EmbeddingMismatchError`` when the
-        collection exists with another model or dimension, and ``StoreError`` when it is
-        absent and ``create`` is false.
-        """
+    def _require_open(self) -> CollectionInfo:
+        """The recorded model and dimension; ``StoreError`` before ``open``."""
+        if self.info is None:
+            raise StoreError(f"{self.label} used before open(model, dimension)")
+        return self.info
 
     @abstractmethod
     def describe(self) -> CollectionInfo | None:
         """The recorded model and dimension, or ``None`` when no collection exists yet."""
 
-    @abstractmethod
-    def drop(self) -> bool:
-        """Delete the whole collection: every point and the recorded model and dimension, so
-        the next ``open`` may record another model (switching embedding models). Returns
-        whether there was a collection. ``info`` is reset to ``None``."""
-
-    @abstractmethod
-    def upsert(self, points: Sequence[Point]) -> int:
-        """Insert or replace points by id (re-upserting the same id replaces it). Returns count."""
-
-    @abstractmethod
-    def delete_ids(self, ids: Iterable[str]) -> int:
-        """Delete points by id; unknown ids are ignored. Returns how many were deleted."""
-
-    @abstractmethod
-    def delete_document(self, document: str) -> int:
-        """Delete every point of a document (none is fine). Returns how many were deleted."""
-
-    @abstractmethod
     def fetch(self, ids: Sequence[str]) -> list[StoredPoint]:
         """Points for ``ids`` in the order asked; ids not stored are skipped."""
+        self._require_open()
+        return self._fetch(ids) if ids else []
 
-    @abstractmethod
     def count(self, document: str | None = None, kind: str | None = None) -> int:
         """Number of points, optionally for one document and/or kind."""
+        self._require_open()
+        return self._count(document, None if kind is None else check_kind(kind))
 
-    @abstractmethod
     def list_ids(self, document: str | None = None, kind: str | None = None) -> list[str]:
-        """Point ids, sorted, optionally for one document and/or kind."""
+        """Point ids, sorted ascending, optionally for one document and/or kind."""
+        self._require_open()
+        return self._list_ids(document, None if kind is None else check_kind(kind))
 
-    @abstractmethod
     def dense_search(
         self,
         vector: Sequence[float] | np.ndarray,
@@ -240,9 +235,16 @@ class VectorIndex(ABC):
         documents: Sequence[str] | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """Nearest points by cosine similarity, best first; ``Hit.score`` = cosine."""
+        """The ``limit`` nearest points passing the filters by cosine similarity, best first;
+        ``Hit.score`` = cosine.
 
-    @abstractmethod
+        Raises:
+            ValueError: a vector of the wrong length or zero/non-finite, or an unknown kind.
+        """
+        query = as_unit_vector(vector, self._require_open().dimension)
+        filters = check_filters(documents, kinds)
+        return [] if limit <= 0 or filters is None else self._dense_search(query, limit, filters)
+
     def sparse_search(
         self,
         text: str,
@@ -254,7 +256,13 @@ class VectorIndex(ABC):
 
         A query with no usable terms returns ``[]``. Raw user text is never handed to a
         query parser (FTS5 syntax in it is matched as words).
+
+        Raises:
+            ValueError: an unknown kind in ``kinds``.
         """
+        self._require_open()
+        filters = check_filters(documents, kinds)
+        return [] if limit <= 0 or filters is None else self._sparse_search(text, limit, filters)
 
     def hybrid_search(
         self,
@@ -303,14 +311,109 @@ class VectorIndex(ABC):
             for item, score in fused[:limit]
         ]
 
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release connections. Safe to call twice."""
+    # -- the backend's reads, called with checked arguments ---------------------------------
 
-    def __enter__(self) -> VectorIndex:
-        return self
+    @abstractmethod
+    def _fetch(self, ids: Sequence[str]) -> list[StoredPoint]:
+        """``fetch`` for a non-empty ``ids``."""
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    @abstractmethod
+    def _count(self, document: str | None, kind: str | None) -> int:
+        """``count`` with ``kind`` checked."""
+
+    @abstractmethod
+    def _list_ids(self, document: str | None, kind: str | None) -> list[str]:
+        """``list_ids`` with ``kind`` checked."""
+
+    @abstractmethod
+    def _dense_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[Hit]:
+        """``dense_search`` for a unit float32 ``query`` of the index's dimension,
+        ``limit`` >= 1 and checked ``filters``."""
+
+    @abstractmethod
+    def _sparse_search(self, text: str, limit: int, filters: Filters) -> list[Hit]:
+        """``sparse_search`` for ``limit`` >= 1 and checked ``filters``; ``[]`` when
+        ``text`` has no terms."""
+
+
+class VectorIndex(VectorReader):
+    """The vector index role: the reads of ``VectorReader`` plus the writes. Call ``open``
+    before anything else.
+
+    Errors, besides ``VectorReader``'s: ``EmbeddingMismatchError`` from ``open`` on a
+    model/dimension mismatch; ``ValueError`` for a point that fails ``check_point``
+    (nothing of the call is written).
+    """
+
+    #: where the index lives, for the model-mismatch message (a path; a URL / collection)
+    location: str = ""
+
+    def open(self, model: str, dimension: int, *, create: bool = True) -> CollectionInfo:
+        """Create (if ``create`` and absent) or open the collection for ``model``/``dimension``.
+
+        Returns:
+            The recorded ``CollectionInfo``.
+
+        Raises:
+            ValueError: empty ``model`` or ``dimension`` < 1.
+            EmbeddingMismatchError: the collection exists with another model or dimension
+                (the message says to re-embed).
+            StoreError: the collection is absent and ``create`` is false, or the backend's
+                layout check failed (``_check_layout``).
+        """
+        dimension = check_open_args(model, dimension)
+        recorded = self.describe()
+        if recorded is None:
+            if not create:
+                raise StoreError(
+                    f"no {self.label}; build it first (materialise the embeddings asset)"
+                )
+            recorded = self._create(model, dimension)
+        check_collection(recorded, model, dimension, self.location)
+        self._check_layout()
+        self.info = recorded
+        return recorded
+
+    @abstractmethod
+    def drop(self) -> bool:
+        """Delete the whole collection: every point and the recorded model and dimension, so
+        the next ``open`` may record another model (switching embedding models). Returns
+        whether there was a collection. ``info`` is reset to ``None``."""
+
+    @abstractmethod
+    def upsert(self, points: Sequence[Point]) -> int:
+        """Insert or replace points by id (re-upserting the same id replaces it; the last of
+        repeated ids in one call wins). Every point is checked (``check_points``) before
+        anything is written. Returns the number of distinct ids written."""
+
+    def delete_ids(self, ids: Iterable[str]) -> int:
+        """Delete points by id; unknown ids are ignored. Returns how many were deleted."""
+        self._require_open()
+        wanted = list(dict.fromkeys(ids))
+        return self._delete_ids(wanted) if wanted else 0
+
+    def delete_document(self, document: str) -> int:
+        """Delete every point of a document (none is fine). Returns how many were deleted."""
+        self._require_open()
+        return self._delete_document(document)
+
+    # -- the backend's side, called with checked arguments ------------------------------
+
+    @abstractmethod
+    def _create(self, model: str, dimension: int) -> CollectionInfo:
+        """Create the collection (or find that another process just did); return what it
+        records."""
+
+    def _check_layout(self) -> None:  # noqa: B027 - optional hook
+        """Raise ``StoreError`` when the stored layout is not the one this code writes."""
+
+    @abstractmethod
+    def _delete_ids(self, ids: list[str]) -> int:
+        """``delete_ids`` for distinct, non-empty ``ids``."""
+
+    @abstractmethod
+    def _delete_document(self, document: str) -> int:
+        """``delete_document`` on an opened index."""
 
 
 def as_unit_vector(vector: Sequence[float] | np.ndarray, dimension: int) -> np.ndarray:
@@ -414,3 +517,29 @@ def check_point(
     except (TypeError, ValueError) as exc:
         raise ValueError(f"point {point.id!r}: payload is not JSON-serialisable: {exc}") from exc
     return dense, payload
+
+
+class CheckedPoint(NamedTuple):
+    """A point that passed ``check_point``: the point, its unit float32 vector of shape
+    ``(dimension,)`` and its payload as JSON text."""
+
+    point: Point
+    dense: np.ndarray
+    payload: str
+
+
+def check_points(
+    points: Sequence[Point], dimension: int, *, sort_keys: bool = False
+) -> list[CheckedPoint]:
+    """``check_point`` every point before anything is written; of repeated ids the last one
+    wins, at its own position.
+
+    Raises:
+        ValueError: the first point that fails ``check_point`` (message names its id).
+    """
+    checked: dict[str, CheckedPoint] = {}
+    for point in points:
+        dense, payload = check_point(point, dimension, sort_keys=sort_keys)
+        checked.pop(point.id, None)
+        checked[point.id] = CheckedPoint(point, dense, payload)
+    return list(checked.values())

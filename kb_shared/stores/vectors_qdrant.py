@@ -30,7 +30,7 @@ converges to the intended state.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,17 +42,14 @@ from kb_shared.errors import StoreError, StoreUnavailableError
 from kb_shared.identity import point_uuid
 from kb_shared.sparse import sparse_vector
 from kb_shared.stores.vectors import (
+    CheckedPoint,
     CollectionInfo,
+    Filters,
     Hit,
     Point,
     StoredPoint,
     VectorIndex,
-    as_unit_vector,
-    check_collection,
-    check_filters,
-    check_kind,
-    check_open_args,
-    check_point,
+    check_points,
 )
 
 DENSE = "dense"
@@ -95,6 +92,8 @@ class QdrantVectorIndex(VectorIndex):
             or options.get("location")
             or "the configured Qdrant"
         )
+        self.label = f"Qdrant collection {collection!r} at {self._where}"
+        self.location = f"{self._where} / {collection}"
 
     @contextmanager
     def _calls(self, action: str) -> Iterator[None]:
@@ -151,30 +150,9 @@ class QdrantVectorIndex(VectorIndex):
             model=str(metadata[MODEL_KEY]), dimension=int(metadata[DIMENSION_KEY])
         )
 
-    def open(self, model: str, dimension: int, *, create: bool = True) -> CollectionInfo:
-        """Create the collection for ``model``/``dimension`` or check the recorded ones.
-
-        Raises:
-            ValueError: empty ``model`` or ``dimension`` < 1.
-            EmbeddingMismatchError: the collection records another model or dimension.
-            StoreError: the collection does not exist and ``create`` is false.
-        """
-        dimension = check_open_args(model, dimension)
-        recorded = self.describe()
-        if recorded is None:
-            if not create:
-                raise StoreError(
-                    f"no Qdrant collection {self.collection!r} at {self._where}; build it "
-                    "first (materialise the embeddings asset)"
-                )
-            self._create(model, dimension)
-            recorded = self.describe()
-            assert recorded is not None
-        check_collection(recorded, model, dimension, f"{self._where} / {self.collection}")
-        self.info = recorded
-        return recorded
-
-    def _create(self, model: str, dimension: int) -> None:
+    def _create(self, model: str, dimension: int) -> CollectionInfo:
+        """Create the collection with its payload indexes (on a server) and return what it
+        records; a collection another process created meanwhile is used as it is."""
         with self._calls(f"creating collection {self.collection!r}"):
             try:
                 self.client.create_collection(
@@ -191,12 +169,15 @@ class QdrantVectorIndex(VectorIndex):
                 # another process created it between our check and our create: use theirs
                 if not self.client.collection_exists(self.collection):
                     raise
-                return
-            if not self._local:
-                for field in ("document", "kind"):
-                    self.client.create_payload_index(
-                        self.collection, field, models.PayloadSchemaType.KEYWORD
-                    )
+            else:
+                if not self._local:
+                    for field in ("document", "kind"):
+                        self.client.create_payload_index(
+                            self.collection, field, models.PayloadSchemaType.KEYWORD
+                        )
+        recorded = self.describe()
+        assert recorded is not None
+        return recorded
 
     def drop(self) -> bool:
         """Delete the Qdrant collection. Returns whether it existed."""
@@ -207,29 +188,13 @@ class QdrantVectorIndex(VectorIndex):
             self.client.delete_collection(self.collection)
         return True
 
-    def _require_open(self) -> CollectionInfo:
-        if self.info is None:
-            raise StoreError(
-                f"Qdrant collection {self.collection!r} used before open(model, dimension)"
-            )
-        return self.info
-
     # -- writes --------------------------------------------------------------------------
 
     def upsert(self, points: Sequence[Point]) -> int:
-        """Insert or replace ``points`` by id (dense vector, sparse vector and payload).
-
-        Every point is validated before any request; the last of repeated ids wins.
-
-        Returns:
-            The number of distinct ids written.
-
-        Raises:
-            ValueError: a vector of the wrong length or zero/non-finite, an unknown kind, an
-                empty id or document, or a payload that is not JSON-serialisable.
-        """
+        """``VectorIndex.upsert``: every point is checked before the first request, then
+        sent in requests of ``UPSERT_BATCH`` points (see the module docstring on atomicity)."""
         info = self._require_open()
-        structs = _prepare(points, info.dimension)
+        structs = [_struct(checked) for checked in check_points(points, info.dimension)]
         with self._calls(f"upserting {len(structs)} points into {self.collection!r}"):
             for start in range(0, len(structs), UPSERT_BATCH):
                 self.client.upsert(
@@ -237,12 +202,9 @@ class QdrantVectorIndex(VectorIndex):
                 )
         return len(structs)
 
-    def delete_ids(self, ids: Iterable[str]) -> int:
-        """Delete points by id; unknown ids are ignored. Returns how many were stored."""
-        self._require_open()
-        uuids = [str(point_uuid(i)) for i in dict.fromkeys(ids)]
-        if not uuids:
-            return 0
+    def _delete_ids(self, ids: list[str]) -> int:
+        """Delete the stored ones of ``ids``; returns how many were stored."""
+        uuids = [str(point_uuid(i)) for i in ids]
         with self._calls(f"deleting {len(uuids)} ids from {self.collection!r}"):
             present = [
                 record.id
@@ -258,9 +220,8 @@ class QdrantVectorIndex(VectorIndex):
                 )
         return len(present)
 
-    def delete_document(self, document: str) -> int:
+    def _delete_document(self, document: str) -> int:
         """Delete every point of ``document``; returns how many (0 if none)."""
-        self._require_open()
         selector = _filter(document=document)
         with self._calls(f"deleting document {document!r} from {self.collection!r}"):
             found = self.client.count(self.collection, count_filter=selector, exact=True).count
@@ -274,11 +235,8 @@ class QdrantVectorIndex(VectorIndex):
 
     # -- reads ---------------------------------------------------------------------------
 
-    def fetch(self, ids: Sequence[str]) -> list[StoredPoint]:
+    def _fetch(self, ids: Sequence[str]) -> list[StoredPoint]:
         """Stored points for ``ids`` in the order asked; unknown ids are skipped."""
-        self._require_open()
-        if not ids:
-            return []
         uuids = [str(point_uuid(i)) for i in ids]
         with self._calls(f"fetching {len(uuids)} points from {self.collection!r}"):
             records = self.client.retrieve(
@@ -287,17 +245,15 @@ class QdrantVectorIndex(VectorIndex):
         by_uuid = {str(record.id): _stored(record.payload) for record in records}
         return [by_uuid[u] for u in uuids if u in by_uuid]
 
-    def count(self, document: str | None = None, kind: str | None = None) -> int:
+    def _count(self, document: str | None, kind: str | None) -> int:
         """Number of points, optionally of one document and/or one kind (exact count)."""
-        self._require_open()
-        selector = _filter(document=document, kind=None if kind is None else check_kind(kind))
+        selector = _filter(document=document, kind=kind)
         with self._calls(f"counting points in {self.collection!r}"):
             return self.client.count(self.collection, count_filter=selector, exact=True).count
 
-    def list_ids(self, document: str | None = None, kind: str | None = None) -> list[str]:
+    def _list_ids(self, document: str | None, kind: str | None) -> list[str]:
         """Point ids sorted ascending, optionally of one document and/or one kind."""
-        self._require_open()
-        selector = _filter(document=document, kind=None if kind is None else check_kind(kind))
+        selector = _filter(document=document, kind=kind)
         ids: list[str] = []
         offset: Any = None
         with self._calls(f"listing ids in {self.collection!r}"):
@@ -315,86 +271,55 @@ class QdrantVectorIndex(VectorIndex):
                     break
         return sorted(ids)
 
-    def dense_search(
-        self,
-        vector: Sequence[float] | np.ndarray,
-        limit: int,
-        documents: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        """The ``limit`` nearest points passing the filters; ``Hit.score`` = cosine similarity.
-
-        Raises:
-            ValueError: a vector of the wrong length, or an unknown kind in ``kinds``.
-        """
-        info = self._require_open()
-        query = as_unit_vector(vector, info.dimension)
-        selector = _any_filter(documents, kinds)
-        if limit <= 0 or selector is False:
-            return []
+    def _dense_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[Hit]:
+        """The ``limit`` nearest points passing ``filters``; ``Hit.score`` = cosine."""
         with self._calls(f"dense search in {self.collection!r}"):
             response = self.client.query_points(
                 self.collection,
                 query=query.tolist(),
                 using=DENSE,
-                query_filter=selector or None,
+                query_filter=_any_filter(filters),
                 limit=limit,
                 with_payload=True,
             )
         return _hits(response.points)
 
-    def sparse_search(
-        self,
-        text: str,
-        limit: int,
-        documents: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        """Best points by IDF-weighted dot product of sparse vectors; ``[]`` for no terms.
-
-        Raises:
-            ValueError: an unknown kind in ``kinds``.
-        """
-        self._require_open()
-        selector = _any_filter(documents, kinds)
+    def _sparse_search(self, text: str, limit: int, filters: Filters) -> list[Hit]:
+        """Best points by IDF-weighted dot product of sparse vectors; ``[]`` for no terms."""
         indices, values = sparse_vector(text)
-        if limit <= 0 or selector is False or not indices:
+        if not indices:
             return []
         with self._calls(f"sparse search in {self.collection!r}"):
             response = self.client.query_points(
                 self.collection,
                 query=models.SparseVector(indices=indices, values=values),
                 using=SPARSE,
-                query_filter=selector or None,
+                query_filter=_any_filter(filters),
                 limit=limit,
                 with_payload=True,
             )
         return _hits(response.points)
 
 
-def _prepare(points: Sequence[Point], dimension: int) -> list[models.PointStruct]:
-    """Validate every point (raising before any request); the last of repeated ids wins."""
-    structs: dict[str, models.PointStruct] = {}
-    for point in points:
-        dense, payload = check_point(point, dimension)
-        indices, values = sparse_vector(point.terms_source)
-        structs.pop(point.id, None)
-        structs[point.id] = models.PointStruct(
-            id=str(point_uuid(point.id)),
-            vector={
-                DENSE: dense.tolist(),
-                SPARSE: models.SparseVector(indices=indices, values=values),
-            },
-            payload={
-                "id": point.id,
-                "document": point.document,
-                "kind": point.kind,
-                "text": point.text,
-                # a JSON round-trip copy: what a reader gets back, same as SQLite
-                "payload": json.loads(payload),
-            },
-        )
-    return list(structs.values())
+def _struct(checked: CheckedPoint) -> models.PointStruct:
+    """The Qdrant point of a checked point: uuid id, both named vectors, our payload."""
+    point = checked.point
+    indices, values = sparse_vector(point.terms_source)
+    return models.PointStruct(
+        id=str(point_uuid(point.id)),
+        vector={
+            DENSE: checked.dense.tolist(),
+            SPARSE: models.SparseVector(indices=indices, values=values),
+        },
+        payload={
+            "id": point.id,
+            "document": point.document,
+            "kind": point.kind,
+            "text": point.text,
+            # a JSON round-trip copy: what a reader gets back, same as SQLite
+            "payload": json.loads(checked.payload),
+        },
+    )
 
 
 def _stored(payload: Mapping[str, Any] | None) -> StoredPoint:
@@ -421,13 +346,8 @@ def _filter(document: str | None = None, kind: str | None = None) -> models.Filt
     return models.Filter(must=must) if must else None
 
 
-def _any_filter(
-    documents: Sequence[str] | None, kinds: Sequence[str] | None
-) -> models.Filter | None | bool:
-    """A ``MatchAny`` filter; ``None`` = no filter; ``False`` = an empty filter (no hits)."""
-    filters = check_filters(documents, kinds)
-    if filters is None:
-        return False
+def _any_filter(filters: Filters) -> models.Filter | None:
+    """A ``MatchAny`` filter of checked ``filters``; ``None`` = no filter."""
     must: list[models.Condition] = [
         models.FieldCondition(key=key, match=models.MatchAny(any=values)) for key, values in filters
     ]

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -52,17 +52,14 @@ import sqlite_vec
 from kb_shared.errors import StoreError, StoreUnavailableError
 from kb_shared.sparse import fts_document, fts_query
 from kb_shared.stores.vectors import (
+    CheckedPoint,
     CollectionInfo,
+    Filters,
     Hit,
     Point,
     StoredPoint,
     VectorIndex,
-    as_unit_vector,
-    check_collection,
-    check_filters,
-    check_kind,
-    check_open_args,
-    check_point,
+    check_points,
 )
 
 #: vec0's upper bound on ``k`` in a KNN query (sqlite-vec 0.1.9: "k value in knn query too
@@ -98,6 +95,8 @@ class SqliteVectorIndex(VectorIndex):
         self.path = Path(path)
         self.name = name
         self.info = None
+        self.label = f"vector index {name!r} in {self.path}"
+        self.location = str(self.path)
         self._meta = f"{name}_meta"
         self._points = f"{name}_points"
         self._vec = f"{name}_vec"
@@ -196,30 +195,19 @@ class SqliteVectorIndex(VectorIndex):
         with self._errors("reading the recorded model"):
             return self._read_info(self._connection())
 
-    def open(self, model: str, dimension: int, *, create: bool = True) -> CollectionInfo:
-        """Create the tables for ``model``/``dimension`` or check the recorded ones.
+    def _create(self, model: str, dimension: int) -> CollectionInfo:
+        """Create the file's folder and the tables in one transaction, unless another process
+        created them first (then their record is returned)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._write("creating the index") as conn:
+            recorded = self._read_info(conn)  # another process may have won the race
+            if recorded is None:
+                self._create_schema(conn, model, dimension)
+                recorded = CollectionInfo(model=model, dimension=dimension)
+        return recorded
 
-        Raises:
-            ValueError: empty ``model`` or ``dimension`` < 1.
-            EmbeddingMismatchError: the file records another model or dimension (the message
-                says to re-embed).
-            StoreError: the index does not exist and ``create`` is false.
-        """
-        dimension = check_open_args(model, dimension)
-        recorded = self.describe()
-        if recorded is None:
-            if not create:
-                raise StoreError(
-                    f"no vector index {self.name!r} in {self.path}; build it first "
-                    "(materialise the embeddings asset)"
-                )
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._write("creating the index") as conn:
-                recorded = self._read_info(conn)  # another process may have won the race
-                if recorded is None:
-                    self._create_schema(conn, model, dimension)
-                    recorded = CollectionInfo(model=model, dimension=dimension)
-        check_collection(recorded, model, dimension, str(self.path))
+    def _check_layout(self) -> None:
+        """Refuse a file of another ``SCHEMA_VERSION`` (rebuild it)."""
         version = self._connection().execute(
             f"SELECT value FROM {self._meta} WHERE key = 'schema_version'"
         ).fetchone()
@@ -229,8 +217,6 @@ class SqliteVectorIndex(VectorIndex):
                 f"{version[0] if version else 'unknown'}, this kb needs {SCHEMA_VERSION}: "
                 "rebuild it with `kb rebuild embeddings --all --reset`"
             )
-        self.info = recorded
-        return recorded
 
     def _create_schema(self, conn: sqlite3.Connection, model: str, dimension: int) -> None:
         conn.execute(
@@ -275,28 +261,12 @@ class SqliteVectorIndex(VectorIndex):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         return existed
 
-    def _require_open(self) -> CollectionInfo:
-        if self.info is None:
-            raise StoreError(f"vector index {self.path} used before open(model, dimension)")
-        return self.info
-
     # -- writes --------------------------------------------------------------------------
 
     def upsert(self, points: Sequence[Point]) -> int:
-        """Insert or replace ``points`` by id in one transaction (all or nothing).
-
-        Every point is validated before anything is written. When the same id appears twice
-        in ``points`` the last one wins.
-
-        Returns:
-            The number of distinct ids written.
-
-        Raises:
-            ValueError: a vector of the wrong length or zero/non-finite, an unknown kind, an
-                empty id or document, or a payload that is not JSON-serialisable.
-        """
+        """``VectorIndex.upsert`` in one transaction (all or nothing)."""
         info = self._require_open()
-        rows = _prepare(points, info.dimension)
+        rows = [_Row(checked) for checked in check_points(points, info.dimension, sort_keys=True)]
         if not rows:
             return 0
         with self._write(f"upserting {len(rows)} points") as conn:
@@ -351,31 +321,22 @@ class SqliteVectorIndex(VectorIndex):
         if points_too:
             conn.executemany(f"DELETE FROM {self._points} WHERE rowid = ?", params)
 
-    def delete_ids(self, ids: Iterable[str]) -> int:
-        """Delete points by id in one transaction; unknown ids are ignored.
-
-        Returns:
-            How many stored points were deleted.
-        """
-        self._require_open()
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return 0
-        with self._write(f"deleting {len(wanted)} ids") as conn:
+    def _delete_ids(self, ids: list[str]) -> int:
+        """Delete the stored ones of ``ids`` in one transaction; returns how many."""
+        with self._write(f"deleting {len(ids)} ids") as conn:
             rowids = [
                 r[0]
                 for r in conn.execute(
                     f"SELECT rowid FROM {self._points} "
                     "WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps(wanted),),
+                    (json.dumps(ids),),
                 )
             ]
             self._delete_rowids(conn, rowids, points_too=True)
         return len(rowids)
 
-    def delete_document(self, document: str) -> int:
+    def _delete_document(self, document: str) -> int:
         """Delete every point of ``document`` in one transaction; returns how many (0 if none)."""
-        self._require_open()
         with self._write(f"deleting document {document!r}") as conn:
             rowids = [
                 r[0]
@@ -388,11 +349,8 @@ class SqliteVectorIndex(VectorIndex):
 
     # -- reads ---------------------------------------------------------------------------
 
-    def fetch(self, ids: Sequence[str]) -> list[StoredPoint]:
+    def _fetch(self, ids: Sequence[str]) -> list[StoredPoint]:
         """Stored points for ``ids`` in the order asked; unknown ids are skipped."""
-        self._require_open()
-        if not ids:
-            return []
         with self._errors("fetching points"):
             rows = (
                 self._connection()
@@ -406,9 +364,8 @@ class SqliteVectorIndex(VectorIndex):
             )
         return [_stored(row) for row in rows]
 
-    def count(self, document: str | None = None, kind: str | None = None) -> int:
+    def _count(self, document: str | None, kind: str | None) -> int:
         """Number of points, optionally of one document and/or one kind."""
-        self._require_open()
         where, params = _equals_filter(document, kind)
         with self._errors("counting points"):
             return (
@@ -417,9 +374,8 @@ class SqliteVectorIndex(VectorIndex):
                 .fetchone()[0]
             )
 
-    def list_ids(self, document: str | None = None, kind: str | None = None) -> list[str]:
+    def _list_ids(self, document: str | None, kind: str | None) -> list[str]:
         """Point ids sorted ascending, optionally of one document and/or one kind."""
-        self._require_open()
         where, params = _equals_filter(document, kind)
         with self._errors("listing ids"):
             rows = (
@@ -429,26 +385,12 @@ class SqliteVectorIndex(VectorIndex):
             )
         return [row[0] for row in rows]
 
-    def dense_search(
-        self,
-        vector: Sequence[float] | np.ndarray,
-        limit: int,
-        documents: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        """The ``limit`` (at most ``MAX_KNN``) nearest points that pass the filters.
+    def _dense_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[Hit]:
+        """The ``limit`` (at most ``MAX_KNN``) nearest points that pass ``filters``.
 
         ``Hit.score`` is the cosine similarity ``1 - cosine distance``; ties are ordered by id.
-
-        Raises:
-            ValueError: a vector of the wrong length, or an unknown kind in ``kinds``.
         """
-        info = self._require_open()
-        query = as_unit_vector(vector, info.dimension)
-        filters = _in_filters(documents, kinds)
-        if limit <= 0 or filters is None:
-            return []
-        clauses, params = filters
+        clauses, params = _in_filters(filters)
         sql = (
             f"WITH knn AS (SELECT rowid, distance FROM {self._vec} "
             f"WHERE embedding MATCH ? AND k = ?{''.join(' AND ' + c for c in clauses)}) "
@@ -464,13 +406,7 @@ class SqliteVectorIndex(VectorIndex):
             )
         return [Hit(point=_stored(row[:5]), score=1.0 - float(row[5])) for row in rows]
 
-    def sparse_search(
-        self,
-        text: str,
-        limit: int,
-        documents: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Hit]:
+    def _sparse_search(self, text: str, limit: int, filters: Filters) -> list[Hit]:
         """Best points by FTS5 BM25 over the terms of ``text`` (OR of quoted terms).
 
         ``Hit.score`` is ``-bm25()`` (higher is better); ties are ordered by id (without
@@ -478,16 +414,11 @@ class SqliteVectorIndex(VectorIndex):
         text with no terms returns ``[]``. Without filters the top ``limit`` rowids are taken
         from FTS5 before the join, so the texts of the other matches are never read (about
         half the time of join-then-sort on 20k chunks).
-
-        Raises:
-            ValueError: an unknown kind in ``kinds``.
         """
-        self._require_open()
-        filters = _in_filters(documents, kinds, prefix="p.")
         match = fts_query(text)
-        if limit <= 0 or filters is None or match is None:
+        if match is None:
             return []
-        clauses, params = filters
+        clauses, params = _in_filters(filters, prefix="p.")
         if clauses:
             sql = (
                 f"SELECT p.id, p.document, p.kind, p.text, p.payload, bm25({self._fts}) AS rank "
@@ -509,27 +440,18 @@ class SqliteVectorIndex(VectorIndex):
 
 
 class _Row:
-    """A validated point ready for SQL."""
+    """A checked point ready for SQL (payload as sorted-key JSON text, FTS5 terms)."""
 
     __slots__ = ("id", "document", "kind", "text", "payload", "dense", "terms")
 
-    def __init__(self, point: Point, dimension: int) -> None:
-        self.dense, self.payload = check_point(point, dimension, sort_keys=True)
+    def __init__(self, checked: CheckedPoint) -> None:
+        point = checked.point
+        self.dense, self.payload = checked.dense, checked.payload
         self.id = point.id
         self.document = point.document
         self.kind = point.kind
         self.text = point.text
         self.terms = fts_document(point.terms_source)
-
-
-def _prepare(points: Sequence[Point], dimension: int) -> list[_Row]:
-    """Validate every point (raising before any write); the last of repeated ids wins."""
-    rows: dict[str, _Row] = {}
-    for point in points:
-        row = _Row(point, dimension)
-        rows.pop(row.id, None)
-        rows[row.id] = row
-    return list(rows.values())
 
 
 def _stored(row: Sequence[Any]) -> StoredPoint:
@@ -540,27 +462,17 @@ def _stored(row: Sequence[Any]) -> StoredPoint:
 
 
 def _equals_filter(document: str | None, kind: str | None) -> tuple[str, tuple[str, ...]]:
-    clauses: list[str] = []
-    params: list[str] = []
-    if document is not None:
-        clauses.append("document = ?")
-        params.append(document)
-    if kind is not None:
-        clauses.append("kind = ?")
-        params.append(check_kind(kind))
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), tuple(params)
+    given = [(column, value) for column, value in (("document", document), ("kind", kind))
+             if value is not None]
+    where = " AND ".join(f"{column} = ?" for column, _ in given)
+    return (f" WHERE {where}" if given else ""), tuple(value for _, value in given)
 
 
-def _in_filters(
-    documents: Sequence[str] | None, kinds: Sequence[str] | None, prefix: str = ""
-) -> tuple[list[str], list[str]] | None:
-    """SQL ``IN`` clauses for the filters; ``None`` when a filter is empty (matches nothing).
+def _in_filters(filters: Filters, prefix: str = "") -> tuple[list[str], list[str]]:
+    """SQL ``IN`` clauses for checked ``filters``.
 
     Values travel as one JSON array parameter each (``json_each``), so any number of
     documents fits without hitting SQLite's bound-parameter limit.
     """
-    filters = check_filters(documents, kinds)
-    if filters is None:
-        return None
     clauses = [f"{prefix}{column} IN (SELECT value FROM json_each(?))" for column, _ in filters]
     return clauses, [json.dumps(values) for _, values in filters]

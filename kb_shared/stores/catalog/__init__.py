@@ -7,7 +7,8 @@ or Postgres) through SQLAlchemy 2 Core.
   their search with exact counts and totals.
 * ``compliance.py``: enforcement actions from the Notion tracker, the sync's snapshot write;
   ``compliance_search.py``: their search with exact counts and totals.
-* ``common.py``: the shared ``MetaData``, input checks and ``CatalogBase``.
+* ``common.py``: the shared ``MetaData``, input checks, ``CatalogBase``, and the steps the
+  market-data syncs and searches share (``SearchResult``, filter and limit checks).
 
 Engines, error translation and ``apply_sql_files`` live in ``kb_shared.stores.sql``. The
 same ``CATALOG_METADATA`` creates the schema on both backends; ``sql/001_catalog.sql`` is
@@ -72,9 +73,6 @@ from kb_shared.stores.catalog.requests import (
     reference_sources,
     title_key,
 )
-# Re-exported for tests that imported them from here before the split; new code imports
-# them from kb_shared.stores.sql.
-from kb_shared.stores.sql import apply_sql_files, make_engine
 
 
 class Catalog(
@@ -139,14 +137,12 @@ __all__ = [
     "aer_metrics",
     "aer_performance",
     "aer_sync_state",
-    "apply_sql_files",
     "compliance_action_misconduct_types",
     "compliance_actions",
     "compliance_sync_state",
     "document_requests",
     "documents",
     "duplicate_message",
-    "make_engine",
     "reference_requests",
     "reference_sources",
     "title_key",

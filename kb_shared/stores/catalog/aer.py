@@ -15,15 +15,13 @@ from __future__ import annotations
 import datetime as dt
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import NoSuchTableError
 
-from kb_shared.errors import SchemaMissingError
 from kb_shared.market.aer import (
     NATIONAL,
     VALUE_SCALE,
@@ -34,16 +32,19 @@ from kb_shared.market.aer import (
     stored_value,
 )
 from kb_shared.market.aer_metrics import KEY_MAX, normalize_heading
-from kb_shared.stores.catalog.common import CATALOG_METADATA, CatalogBase
-from kb_shared.stores.sql import UtcDateTime, utc_now
+from kb_shared.stores.catalog.common import (
+    CATALOG_METADATA,
+    CatalogBase,
+    refuse_legacy_shape,
+    sync_count_columns,
+    to_row,
+)
+from kb_shared.stores.sql import UtcDateTime, in_batches, utc_now
 
 #: The ``aer_sync_state`` row the AER sync writes.
 AER_SOURCE = "aer"
 #: Advisory-lock key (Postgres) that serialises two AER syncs; any fixed 64-bit constant.
 SYNC_LOCK = zlib.crc32(b"kb.catalog.aer_sync")
-#: Rows per DELETE statement (well under SQLite's 32,766 host parameters,
-#: https://www.sqlite.org/limits.html#max_variable_number).
-BATCH = 500
 #: The columns that identify a figure (with the schedule and the quarter).
 KEY_COLUMNS = ("metric_key", "fuel", "customer_type", "jurisdiction", "retailer")
 
@@ -95,11 +96,7 @@ aer_sync_state = sa.Table(
     sa.Column("synced_at", UtcDateTime(), nullable=False),
     sa.Column("releases", sa.Text, nullable=False),
     sa.Column("files", sa.Integer, nullable=False),
-    sa.Column("rows_read", sa.Integer, nullable=False),
-    sa.Column("inserted", sa.Integer, nullable=False),
-    sa.Column("updated", sa.Integer, nullable=False),
-    sa.Column("deleted", sa.Integer, nullable=False),
-    sa.Column("unchanged", sa.Integer, nullable=False),
+    *sync_count_columns(),
     sa.Column("new_metrics", sa.Integer, nullable=False),
 )
 
@@ -185,48 +182,17 @@ class AerTotalsCheck:
 
 
 def observation_values(obs: AerObservation) -> dict[str, Any]:
-    """The ``aer_performance`` row of an observation (without ``id``)."""
-    return {
-        "schedule": obs.schedule,
-        "metric_key": obs.metric_key,
-        "fuel": obs.fuel,
-        "customer_type": obs.customer_type,
-        "jurisdiction": obs.jurisdiction,
-        "retailer": obs.retailer,
-        "is_total": obs.is_total,
-        "period": obs.period,
-        "period_start": obs.period_start,
-        "period_end": obs.period_end,
-        "heading": obs.heading,
-        "value": stored_value(obs.value),
-        "source_file": obs.source_file,
-        "sheet": obs.sheet,
-        "cell": obs.cell,
-        "release": obs.release,
-        "release_end": Quarter.parse(obs.release).end,
-    }
+    """The ``aer_performance`` row of an observation (without ``id``): its fields under their
+    own names, the value as stored (``stored_value``) and the release's last day."""
+    values = {f.name: getattr(obs, f.name) for f in fields(obs)}
+    values["value"] = stored_value(obs.value)
+    values["release_end"] = Quarter.parse(obs.release).end
+    return values
 
 
 def observation_from_row(row: Any) -> AerObservation:
     """An ``AerObservation`` from an ``aer_performance`` row mapping."""
-    return AerObservation(
-        schedule=row["schedule"],
-        period=row["period"],
-        period_start=row["period_start"],
-        period_end=row["period_end"],
-        retailer=row["retailer"],
-        jurisdiction=row["jurisdiction"],
-        fuel=row["fuel"],
-        customer_type=row["customer_type"],
-        metric_key=row["metric_key"],
-        heading=row["heading"],
-        value=row["value"],
-        is_total=bool(row["is_total"]),
-        source_file=row["source_file"],
-        sheet=row["sheet"],
-        cell=row["cell"],
-        release=row["release"],
-    )
+    return to_row(AerObservation, row, is_total=bool(row["is_total"]))
 
 
 def _row_key(values: dict[str, Any]) -> tuple[Any, ...]:
@@ -295,7 +261,8 @@ class AerCatalog(CatalogBase):
         read = sum(len(b.observations) for b in books)
         with self._write() as conn:
             self._advisory_lock(conn, SYNC_LOCK)
-            _refuse_legacy_shape(conn)
+            for table, column in (("aer_performance", "metric_key"), ("aer_metrics", "heading")):
+                refuse_legacy_shape(conn, table, column, "AER")
             changes = _apply_scopes(conn, scopes)
             new_metrics, new_headings = _record_headings(conn, books)
             now = utc_now()
@@ -315,6 +282,7 @@ class AerCatalog(CatalogBase):
                 synced_at=now,
             )
             state = {
+                "source": AER_SOURCE,
                 "synced_at": now,
                 "releases": ", ".join(releases),
                 "files": counts.files,
@@ -325,8 +293,7 @@ class AerCatalog(CatalogBase):
                 "unchanged": counts.unchanged,
                 "new_metrics": len(new_metrics),
             }
-            stmt = self._insert(aer_sync_state).values(source=AER_SOURCE, **state)
-            conn.execute(stmt.on_conflict_do_update(index_elements=["source"], set_=state))
+            self._record_sync(conn, aer_sync_state, state)
         return counts
 
     def list_aer_observations(self) -> list[AerObservation]:
@@ -431,10 +398,8 @@ def _apply_scopes(
             .values({c: sa.bindparam(c) for c in _ROW_COLUMNS})
         )
         conn.execute(stmt, updates)
-    for start in range(0, len(deletes), BATCH):
-        conn.execute(aer_performance.delete().where(
-            aer_performance.c.id.in_(deletes[start : start + BATCH])
-        ))
+    for batch in in_batches(deletes):
+        conn.execute(aer_performance.delete().where(aer_performance.c.id.in_(batch)))
     changes.update(inserted=len(inserts), updated=len(updates), deleted=len(deletes))
     return changes
 
@@ -534,19 +499,3 @@ def _jurisdiction_sums(conn: Connection) -> list[Any]:
         .order_by(national.c.id)
     )
     return list(conn.execute(query).mappings())
-
-
-def _refuse_legacy_shape(conn: Connection) -> None:
-    """Raise ``SchemaMissingError`` when ``aer_performance`` or ``aer_metrics`` still has its
-    shape from before the sync existed (``ensure_schema`` never alters a table)."""
-    for table, column in (("aer_performance", "metric_key"), ("aer_metrics", "heading")):
-        try:
-            columns = {c["name"] for c in sa.inspect(conn).get_columns(table)}
-        except NoSuchTableError:
-            columns = set()
-        if columns and column not in columns:
-            raise SchemaMissingError(
-                f"{table} has the shape it had before the AER sync (no {column} column); "
-                f"nothing wrote to it then. Drop it (DROP TABLE {table}) and run `kb db init` "
-                "to create the current one."
-            )

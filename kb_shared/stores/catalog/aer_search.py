@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -49,7 +48,15 @@ from kb_shared.stores.catalog.aer import (
     aer_sync_state,
     observation_from_row,
 )
-from kb_shared.stores.catalog.common import CatalogBase
+from kb_shared.stores.catalog.common import (
+    CatalogBase,
+    SearchResult,
+    capped_limit,
+    clean_filters,
+    date_filter,
+    given_filters,
+    last_synced,
+)
 
 #: Rows returned by default, and at most (issue 11: "limit=100", "cap 500").
 DEFAULT_LIMIT = 100
@@ -105,21 +112,18 @@ class AerPeriodTotal:
 
 
 @dataclass(frozen=True, slots=True)
-class AerSearchResult:
-    """What ``search_aer`` found.
+class AerSearchResult(SearchResult[AerObservation]):
+    """What ``search_aer`` found (``SearchResult``'s fields, then these).
 
-    ``rows``: up to ``limit`` matching retailer figures, latest quarter first; ``count``:
-    every match. ``metric``: the metric when the matches have exactly one (else None);
-    ``total`` and ``period_totals`` (oldest first) then sum it over the whole match set, when
-    it is additive (a rate or average has no total: ``total_note`` says why it is None, or
-    that National rows were left out). ``region_totals``: the published ``<Region> Total``
-    figures for the same filters, retailer aside (up to ``limit``). ``has_data`` False means
-    nothing has been synced, as opposed to "no rows match these filters"; ``synced_at`` the
-    last sync. ``vocabulary`` lists what is present.
+    ``rows``: matching retailer figures, latest quarter first. ``metric``: the metric when the
+    matches have exactly one (else None); ``total`` and ``period_totals`` (oldest first) then
+    sum it over the whole match set, when it is additive (a rate or average has no total:
+    ``total_note`` says why it is None, or that National rows were left out). ``region_totals``:
+    the published ``<Region> Total`` figures for the same filters, retailer aside (up to
+    ``limit``). ``has_data`` False means nothing has been synced, as opposed to "no rows match
+    these filters". ``vocabulary`` lists what is present.
     """
 
-    rows: tuple[AerObservation, ...]
-    count: int
     metric: AerMetricInfo | None
     total: Decimal | None
     period_totals: tuple[AerPeriodTotal, ...]
@@ -127,50 +131,27 @@ class AerSearchResult:
     region_totals: tuple[AerObservation, ...]
     vocabulary: AerVocabulary
     has_data: bool
-    synced_at: dt.datetime | None
-    limit: int
-    filters: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def truncated(self) -> bool:
-        """True when more figures match than ``rows`` holds."""
-        return self.count > len(self.rows)
 
 
-def _text(value: Any, name: str) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and name == "schedule":
-        value = str(value)
-    if not isinstance(value, str):
-        raise QueryError(f"{name} must be text, got {value!r}")
-    clean = " ".join(value.split())
-    if len(clean) > FILTER_MAX:
-        raise QueryError(f"{name} is {len(clean)} characters; send at most {FILTER_MAX}")
-    return clean or None
+def _schedule_text(value: Any) -> Any:
+    """A schedule given as a number (``3``) as text; anything else as given."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def _bound(value: Any, name: str, end: bool) -> dt.date | None:
     """A quarter label's first (or, with ``end``, last) day, or a date as given."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    if not isinstance(value, str):
-        raise QueryError(f"{name} must be a quarter like 'Q3 2025-26' or a date, got {value!r}")
-    try:
-        quarter = Quarter.parse(value)
-    except ValueError:
+
+    def parse(text: str) -> dt.date:
         try:
-            return dt.date.fromisoformat(value.strip())
+            quarter = Quarter.parse(text)
         except ValueError:
-            raise QueryError(
-                f"{name} must be a quarter like 'Q3 2025-26' or a date as YYYY-MM-DD, "
-                f"got {value!r}"
-            ) from None
-    return quarter.end if end else quarter.start
+            return dt.date.fromisoformat(text.strip())
+        return quarter.end if end else quarter.start
+
+    if value is not None and not isinstance(value, (str, dt.date)):
+        raise QueryError(f"{name} must be a quarter like 'Q3 2025-26' or a date, got {value!r}")
+    expected = "a quarter like 'Q3 2025-26' or a date as YYYY-MM-DD"
+    return date_filter(value, name, parse, expected)
 
 
 def _metric_infos(conn: Connection) -> list[AerMetricInfo]:
@@ -279,30 +260,24 @@ class AerSearchCatalog(CatalogBase):
         """Every stored AER figure matching all the given filters (see the module docstring
         for how each matches), with exact counts and totals over the whole match set.
 
-        Args:
-            limit: rows to return, 1 or more; more than ``MAX_LIMIT`` is cut to it (``count``
-                and the totals always cover every match).
-
-        Returns:
-            An ``AerSearchResult`` read in one snapshot (REPEATABLE READ on Postgres, one
-            SQLite read transaction).
+        ``limit`` is ``capped_limit``'s, up to ``MAX_LIMIT``: ``count`` and the totals
+        always cover every match. The answer is read in one snapshot (``_snapshot``).
 
         Raises:
             QueryError: a filter of the wrong type, a bad quarter or date, ``period_from``
                 after ``period_to``, or a bad ``limit``.
-            SchemaMissingError / StoreUnavailableError / StoreError: as every catalog read.
+            SchemaMissingError, StoreUnavailableError, StoreError: as every catalog read.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise QueryError(f"limit must be a whole number of at least 1, got {limit!r}")
-        capped = min(limit, MAX_LIMIT)
-        text = {
-            "retailer": _text(retailer, "retailer"),
-            "jurisdiction": _text(jurisdiction, "jurisdiction"),
-            "fuel": _text(fuel, "fuel"),
-            "customer_type": _text(customer_type, "customer_type"),
-            "schedule": _text(schedule, "schedule"),
-            "metric": _text(metric, "metric"),
+        capped = capped_limit(limit, MAX_LIMIT)
+        given = {
+            "retailer": retailer,
+            "jurisdiction": jurisdiction,
+            "fuel": fuel,
+            "customer_type": customer_type,
+            "schedule": _schedule_text(schedule),
+            "metric": metric,
         }
+        text = clean_filters(given, FILTER_MAX)
         start = _bound(period_from, "period_from", end=False)
         end = _bound(period_to, "period_to", end=True)
         if start is not None and end is not None and start > end:
@@ -324,9 +299,7 @@ class AerSearchCatalog(CatalogBase):
             shared.append(table.c.period_end >= start)
         if end is not None:
             shared.append(table.c.period_start <= end)
-        with self._read() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        with self._snapshot() as conn:
             infos = _metric_infos(conn)
             if text["metric"]:
                 chosen = _matching_metrics(text["metric"], infos)
@@ -339,8 +312,7 @@ class AerSearchCatalog(CatalogBase):
             if text["retailer"]:
                 where.append(sa.func.lower(table.c.retailer) == text["retailer"].lower())
             found = self._run(conn, where, [*shared, table.c.is_total], infos, capped)
-        echo = {k: v for k, v in text.items() if v is not None}
-        echo |= {k: v for k, v in (("period_from", start), ("period_to", end)) if v is not None}
+        echo = given_filters({**text, "period_from": start, "period_to": end})
         return AerSearchResult(**found, limit=capped, filters=echo)
 
     def _run(
@@ -381,9 +353,6 @@ class AerSearchCatalog(CatalogBase):
             elif metric is not None:
                 note = f"{metric.metric_key} is a rate or an average: its figures do not add up"
         has_data = count > 0 or conn.execute(sa.select(sa.exists().select_from(table))).scalar()
-        synced_at = conn.execute(
-            sa.select(aer_sync_state.c.synced_at).where(aer_sync_state.c.source == AER_SOURCE)
-        ).scalar()
         return {
             "rows": tuple(rows),
             "count": count,
@@ -394,5 +363,5 @@ class AerSearchCatalog(CatalogBase):
             "region_totals": tuple(region_totals),
             "vocabulary": _vocabulary(conn, infos),
             "has_data": bool(has_data),
-            "synced_at": synced_at,
+            "synced_at": last_synced(conn, aer_sync_state, AER_SOURCE),
         }

@@ -24,11 +24,18 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import NoSuchTableError
 
-from kb_shared.errors import SchemaMissingError, SyncRefusedError
-from kb_shared.stores.catalog.common import CATALOG_METADATA, URL_MAX, CatalogBase, clean_text
-from kb_shared.stores.sql import UtcDateTime, utc_now
+from kb_shared.errors import SyncRefusedError
+from kb_shared.stores.catalog.common import (
+    CATALOG_METADATA,
+    URL_MAX,
+    CatalogBase,
+    clean_text,
+    refuse_legacy_shape,
+    sync_count_columns,
+    to_row,
+)
+from kb_shared.stores.sql import UtcDateTime, in_batches, utc_now
 
 #: Longest Notion id kept (a UUID is 36 characters with dashes).
 PAGE_ID_MAX = 64
@@ -44,9 +51,6 @@ MAX_DELETE_SHARE = 0.5
 NOTION_SOURCE = "notion"
 #: Advisory-lock key (Postgres) that serialises two syncs; any fixed 64-bit constant.
 SYNC_LOCK = zlib.crc32(b"kb.catalog.compliance_sync")
-#: Rows per statement when deleting or inserting by key (well under SQLite's 32,766
-#: host parameters, https://www.sqlite.org/limits.html#max_variable_number).
-BATCH = 500
 
 #: Legal-form words dropped from the end of an organisation's name (and from search words)
 #: before matching: the endings the Corporations Act 2001 (Cth) s 148 requires of company
@@ -104,11 +108,7 @@ compliance_sync_state = sa.Table(
     sa.Column("source", sa.String(64), primary_key=True),
     sa.Column("data_source_id", sa.String(PAGE_ID_MAX)),
     sa.Column("synced_at", UtcDateTime(), nullable=False),
-    sa.Column("rows_read", sa.Integer, nullable=False),
-    sa.Column("inserted", sa.Integer, nullable=False),
-    sa.Column("updated", sa.Integer, nullable=False),
-    sa.Column("deleted", sa.Integer, nullable=False),
-    sa.Column("unchanged", sa.Integer, nullable=False),
+    *sync_count_columns(),
 )
 
 
@@ -306,21 +306,11 @@ def action_values(action: ComplianceAction) -> tuple[dict[str, Any], tuple[str, 
 
 def row_to_action(row: Any, misconduct: Sequence[str] = ()) -> ComplianceAction:
     """A ``ComplianceAction`` from a ``compliance_actions`` row mapping and its types."""
-    return ComplianceAction(
-        page_id=row["page_id"],
-        notion_url=row["notion_url"],
-        summary=row["summary"],
-        organisation=row["organisation"],
-        sector=row["sector"],
-        action_date=row["action_date"],
-        action_date_end=row["action_date_end"],
-        regulatory_body=row["regulatory_body"],
-        status=row["status"],
+    return to_row(
+        ComplianceAction,
+        row,
         fine=cents_to_fine(row["fine_cents"]),
-        source_url=row["source_url"],
         misconduct_types=tuple(sorted(misconduct)),
-        created_time=row["created_time"],
-        last_edited_time=row["last_edited_time"],
     )
 
 
@@ -330,7 +320,7 @@ def misconduct_by_page(
     """Page id -> its misconduct types, for ``page_ids`` (every page when ``None``)."""
     link = compliance_action_misconduct_types
     found: dict[str, list[str]] = {}
-    batches: Iterable[Sequence[str] | None] = [None] if page_ids is None else _chunks(page_ids)
+    batches: Iterable[Sequence[str] | None] = [None] if page_ids is None else in_batches(page_ids)
     for batch in batches:
         query = sa.select(link.c.page_id, link.c.misconduct_type)
         if batch is not None:
@@ -338,11 +328,6 @@ def misconduct_by_page(
         for page_id, kind in conn.execute(query):
             found.setdefault(page_id, []).append(kind)
     return found
-
-
-def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), BATCH):
-        yield items[start : start + BATCH]
 
 
 # --------------------------------------------------------------------------------------------
@@ -398,7 +383,7 @@ class ComplianceCatalog(CatalogBase):
             clean[values["page_id"]] = (values, kinds)
         with self._write() as conn:
             self._advisory_lock(conn, SYNC_LOCK)
-            _refuse_legacy_shape(conn)
+            refuse_legacy_shape(conn, "compliance_actions", "page_id", "Notion")
             stored = {
                 row["page_id"]: dict(row)
                 for row in conn.execute(sa.select(compliance_actions)).mappings()
@@ -434,14 +419,7 @@ class ComplianceCatalog(CatalogBase):
                 "deleted": counts.deleted,
                 "unchanged": counts.unchanged,
             }
-            stmt = self._insert(compliance_sync_state)
-            conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=["source"],
-                    set_={k: stmt.excluded[k] for k in state if k != "source"},
-                ),
-                state,
-            )
+            self._record_sync(conn, compliance_sync_state, state)
         return counts
 
     def _apply(
@@ -453,9 +431,9 @@ class ComplianceCatalog(CatalogBase):
         gone: list[str],
     ) -> None:
         link = compliance_action_misconduct_types
-        for batch in _chunks(gone + changed):
+        for batch in in_batches(gone + changed):
             conn.execute(link.delete().where(link.c.page_id.in_(batch)))
-        for batch in _chunks(gone):
+        for batch in in_batches(gone):
             conn.execute(
                 compliance_actions.delete().where(compliance_actions.c.page_id.in_(batch))
             )
@@ -488,17 +466,7 @@ class ComplianceCatalog(CatalogBase):
         query = sa.select(compliance_sync_state).where(compliance_sync_state.c.source == source)
         with self._read() as conn:
             row = conn.execute(query).mappings().first()
-        if row is None:
-            return None
-        return ComplianceSyncCounts(
-            read=row["rows_read"],
-            inserted=row["inserted"],
-            updated=row["updated"],
-            deleted=row["deleted"],
-            unchanged=row["unchanged"],
-            synced_at=row["synced_at"],
-            data_source_id=row["data_source_id"],
-        )
+        return None if row is None else to_row(ComplianceSyncCounts, row, read=row["rows_read"])
 
 
 def _guard_snapshot(read: int, stored: int, would_delete: int, force: bool) -> None:
@@ -523,19 +491,4 @@ def _guard_snapshot(read: int, stored: int, would_delete: int, force: bool) -> N
             read=read,
             stored=stored,
             would_delete=would_delete,
-        )
-
-
-def _refuse_legacy_shape(conn: Connection) -> None:
-    """Raise ``SchemaMissingError`` when ``compliance_actions`` still has its pre-Notion shape
-    (``ensure_schema`` never alters a table)."""
-    try:
-        columns = {c["name"] for c in sa.inspect(conn).get_columns("compliance_actions")}
-    except NoSuchTableError:
-        return  # the next statement fails with "run `kb db init`" (stores.sql.guard)
-    if "page_id" not in columns:
-        raise SchemaMissingError(
-            "compliance_actions has the shape it had before the Notion sync (no page_id "
-            "column); nothing wrote to it then. Drop it (DROP TABLE compliance_actions) and "
-            "run `kb db init` to create the current one."
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -29,7 +29,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from kb_shared.errors import QueryError
-from kb_shared.stores.catalog.common import CatalogBase
+from kb_shared.stores.catalog.common import (
+    CatalogBase,
+    SearchResult,
+    capped_limit,
+    clean_filters,
+    date_filter,
+    given_filters,
+    last_synced,
+)
 from kb_shared.stores.catalog.compliance import (
     NOTION_SOURCE,
     ComplianceAction,
@@ -73,33 +81,22 @@ class Facet:
 
 
 @dataclass(frozen=True, slots=True)
-class ComplianceSearchResult:
-    """What ``search_compliance`` found.
+class ComplianceSearchResult(SearchResult[ComplianceAction]):
+    """What ``search_compliance`` found (``SearchResult``'s fields, then these).
 
-    ``rows``: up to ``limit`` matches, newest first (undated last), then the largest fine.
-    ``count``: every match. ``fine_total``: exact sum in dollars of the matches with a fine
-    (``with_fine`` of them; ``without_fine`` have none recorded). ``facets``: name (see
-    ``FACETS``) -> ``Facet`` over the whole match set, or over the whole table when nothing
-    matched (``facets_scope`` is then ``"all"``, so a wrong filter can be corrected).
-    ``synced_at``: the last applied sync (``None``: nothing has ever been synced, as opposed
-    to "no rows match").
+    ``rows``: matches newest first (undated last), then the largest fine. ``fine_total``: exact
+    sum in dollars of the matches with a fine (``with_fine`` of them; ``without_fine`` have none
+    recorded). ``facets``: name (see ``FACETS``) -> ``Facet`` over the whole match set, or over
+    the whole table when nothing matched (``facets_scope`` is then ``"all"``, so a wrong filter
+    can be corrected). ``synced_at`` ``None`` means nothing has ever been synced, as opposed to
+    "no rows match".
     """
 
-    rows: tuple[ComplianceAction, ...]
-    count: int
     fine_total: Decimal
     with_fine: int
     without_fine: int
     facets: Mapping[str, Facet]
     facets_scope: str
-    synced_at: dt.datetime | None
-    limit: int
-    filters: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def truncated(self) -> bool:
-        """True when more actions match than ``rows`` holds."""
-        return self.count > len(self.rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,30 +137,6 @@ class _Filters:
         return where
 
 
-def _text(value: Any, name: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise QueryError(f"{name} must be text, got {value!r}")
-    clean = " ".join(value.split())
-    if len(clean) > QUERY_MAX:
-        raise QueryError(f"{name} is {len(clean)} characters; send at most {QUERY_MAX}")
-    return clean or None
-
-
-def _date(value: Any, name: str) -> dt.date | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    try:
-        return dt.date.fromisoformat(str(value).strip())
-    except ValueError:
-        raise QueryError(f"{name} must be a date as YYYY-MM-DD, got {value!r}") from None
-
-
 def _min_fine_cents(value: Any) -> int | None:
     if value is None or value == "":
         return None
@@ -176,33 +149,23 @@ def _min_fine_cents(value: Any) -> int | None:
     return math.ceil(amount * 100)
 
 
-def build_filters(
-    query: str | None = None,
-    *,
-    organisation: str | None = None,
-    regulatory_body: str | None = None,
-    status: str | None = None,
-    misconduct_type: str | None = None,
-    sector: str | None = None,
-    date_from: dt.date | str | None = None,
-    date_to: dt.date | str | None = None,
-    min_fine: Decimal | float | int | str | None = None,
+def _iso_date(text: str) -> dt.date:
+    return dt.date.fromisoformat(text.strip())
+
+
+def _checked_filters(
+    given: Mapping[str, Any], date_from: Any, date_to: Any, min_fine: Any
 ) -> tuple[_Filters, dict[str, Any]]:
-    """The checked filters and a plain echo of them (only those given) for the answer.
+    """The checked filters (``given``: the text filters by name) and a plain echo of them
+    (only those given) for the answer.
 
     Raises:
         QueryError: a filter of the wrong type, a bad date, ``date_from`` after ``date_to``,
             a negative ``min_fine``, or a query with nothing to match.
     """
-    text = {
-        "query": _text(query, "query"),
-        "organisation": _text(organisation, "organisation"),
-        "regulatory_body": _text(regulatory_body, "regulatory_body"),
-        "status": _text(status, "status"),
-        "misconduct_type": _text(misconduct_type, "misconduct_type"),
-        "sector": _text(sector, "sector"),
-    }
-    start, end = _date(date_from, "date_from"), _date(date_to, "date_to")
+    text = clean_filters(given, QUERY_MAX)
+    start = date_filter(date_from, "date_from", _iso_date, "a date as YYYY-MM-DD")
+    end = date_filter(date_to, "date_to", _iso_date, "a date as YYYY-MM-DD")
     if start is not None and end is not None and start > end:
         raise QueryError(f"date_from {start} is after date_to {end}")
     cents = _min_fine_cents(min_fine)
@@ -222,13 +185,8 @@ def build_filters(
         date_to=end,
         min_fine_cents=cents,
     )
-    echo: dict[str, Any] = {k: v for k, v in text.items() if v is not None}
-    echo |= {
-        k: v
-        for k, v in (("date_from", start), ("date_to", end), ("min_fine", cents_to_fine(cents)))
-        if v is not None
-    }
-    return filters, echo
+    echo = {**text, "date_from": start, "date_to": end, "min_fine": cents_to_fine(cents)}
+    return filters, given_filters(echo)
 
 
 def _facets(conn: Connection, where: list[sa.ColumnElement[bool]]) -> dict[str, Facet]:
@@ -281,11 +239,6 @@ def run_search(conn: Connection, filters: _Filters, limit: int) -> dict[str, Any
     )
     kinds = misconduct_by_page(conn, [r["page_id"] for r in rows])
     scope = "matches" if count or not where else "all"
-    synced_at = conn.execute(
-        sa.select(compliance_sync_state.c.synced_at).where(
-            compliance_sync_state.c.source == NOTION_SOURCE
-        )
-    ).scalar()
     return {
         "rows": tuple(row_to_action(r, kinds.get(r["page_id"], ())) for r in rows),
         "count": int(count),
@@ -294,7 +247,7 @@ def run_search(conn: Connection, filters: _Filters, limit: int) -> dict[str, Any
         "without_fine": int(count) - int(with_fine),
         "facets": _facets(conn, where if scope == "matches" else []),
         "facets_scope": scope,
-        "synced_at": synced_at,
+        "synced_at": last_synced(conn, compliance_sync_state, NOTION_SOURCE),
     }
 
 
@@ -319,34 +272,27 @@ class ComplianceSearchCatalog(CatalogBase):
         for how each matches), with exact totals over the whole match set.
 
         Args:
-            limit: rows to return, 1 or more; more than ``MAX_LIMIT`` is cut to it (``count``
-                and the totals always cover every match).
+            limit: rows to return (``capped_limit``; at most ``MAX_LIMIT``). ``count``, the
+                totals and the facets always cover every match.
 
         Returns:
-            A ``ComplianceSearchResult``; the count, totals, rows, facets and ``synced_at``
-            come from one consistent snapshot (REPEATABLE READ on Postgres, one SQLite read
-            transaction).
+            A ``ComplianceSearchResult`` whose parts all come from one snapshot
+            (``CatalogBase._snapshot``).
 
         Raises:
             QueryError: a bad filter or ``limit`` (the message says what to send).
             SchemaMissingError / StoreUnavailableError / StoreError: as every catalog read.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise QueryError(f"limit must be a whole number of at least 1, got {limit!r}")
-        capped = min(limit, MAX_LIMIT)
-        filters, echo = build_filters(
-            query,
-            organisation=organisation,
-            regulatory_body=regulatory_body,
-            status=status,
-            misconduct_type=misconduct_type,
-            sector=sector,
-            date_from=date_from,
-            date_to=date_to,
-            min_fine=min_fine,
-        )
-        with self._read() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        capped = capped_limit(limit, MAX_LIMIT)
+        text = {
+            "query": query,
+            "organisation": organisation,
+            "regulatory_body": regulatory_body,
+            "status": status,
+            "misconduct_type": misconduct_type,
+            "sector": sector,
+        }
+        filters, echo = _checked_filters(text, date_from, date_to, min_fine)
+        with self._snapshot() as conn:
             found = run_search(conn, filters, capped)
         return ComplianceSearchResult(**found, limit=capped, filters=echo)

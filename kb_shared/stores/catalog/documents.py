@@ -355,13 +355,8 @@ class DocumentCatalog(CatalogBase):
         Raises:
             ValueError: an unknown status.
         """
-        query = sa.select(documents).order_by(documents.c.normalized_name)
-        if status is not None:
-            if status not in DOCUMENT_STATUSES:
-                raise ValueError(f"status must be one of {DOCUMENT_STATUSES}, got {status!r}")
-            query = query.where(documents.c.status == status)
-        with self._read() as conn:
-            return [to_row(DocumentRow, r) for r in conn.execute(query)]
+        order = (documents.c.normalized_name,)
+        return self._list_rows(DocumentRow, documents, order, status, DOCUMENT_STATUSES)
 
     def mark_ready(self, doc_id: str, **fields: Any) -> DocumentRow:
         """Set status ``ready`` (clearing any failure reason) and the given fields.
