@@ -3,8 +3,10 @@
 
 Rules (DESIGN.md "Identity"), applied in this order to a batch:
 
-1. Only ``.pdf`` files are taken from folders; a file named explicitly that is not ``.pdf`` is
-   refused. Files over ``KB_MAX_UPLOAD_BYTES`` and empty files are refused.
+1. Only documents (``.pdf``, ``.md``, ``.txt``: ``text_markdown.DOCUMENT_SUFFIXES``) are taken
+   from folders; a file named explicitly that is not one is refused. Files over
+   ``KB_MAX_UPLOAD_BYTES`` and empty files are refused, and so is a ``.md``/``.txt`` file that
+   is binary (a NUL byte, not UTF-8: ``text_markdown.decode_text``), before anything is written.
 2. Inside one batch, repeats of a normalised name collapse to the first (the others are
    reported as duplicates), and so do repeats of identical content.
 3. Against the catalog: a normalised name already there is a duplicate; the same ``doc_id``
@@ -32,8 +34,9 @@ import dagster as dg
 from kb_assets.constants import DOCUMENTS
 from kb_assets.resources import StoresResource
 from kb_shared import layout
-from kb_shared.errors import DuplicateDocumentError, IntakeError, StoreError
+from kb_shared.errors import ConversionError, DuplicateDocumentError, IntakeError, StoreError
 from kb_shared.identity import IdentityError, doc_id, normalize_name, sha256_bytes
+from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES, decode_text, is_text_document
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.stores.catalog import Catalog
 
@@ -95,27 +98,35 @@ class Candidate:
         return IntakeOutcome(str(self.path), self.name, status, doc, reason)
 
 
-def collect_pdfs(paths: Iterable[str | Path]) -> tuple[list[Path], list[IntakeOutcome]]:
-    """Expand files and folders into PDF files (folders recursively, sorted by path).
+def is_document_file(path: Path) -> bool:
+    """Whether ``path``'s extension is one kb takes as a document (``DOCUMENT_SUFFIXES``,
+    any case)."""
+    return path.suffix.lower() in DOCUMENT_SUFFIXES
+
+
+def collect_documents(paths: Iterable[str | Path]) -> tuple[list[Path], list[IntakeOutcome]]:
+    """Expand files and folders into document files (``.pdf``, ``.md``, ``.txt``; folders
+    recursively, sorted by path).
 
     Returns:
         ``(files, refused)`` — ``refused`` holds explicitly named paths that do not exist or
-        are not ``.pdf`` files.
+        are not documents.
     """
     files: list[Path] = []
     refused: list[IntakeOutcome] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() == ".pdf")
-            )
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and is_document_file(p)))
         elif path.is_file():
-            if path.suffix.lower() == ".pdf":
+            if is_document_file(path):
                 files.append(path)
             else:
                 refused.append(
-                    IntakeOutcome(str(raw), path.name, IntakeStatus.REFUSED, reason="not a .pdf file")
+                    IntakeOutcome(
+                        str(raw), path.name, IntakeStatus.REFUSED,
+                        reason=f"not a document kb reads ({', '.join(DOCUMENT_SUFFIXES)})",
+                    )
                 )
         else:
             refused.append(
@@ -137,7 +148,7 @@ def admit(
         IntakeError: the catalog lookup failed, or the partitions could not be added; nothing
             at all was added.
     """
-    files, outcomes = collect_pdfs(paths)
+    files, outcomes = collect_documents(paths)
     candidates = _screen(files, stores.settings.max_upload_bytes, outcomes)
     decided = _against_catalog(candidates, stores)
     added = [o.doc_id for o in decided if o.status == IntakeStatus.ADDED and o.doc_id]
@@ -184,6 +195,14 @@ def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) ->
             )
             continue
         data = path.read_bytes()
+        if is_text_document(name):
+            try:
+                decode_text(data, name)
+            except ConversionError as error:
+                outcomes.append(
+                    IntakeOutcome(str(path), name, IntakeStatus.REFUSED, reason=str(error))
+                )
+                continue
         digest = sha256_bytes(data)
         if digest in seen_content:
             outcomes.append(

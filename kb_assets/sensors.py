@@ -1,6 +1,6 @@
 """The intake sensor: it only reads, and asks for runs.
 
-Each tick (1) requests one ``add_documents`` run for the PDFs that appeared in
+Each tick (1) requests one ``add_documents`` run for the documents (.pdf, .md, .txt) that appeared in
 ``KB_HOME/inbox/`` since the last tick — the run admits them and moves them to
 ``inbox/added`` or ``inbox/refused`` — and (2) requests a build run for every pending document
 whose partition exists. The sensor itself writes nothing: no catalog row, no blob, no file
@@ -17,6 +17,7 @@ from pathlib import Path
 import dagster as dg
 
 from kb_assets.constants import ADD_JOB, BUILD_JOB, DOCUMENTS, DocumentStatus
+from kb_assets.intake import is_document_file
 from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.resources import StoresResource
 
@@ -29,10 +30,10 @@ def inbox_key(path: Path) -> str:
 
 
 def inbox_files(inbox: Path) -> list[Path]:
-    """The PDFs directly in the inbox (its ``added``/``refused`` folders are not scanned)."""
+    """The documents (.pdf, .md, .txt) directly in the inbox (its ``added``/``refused`` folders are not scanned)."""
     if not inbox.is_dir():
         return []
-    return sorted(p for p in inbox.iterdir() if p.is_file() and p.suffix.lower() == ".pdf")
+    return sorted(p for p in inbox.iterdir() if is_document_file(p))
 
 
 @dg.sensor(
@@ -40,7 +41,7 @@ def inbox_files(inbox: Path) -> list[Path]:
     minimum_interval_seconds=15,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "Requests an add_documents run for new PDFs in KB_HOME/inbox/ (the run moves them to "
+        "Requests an add_documents run for new documents in KB_HOME/inbox/ (the run moves them to "
         "inbox/added or inbox/refused with a .reason.txt) and a build run for every pending "
         "document."
     ),

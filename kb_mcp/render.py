@@ -97,14 +97,17 @@ def figure_line(passage: Passage, links: Links) -> str:
 
 
 def _locator(passage: Passage, links: Links) -> str:
-    """``chunk 12 of doc_id · [Source page 12](….pdf#page=12)`` under a text result's header."""
+    """``chunk 12 of doc_id · [Source page 12](….pdf#page=12)`` under a text result's header;
+    a chunk without a page (a ``.md``/``.txt`` document, cited by its section) links the
+    stored file: ``[Source file](…/guide.md)``."""
     parts = []
     if passage.chunk_number is not None:
         parts.append(f"chunk {passage.chunk_number} of {passage.point.document}")
     page = passage.citation.page_start
     url = links.page(passage.payload.pdf_key, page)
-    if url and page is not None:
-        parts.append(f"[Source page {page}]({url})")
+    if url:
+        label = f"Source page {page}" if page is not None else "Source file"
+        parts.append(f"[{label}]({url})")
     return " · ".join(parts)
 
 
@@ -386,14 +389,16 @@ def document_list_result(documents: DocumentList, links: Links) -> CallToolResul
             label = row.title or row.name
             if row.version:
                 label += f" ({row.version})"
-            counts = f"{row.pages} pages, {row.chunk_count} chunks"
+            # a text document (.md/.txt) has no pages (pages = 0): its size is its chunks
+            counts = f"{row.pages} pages, " if row.pages else ""
+            counts += f"{row.chunk_count} chunks"
             if row.figure_count:
                 counts += f", {row.figure_count} figures"
             url = links.file(row.blob_key)
             lines.append(f"- {row.name} [{row.doc_id}] — {label} — {counts} — {url}")
         parts.append(
             f"{len(documents.ready)} document(s) ready to search (file name [doc_id] — title — "
-            "size — PDF). search_docs and read_doc take the file name or the doc_id:\n"
+            "size — stored file). search_docs and read_doc take the file name or the doc_id:\n"
             + "\n".join(lines)
         )
     else:

@@ -31,11 +31,23 @@ Markdown has markers; with no markers at all every chunk has ``page_start = page
 A chunk's span is the smallest and largest page of the lines its text came from.
 
 **Blocks.** Lines are grouped into blocks: a heading line (always its own block); a fenced
-code block (```` ``` ```` or ``~~~`` to the matching closing fence, or to the end of the
-document when unclosed, blank lines included); a pipe table (see below); otherwise a run of
-non-blank lines (a paragraph or a list), ended by a blank line or by a heading, fence or table
-that starts on the next line. Every line keeps its own text except that trailing whitespace is
-trimmed, so quotes taken from the document still match chunk text.
+code block; a pipe table (see below); otherwise a run of non-blank lines (a paragraph or a
+list), ended by a blank line or by a heading, fence or table that starts on the next line.
+Every line keeps its own text except that trailing whitespace is trimmed, so quotes taken from
+the document still match chunk text.
+
+**Fences** (CommonMark 0.31, section 4.5). A fence opens at a line of 3 or more backticks or
+tildes indented at most 3 columns (a backtick fence's info string holds no backtick) and
+closes at the next line of the same character, at least as long, with nothing after it and
+indented at most 3 columns; everything between, blank lines included, is code. So a fence of
+four backticks holds lines of three, a ``~~~`` fence holds backtick lines, and a ``#`` line
+inside a fence is code, never a heading: a fence never starts a section (nor ends one).
+Unclosed, a fence runs to the end of the document. Inside a list (after a list block, through
+the blank lines and indented blocks that follow it) a fence may be indented further, as list
+items' code is; it then closes at a fence indented at most 3 columns more than its opening
+one and, left unclosed, ends before the first line indented less than its opening fence (the
+item's end). Outside a list a fence line indented 4 or more columns is paragraph text. The
+same rules hold for every converter's Markdown: PDF conversions may emit fences too.
 
 **Packing.** Blocks are packed greedily, in order, into a chunk while its word count stays
 <= ``budget_words``; blocks in one chunk are joined by a blank line. Each heading starts a new
@@ -67,7 +79,8 @@ first sentences of a long paragraph may fill the room left in the previous chunk
 substrings of the block; two pieces of one block in one chunk are rendered as the original
 substring between them. No text chunk exceeds the budget, except a chunk that is one fenced
 code block larger than the budget: code is the only unsplittable unit (cutting it would leave
-an unbalanced fence and code that means something else).
+an unbalanced fence and code that means something else), so such a block is one chunk of its
+own, whatever its size, and the chunk in progress before it is closed first.
 
 **Tables.** A table starts at a line containing ``|`` followed by an alignment row (a row of
 ``-``/``:`` cells containing ``|``). Body rows follow: non-blank lines containing ``|``. After
@@ -121,8 +134,12 @@ _WORD = re.compile(r"[^\s|]+")
 _PAGE_MARKER = re.compile(r"^\s*<!--\s*page\s+(\d+)\s*-->\s*$", re.IGNORECASE)
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+_FENCE_OPEN = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*$")
+#: Indentation (columns) up to which a line still opens a fence, a heading or a closing fence
+#: outside a list (CommonMark 0.31, sections 4.2 and 4.5).
+_MAX_INDENT = 3
+_LEADING = re.compile(r"[ \t]*")
 _ALIGNMENT_ROW = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _PIPE_ROW_START = re.compile(r"^ {0,3}\|")
 _LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
@@ -243,11 +260,16 @@ class _Lines:
     def heading(self, i: int) -> re.Match[str] | None:
         return _HEADING.match(self.text[i]) if self.content(i) else None
 
-    def fence(self, i: int) -> re.Match[str] | None:
+    def fence(self, i: int, in_list: bool = False) -> re.Match[str] | None:
+        """The opening fence on line ``i`` (groups: indentation, fence, info string), or
+        ``None``. Indented over 3 columns it opens a fence only ``in_list`` (a list item's
+        fenced code; elsewhere such a line is paragraph text)."""
         if not self.content(i):
             return None
         match = _FENCE_OPEN.match(self.text[i])
-        if match and match.group(1)[0] == "`" and "`" in match.group(2):
+        if match is None or (_indent(match.group(1)) > _MAX_INDENT and not in_list):
+            return None
+        if match.group(2)[0] == "`" and "`" in match.group(3):
             return None  # a backtick fence's info string cannot contain a backtick
         return match
 
@@ -262,9 +284,15 @@ class _Lines:
             and _ALIGNMENT_ROW.match(self.text[i + 1]) is not None
         )
 
-    def interrupts(self, i: int) -> bool:
-        """Line ``i`` starts a block that ends a paragraph or a table."""
-        return bool(self.heading(i) or self.fence(i) or self.table_start(i))
+    def interrupts(self, i: int, in_list: bool = False) -> bool:
+        """Line ``i`` starts a block that ends a paragraph or a table (``in_list``: see
+        ``fence``)."""
+        return bool(self.heading(i) or self.fence(i, in_list) or self.table_start(i))
+
+
+def _indent(whitespace: str) -> int:
+    """Width in columns of a line's leading spaces and tabs (tab stops of 4, CommonMark)."""
+    return len(whitespace.expandtabs(4))
 
 
 def _heading_title(raw: str | None) -> str:
@@ -283,12 +311,13 @@ def _parse(lines: _Lines) -> list[_Block]:
     """Group the document's lines into blocks (module docstring, "Blocks" and "Tables")."""
     blocks: list[_Block] = []
     i, n = 0, len(lines)
+    in_list = False  # inside a list: after a list block, through its indented blocks
     while i < n:
         if not lines.content(i):
             i += 1
             continue
         heading = lines.heading(i)
-        fence = lines.fence(i)
+        fence = lines.fence(i, in_list)
         if heading:
             blocks.append(
                 _Block(
@@ -300,27 +329,47 @@ def _parse(lines: _Lines) -> list[_Block]:
                 )
             )
             i += 1
+            in_list = False
         elif fence:
-            i = _parse_fence(lines, i, fence.group(1), blocks)
+            i = _parse_fence(lines, i, fence, blocks)
         elif lines.table_start(i):
             i = _parse_table(lines, i, blocks)
+            in_list = False
         else:
-            i = _parse_prose(lines, i, blocks)
+            i = _parse_prose(lines, i, blocks, in_list)
+            block = blocks[-1]
+            in_list = block.is_list or (in_list and block.lines[0][:1] in (" ", "\t"))
     return [block.finish() for block in blocks]
 
 
-def _parse_fence(lines: _Lines, i: int, opener: str, blocks: list[_Block]) -> int:
+def _parse_fence(lines: _Lines, i: int, opening: re.Match[str], blocks: list[_Block]) -> int:
+    """A fenced code block from line ``i`` to its closing fence: the same character, at least
+    as long, nothing after it. Unclosed, it runs to the end of the document, or, when the
+    opening fence is indented over 3 columns (inside a list item), to the last line before
+    one indented less than the opening fence (where the item ends)."""
+    indent, opener = _indent(opening.group(1)), opening.group(2)
+    nested = indent > _MAX_INDENT
+    close_limit = indent + _MAX_INDENT if nested else _MAX_INDENT
     block = _Block("code", [lines.text[i]], [lines.page[i]])
     j = i + 1
     while j < len(lines):
         if lines.marker[j]:
             j += 1
             continue
-        block.lines.append(lines.text[j])
+        text = lines.text[j]
+        close = _FENCE_CLOSE.match(text)
+        closes = (
+            close is not None
+            and _indent(close.group(1)) <= close_limit
+            and close.group(2)[0] == opener[0]
+            and len(close.group(2)) >= len(opener)
+        )
+        if not closes and nested and text and _indent(_LEADING.match(text).group()) < indent:
+            break  # the list item (and with it the unclosed fence) ended
+        block.lines.append(text)
         block.pages.append(lines.page[j])
-        close = _FENCE_CLOSE.match(lines.text[j])
         j += 1
-        if close and close.group(1)[0] == opener[0] and len(close.group(1)) >= len(opener):
+        if closes:
             break
     while block.lines and not block.lines[-1]:  # an unclosed fence running into blank lines
         block.lines.pop()
@@ -329,14 +378,15 @@ def _parse_fence(lines: _Lines, i: int, opener: str, blocks: list[_Block]) -> in
     return j
 
 
-def _parse_prose(lines: _Lines, i: int, blocks: list[_Block]) -> int:
+def _parse_prose(lines: _Lines, i: int, blocks: list[_Block], in_list: bool) -> int:
     block = _Block("prose", [], [])
+    in_list = in_list or _LIST_ITEM.match(lines.text[i]) is not None
     j = i
     while j < len(lines):
         if lines.marker[j]:
             j += 1
             continue
-        if lines.blank(j) or (j > i and lines.interrupts(j)):
+        if lines.blank(j) or (j > i and lines.interrupts(j, in_list)):
             break
         block.lines.append(lines.text[j])
         block.pages.append(lines.page[j])
@@ -650,6 +700,22 @@ def chunk_markdown(markdown: str, document: str, budget_words: int = 300) -> lis
             builder.add(_Piece(block, start, end, count_words(block.text[start:end])), path)
     builder.flush()
     return builder.chunks
+
+
+def markdown_headings(markdown: str) -> list[tuple[int, str]]:
+    """The ATX headings the chunker sees in ``markdown``, in order, as ``(level, title)``
+    (titles as in ``heading_path``; ``#`` lines inside fences are not headings), e.g.
+    ``"# Guide\\n\\n```\\n# x\\n```\\n## Setup"`` -> ``[(1, "Guide"), (2, "Setup")]``.
+
+    Raises:
+        ValueError: a page marker numbered 0.
+    """
+    markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
+    return [
+        (block.level, block.title)
+        for block in _parse(_Lines(markdown))
+        if block.kind == "heading"
+    ]
 
 
 def section_label(chunk: Chunk) -> str:

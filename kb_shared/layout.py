@@ -3,7 +3,7 @@
 The writer (``kb_assets``) and the reader (``kb_mcp``, which serves ``/files/…``) both build keys
 here, so neither spells a prefix by hand. ``doc`` is always a ``doc_id`` (``kb_shared.identity``).
 
-    pdfs/{doc}                       the uploaded PDF (served)
+    pdfs/{doc}                       the uploaded original: a PDF, or a .md/.txt file (served)
     markdown/{doc}.md, .json         converted Markdown and its metadata sidecar
     chunks/{doc}.parquet             the chunks asset's output
     assets/{asset}/{doc}.json        other assets' step summaries
@@ -25,7 +25,9 @@ SERVED_PREFIXES: tuple[str, ...] = (PDFS, FIGURES)
 
 
 def pdf_key(doc: str) -> str:
-    """Key of a document's stored PDF."""
+    """Key of a document's stored original file: its PDF, or its ``.md``/``.txt`` file. One
+    key for every original, so serving, deleting and repairing need no rule per file type;
+    the type is the document name's extension (``providers.text_markdown.is_text_document``)."""
     return f"{PDFS}{doc}"
 
 

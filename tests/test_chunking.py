@@ -18,6 +18,7 @@ from kb_shared.chunking import (
     chunk_markdown,
     count_words,
     embedding_text,
+    markdown_headings,
     section_label,
     stored_embedding_text,
 )
@@ -919,3 +920,161 @@ def test_a_numbered_heading_after_an_empty_numbered_one_is_its_sibling() -> None
         "### 3.4 Conditions\n\nText.",
         ("3.4 Conditions",),
     )
+
+
+# --------------------------------------------------------------------------- fences
+
+
+@pytest.mark.parametrize(
+    "fence",
+    [
+        "```python\n# a comment, not a heading\n\nx = 1\n```",
+        "~~~\n## not a heading\n~~~",
+        "````markdown\n# Example heading\n```python\n# comment\n```\n````",
+        "~~~text\n```\n# inside backticks inside tildes\n```\n~~~",
+        "```\n# a shorter fence does not close\n``\n``` not a closer: text after it\n```",
+    ],
+    ids=["backticks", "tildes", "four-backticks-holding-three", "tildes-holding-backticks",
+         "closers-that-do-not-close"],
+)
+def test_a_hash_line_inside_a_fence_is_code_not_a_heading(fence: str) -> None:
+    markdown = f"# Setup\n\nInstall it.\n\n{fence}\n\n## Run\n\nStart it."
+    assert _summary(chunk_markdown(markdown, "doc")) == [
+        ("doc-0", "text", f"# Setup\n\nInstall it.\n\n{fence}", ("Setup",), None, None),
+        ("doc-1", "text", "## Run\n\nStart it.", ("Setup", "Run"), None, None),
+    ]
+
+
+def test_a_fence_is_never_split_and_never_shares_past_the_budget() -> None:
+    code = "```\none two\n\nthree four\n```"
+    markdown = f"# A\n\nalpha beta gamma.\n\n{code}\n\ndelta epsilon."
+    # the fence (6 words, its two fence lines included) does not fit beside the heading and
+    # paragraph (5), so it starts a chunk; the paragraph after it (2) fits beside it
+    assert [c.text for c in chunk_markdown(markdown, "doc", budget_words=8)] == [
+        "# A\n\nalpha beta gamma.",
+        f"{code}\n\ndelta epsilon.",
+    ]
+
+
+def test_a_fence_over_the_budget_is_one_chunk_of_its_own() -> None:
+    code = "```sh\n# step one\nrun a b c d e f\n\n# step two\nrun g h i j k l\n```"
+    markdown = f"# Build\n\n{code}\n\nDone."
+    assert _summary(chunk_markdown(markdown, "doc", budget_words=5)) == [
+        ("doc-0", "text", "# Build", ("Build",), None, None),
+        ("doc-1", "text", code, ("Build",), None, None),
+        ("doc-2", "text", "Done.", ("Build",), None, None),
+    ]
+
+
+def test_an_unclosed_fence_runs_to_the_end_of_the_document() -> None:
+    markdown = (
+        "<!-- page 1 -->\n# Guide\n\nIntro.\n\n```\n# not a heading\n\n<!-- page 2 -->\n"
+        "## nor this\n| a | b |\n|---|---|\n| 1 | 2 |\n\n\n"
+    )
+    assert _summary(chunk_markdown(markdown, "doc", budget_words=3)) == [
+        ("doc-0", "text", "# Guide\n\nIntro.", ("Guide",), 1, 1),
+        (
+            "doc-1", "text",
+            "```\n# not a heading\n\n## nor this\n| a | b |\n|---|---|\n| 1 | 2 |",
+            ("Guide",), 1, 2,
+        ),
+    ]
+
+
+def test_a_backtick_in_a_backtick_fence_info_string_makes_it_text() -> None:
+    markdown = "```not`a fence\n\n# Heading\n\nText."
+    assert [(c.text, c.heading_path) for c in chunk_markdown(markdown, "doc")] == [
+        ("```not`a fence", ()),
+        ("# Heading\n\nText.", ("Heading",)),
+    ]
+
+
+def test_a_list_items_indented_fence_is_one_block_with_its_blank_lines() -> None:
+    code = "    ```bash\n    # install\n\n    pip install kb\n    ```"
+    markdown = f"1. Install:\n\n{code}\n\n2. Run it."
+    assert [c.text for c in chunk_markdown(markdown, "doc", budget_words=3)] == [
+        "1. Install:", code, "2. Run it.",
+    ]
+    # closed by a fence indented less (still within 3 columns of the opening one)
+    closed = "- Item\n    ```\n    # x\n\n    y\n  ```\n\n# H\n\nText."
+    assert [c.text for c in chunk_markdown(closed, "doc")] == [
+        "- Item\n\n    ```\n    # x\n\n    y\n  ```",
+        "# H\n\nText.",
+    ]
+    # unclosed, it ends where the item does: before the first line indented less
+    unclosed = "- Item\n\n    ```\n    code\n\n    more\n- Next item\n\n# H\n\nText."
+    assert [c.text for c in chunk_markdown(unclosed, "doc", budget_words=3)] == [
+        "- Item", "    ```\n    code\n\n    more", "- Next item", "# H\n\nText.",
+    ]
+
+
+def test_an_indented_fence_line_outside_a_list_is_paragraph_text() -> None:
+    markdown = "Text.\n\n    ```\n# Heading\n\nMore."
+    assert [(c.text, c.heading_path) for c in chunk_markdown(markdown, "doc", budget_words=3)] == [
+        ("Text.\n\n    ```", ()),
+        ("# Heading\n\nMore.", ("Heading",)),
+    ]
+
+
+def test_markdown_headings_skips_hash_lines_inside_fences() -> None:
+    markdown = "# Guide\r\n\r\n````\n# x\n```\n## y\n```\n````\n\n## Setup\n\n~~~\n# z"
+    assert markdown_headings(markdown) == [(1, "Guide"), (2, "Setup")]
+
+
+_fence_char = st.sampled_from(["`", "~"])
+
+
+@st.composite
+def _fenced_documents(draw: st.DrawFn) -> tuple[str, list[str], list[str]]:
+    """Markdown of headings, paragraphs and fences whose code holds ``#`` lines and shorter or
+    other-character fence lines; returns (markdown, heading titles, code blocks)."""
+    parts: list[str] = []
+    titles: list[str] = []
+    codes: list[str] = []
+    for number, kind in enumerate(
+        draw(st.lists(st.sampled_from(["heading", "para", "code"]), max_size=10))
+    ):
+        if kind == "heading":
+            title = f"Section {number}"
+            titles.append(title)
+            parts.append("#" * draw(st.integers(1, 4)) + " " + title)
+        elif kind == "para":
+            parts.append(" ".join(draw(st.lists(_word, min_size=1, max_size=12))) + ".")
+        else:
+            char, length = draw(_fence_char), draw(st.integers(3, 5))
+            other = "~" if char == "`" else "`"
+            inner = draw(
+                st.lists(
+                    st.one_of(
+                        st.builds(lambda w: f"# {w}", _word),
+                        st.builds(lambda w: f"## {w} {number}", _word),
+                        st.just(char * (length - 1)),
+                        st.just(other * length),
+                        st.just(""),
+                        st.builds(lambda ws: " ".join(ws), st.lists(_word, min_size=1, max_size=6)),
+                    ),
+                    max_size=6,
+                )
+            )
+            while inner and not inner[-1]:
+                inner.pop()
+            code = "\n".join([char * length + "text", *inner, char * length])
+            codes.append(code)
+            parts.append(code)
+    return "\n\n".join(parts), titles, codes
+
+
+@_PROPERTY_SETTINGS
+@given(document=_fenced_documents(), budget=st.integers(2, 30))
+def test_property_fences_stay_whole_and_never_start_sections(
+    document: tuple[str, list[str], list[str]], budget: int
+) -> None:
+    markdown, titles, codes = document
+    chunks = chunk_markdown(markdown, "doc", budget)
+    assert {title for c in chunks for title in c.heading_path} <= set(titles)
+    for code in codes:
+        holding = [c for c in chunks if code in c.text]
+        assert len(holding) >= 1, code  # whole inside one chunk, never cut
+        if count_words(code) > budget:
+            assert code in [c.text for c in chunks], code  # alone when over the budget
+    assert [title for _, title in markdown_headings(markdown)] == titles

@@ -3,7 +3,9 @@
 
 Figure ids (``{doc_id}#figure-{n}``) live in their own namespace, so adding or removing
 figures never moves a chunk id. Each figure is rendered three times from the PDF (stored
-2048 px, inline 1024 px, embedding 768 px; see ``kb_shared.figures``).
+2048 px, inline 1024 px, embedding 768 px; see ``kb_shared.figures``). A ``.md``/``.txt``
+document has no figures: the step stores none (and removes any stale ones) without opening a
+PDF or calling the locator.
 """
 
 # No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
@@ -25,7 +27,8 @@ from kb_shared import layout
 from kb_shared.citations import FigurePayload, PointPayload
 from kb_shared.figures import figure_text, render_all_sizes, text_near_box
 from kb_shared.identity import figure_id
-from kb_shared.providers.base import FigureInput
+from kb_shared.providers.base import FigureBox, FigureInput
+from kb_shared.providers.text_markdown import is_text_document
 from kb_shared.stores.vectors import KIND_FIGURE, Point
 
 
@@ -80,54 +83,58 @@ def figures(
                       "embedding_calls": 0, "seconds": 0.0},
         )
 
-    pdf = blobs.get(row.blob_key)
-    boxes = [b for b in locator.locate(pdf, document.figures) if not b.decorative]
+    boxes: list[FigureBox] = []
+    pdf = b""
+    if not is_text_document(row.name):  # a text document has no figures and no PDF
+        pdf = blobs.get(row.blob_key)
+        boxes = [b for b in locator.locate(pdf, document.figures) if not b.decorative]
     points: list[Point] = []
     inputs_to_embed: list[FigureInput] = []
     written: set[str] = set()
-    with pymupdf.open(stream=pdf, filetype="pdf") as pdf_doc:
-        for number, box in enumerate(boxes, start=1):
-            page = pdf_doc[box.page - 1]
-            renders = render_all_sizes(page, box.bbox)
-            keys = layout.figure_keys(doc_id, number)
-            blobs.put(keys.stored, renders.stored.png)
-            blobs.put(keys.inline, renders.inline.png)
-            blobs.put(keys.embed, renders.embed.png)
-            written.update(keys.all())
-            text = figure_text(box.caption, text_near_box(page, box.bbox)) or (
-                f"Figure on page {box.page} of {document.title or document.name}"
-            )
-            payload = PointPayload(
-                doc_id=doc_id,
-                name=document.name,
-                title=document.title,
-                version=document.version,
-                page_start=box.page,
-                page_end=box.page,
-                pdf_key=layout.pdf_key(doc_id),
-                markdown_key=layout.markdown_key(doc_id),
-                figure=FigurePayload(
-                    number=number,
-                    caption=box.caption,
-                    stored_key=keys.stored,
-                    inline_key=keys.inline,
-                    embed_key=keys.embed,
-                    bbox=tuple(box.bbox),
-                    width_px=renders.stored.width,
-                    height_px=renders.stored.height,
-                ),
-            )
-            inputs_to_embed.append(FigureInput(text=text, png=renders.embed.png))
-            points.append(
-                Point(
-                    id=figure_id(doc_id, number),
-                    document=doc_id,
-                    kind=KIND_FIGURE,
-                    text=text,
-                    dense=(),
-                    payload=payload.to_payload(),
+    if boxes:  # open the PDF only when there is a figure to render
+        with pymupdf.open(stream=pdf, filetype="pdf") as pdf_doc:
+            for number, box in enumerate(boxes, start=1):
+                page = pdf_doc[box.page - 1]
+                renders = render_all_sizes(page, box.bbox)
+                keys = layout.figure_keys(doc_id, number)
+                blobs.put(keys.stored, renders.stored.png)
+                blobs.put(keys.inline, renders.inline.png)
+                blobs.put(keys.embed, renders.embed.png)
+                written.update(keys.all())
+                text = figure_text(box.caption, text_near_box(page, box.bbox)) or (
+                    f"Figure on page {box.page} of {document.title or document.name}"
                 )
-            )
+                payload = PointPayload(
+                    doc_id=doc_id,
+                    name=document.name,
+                    title=document.title,
+                    version=document.version,
+                    page_start=box.page,
+                    page_end=box.page,
+                    pdf_key=layout.pdf_key(doc_id),
+                    markdown_key=layout.markdown_key(doc_id),
+                    figure=FigurePayload(
+                        number=number,
+                        caption=box.caption,
+                        stored_key=keys.stored,
+                        inline_key=keys.inline,
+                        embed_key=keys.embed,
+                        bbox=tuple(box.bbox),
+                        width_px=renders.stored.width,
+                        height_px=renders.stored.height,
+                    ),
+                )
+                inputs_to_embed.append(FigureInput(text=text, png=renders.embed.png))
+                points.append(
+                    Point(
+                        id=figure_id(doc_id, number),
+                        document=doc_id,
+                        kind=KIND_FIGURE,
+                        text=text,
+                        dense=(),
+                        payload=payload.to_payload(),
+                    )
+                )
     if points:
         vectors = embedder.embed_figures(inputs_to_embed)
         points = [

@@ -1,5 +1,6 @@
 """The ``markdown`` asset: PDF → Markdown with page and figure markers (the expensive step,
-banked in blobs by the IO manager before anything downstream runs)."""
+banked in blobs by the IO manager before anything downstream runs); a ``.md``/``.txt`` document
+passes through ``TextMarkdownConverter`` instead (no pages, no figures)."""
 
 # No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
 # parameter annotations as classes when it decorates them, to find config and resources.
@@ -16,6 +17,8 @@ from kb_assets.partitions import documents_partitions
 from kb_assets.resources import Providers, StoresResource
 from kb_shared import layout
 from kb_shared.errors import ConversionError
+from kb_shared.providers.base import MarkdownConverter
+from kb_shared.providers.text_markdown import TextMarkdownConverter, is_text_document
 
 
 @dg.asset(
@@ -27,7 +30,8 @@ from kb_shared.errors import ConversionError
     description=(
         "PDF → Markdown with `<!-- page N -->` before each page, `[Figure: …]` markers, "
         "tables as Markdown tables and page furniture removed; title and version extracted. "
-        "A scanned, encrypted, corrupt, empty or non-PDF file fails here with its reason."
+        "A scanned, encrypted, corrupt, empty or non-PDF file fails here with its reason. "
+        "A .md file passes through and a .txt file becomes paragraphs (no pages, no figures)."
     ),
 )
 def markdown(
@@ -36,8 +40,9 @@ def markdown(
     stores: StoresResource,
     providers: dg.ResourceParam[Providers],
 ) -> dg.Output[MarkdownDocument]:
-    """Convert the document's PDF; reuse the stored Markdown when the PDF and converter are
-    unchanged (no conversion call), unless ``force``.
+    """Convert the document's PDF (or read its ``.md``/``.txt`` file: ``converter_for``);
+    reuse the stored Markdown when the file and converter are unchanged (no conversion call),
+    unless ``force``.
 
     Raises:
         dagster.Failure: the PDF cannot be converted (the converter's reason; the run's
@@ -46,18 +51,18 @@ def markdown(
     doc_id = context.partition_key
     row = require_document(stores, doc_id)
     blobs = stores.blobs()
-    converter = providers.converter()
+    converter = converter_for(row.name, providers)
 
     if not config.force:
         stored = StepRecords(blobs).previous_markdown(doc_id)
         if stored is not None and stored.sha256 == row.sha256 and stored.provider == converter.name:
-            context.log.info("%s: PDF unchanged since its last conversion; reusing it", doc_id)
+            context.log.info("%s: file unchanged since its last conversion; reusing it", doc_id)
             return dg.Output(stored, metadata=_metadata(stored, reused=True))
 
-    pdf = blobs.get(row.blob_key)
+    data = blobs.get(row.blob_key)
     started = time.perf_counter()
     try:
-        converted = converter.convert(pdf, row.name)
+        converted = converter.convert(data, row.name)
     except ConversionError as error:
         raise dg.Failure(description=str(error), allow_retries=False) from error
     document = MarkdownDocument(
@@ -77,6 +82,13 @@ def markdown(
     return dg.Output(
         document, metadata={**_metadata(document, reused=False), **provider_usage(converter)}
     )
+
+
+def converter_for(name: str, providers: Providers) -> MarkdownConverter:
+    """The converter of the document named ``name``: the text pass-through for ``.md``/``.txt``
+    (``text_markdown.is_text_document``: offline, no model, whatever the providers), else the
+    providers' PDF converter."""
+    return TextMarkdownConverter() if is_text_document(name) else providers.converter()
 
 
 def _metadata(document: MarkdownDocument, *, reused: bool) -> dict[str, object]:

@@ -58,7 +58,7 @@ def test_the_sensor_writes_nothing_and_requests_an_add_run(tmp_path: Path) -> No
     settings = Settings(home=home)
     settings.inbox.mkdir(parents=True)
     (settings.inbox / "Inbox Doc.pdf").write_bytes(PDF)
-    (settings.inbox / "notes.txt").write_text("left alone")
+    (settings.inbox / "notes.docx").write_text("left alone")
     instance = dagster_instance(settings)
 
     first = _tick(instance, home, None)
@@ -78,7 +78,7 @@ def test_the_sensor_writes_nothing_and_requests_an_add_run(tmp_path: Path) -> No
     assert stores.catalog().list_documents() == []
     assert stores.blobs().list("") == []
     assert instance.get_dynamic_partitions(DOCUMENTS) == []
-    assert sorted(p.name for p in settings.inbox.iterdir()) == ["Inbox Doc.pdf", "notes.txt"]
+    assert sorted(p.name for p in settings.inbox.iterdir()) == ["Inbox Doc.pdf", "notes.docx"]
 
     # the cursor remembers the request: the next tick asks for nothing
     assert _tick(instance, home, first.cursor).run_requests == []
@@ -86,7 +86,7 @@ def test_the_sensor_writes_nothing_and_requests_an_add_run(tmp_path: Path) -> No
     # the add run admits the file and moves it to inbox/added
     assert _run_add(instance, home, request).success
     assert (settings.inbox / "added" / "Inbox Doc.pdf").exists()
-    assert (settings.inbox / "notes.txt").exists()
+    assert (settings.inbox / "notes.docx").exists()
     assert instance.has_dynamic_partition(DOCUMENTS, "inbox-doc.pdf")
     row = stores.catalog().get("inbox-doc.pdf")
     assert row.status == "pending"

@@ -111,14 +111,14 @@ def test_folders_recurse_and_explicit_non_pdfs_are_refused(tmp_path: Path, store
     folder = tmp_path / "docs"
     write(folder, "b.pdf", PDF_B)
     write(folder / "sub", "a.pdf", PDF_A)
-    write(folder, "readme.txt", b"not a pdf")  # ignored inside a folder
-    text = write(tmp_path, "notes.txt", b"hello")
+    write(folder, "readme.docx", b"not a document kb reads")  # ignored inside a folder
+    text = write(tmp_path, "notes.docx", b"hello")
     empty = write(tmp_path, "empty.pdf", b"")
     outcomes = admit([folder, text, empty, tmp_path / "missing.pdf"], stores, instance)
     assert [(o.name, o.status, o.reason) for o in outcomes] == [
         ("b.pdf", "added", ""),
         ("a.pdf", "added", ""),
-        ("notes.txt", "refused", "not a .pdf file"),
+        ("notes.docx", "refused", "not a document kb reads (.pdf, .md, .txt)"),
         ("empty.pdf", "refused", "the file is empty"),
         ("missing.pdf", "refused", "no such file"),
     ]
