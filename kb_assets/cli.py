@@ -1,6 +1,7 @@
 """``kb`` — the pipeline CLI: add, build, rebuild, retry, delete, inspect and repair documents,
 serve the Dagster UI (``kb ui``, ``kb demo``; process handling in ``kb_assets.serve``), and
-sync market data (``kb sync aer|notion``, in ``kb_assets.cli_sync``).
+sync market data (``kb sync aer|notion``, in ``kb_assets.cli_sync``) and review document
+requests (``kb requests list|approve|reject``, in ``kb_assets.cli_requests``).
 
 Every command reads settings from the environment (``KB_*``, see the README) and works on
 the Dagster instance under ``KB_HOME/dagster``, so what it does shows up in the Dagster UI.
@@ -19,10 +20,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kb_assets import operations, serve
+from kb_assets.cli_requests import requests_app
 from kb_assets.cli_sync import sync_app
 from kb_assets.constants import PARTITION_TAG, REBUILDABLE, DocumentStatus
 from kb_assets.instance import dagster_instance
-from kb_assets.intake import IntakeOutcome, IntakeStatus, admit
+from kb_assets.intake import IntakeOutcome, IntakeStatus, admit, admit_sources
 from kb_assets.resources import StoresResource
 from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
 from kb_shared.settings import Settings
@@ -35,6 +37,7 @@ app = typer.Typer(
 db_app = typer.Typer(help="Catalog database commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(sync_app, name="sync")
+app.add_typer(requests_app, name="requests")
 
 #: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -61,17 +64,31 @@ def _context() -> tuple[Settings, StoresResource]:
 
 @app.command()
 def add(
-    paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (recursive).")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="Documents: files, folders (recursive) or https URLs of PDFs."),
+    ],
     build: Annotated[bool, typer.Option("--build", help="Build the added documents now.")] = False,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", help="The document name for a single URL (default: the download's own)."
+        ),
+    ] = None,
 ) -> None:
-    """Add PDFs: identity rules, copy to blobs, add the partition (then `kb build`).
+    """Add documents: identity rules, copy to blobs, add the partition (then `kb build`).
 
-    Exits 1 when any file was refused (not a PDF, empty, unreadable, or its content is
-    already in the corpus under another name); a name already in the corpus is a duplicate,
-    reported but not an error, so adding a folder again is safe."""
+    A URL is downloaded first through the safe fetcher (https, public addresses only, a PDF
+    under KB_MAX_UPLOAD_BYTES) and then added like a file of its name. Exits 1 when any file
+    or URL was refused (not a document, empty, unreadable, a refused download, or its content
+    is already in the corpus under another name); a name already in the corpus is a
+    duplicate, reported but not an error, so adding a folder again is safe."""
     settings, stores = _context()
     try:
-        outcomes = admit(paths, stores, dagster_instance(settings))
+        outcomes = admit_sources(paths, stores, dagster_instance(settings), name=name)
+    except ValueError as error:
+        err.print(f"[red]{error}[/red]")
+        raise typer.Exit(2) from error
     except IntakeError as error:
         err.print(f"[red]refused the whole batch:[/red] {error}")
         raise typer.Exit(1) from error
@@ -84,7 +101,7 @@ def add(
         console.print(table)
     refused = sum(1 for o in outcomes if o.status == IntakeStatus.REFUSED)
     if not outcomes:
-        console.print("no PDF files found in " + ", ".join(str(p) for p in paths))
+        console.print("no documents found in " + ", ".join(str(p) for p in paths))
     elif added:
         then = "building them." if build else "run `kb build` to build them."
         console.print(f"{len(added)} added; {then}")

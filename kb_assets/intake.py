@@ -1,5 +1,6 @@
 """Intake: ``admit`` is the one way a file becomes a document. ``kb add``, ``kb demo`` and the
-``add_documents`` job (which the inbox sensor requests) all call it.
+``add_documents`` job (which the inbox sensor requests) all call it; ``admit_sources`` puts
+https URLs through it too (downloaded by the safe fetcher first, see "URLs" below).
 
 Rules (DESIGN.md "Identity"), applied in this order to a batch:
 
@@ -19,25 +20,44 @@ An accepted file gets its catalog row first (the unique indexes settle a race be
 intakes), then its bytes in blobs (if the copy fails the row is removed again); then every
 added file gets its Dagster partition in one call. If that call fails, the batch's rows and
 blobs are removed again and nothing is added.
+
+URLs (issue 12, "Adding documents by URL"): every URL of a batch is downloaded before anything
+is written, through ``kb_shared.fetch`` (https only, every resolved address public, redirects
+re-checked, PDF type and magic bytes, size capped at ``KB_MAX_UPLOAD_BYTES``). The document's
+name is the one given, else the download's (``Content-Disposition``, else the URL's last path
+segment), with ``.pdf`` added when it has no suffix; then the bytes meet the same rules as a
+file of that name. A download that is refused or fails is a refused outcome and writes nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from pathlib import Path
+from functools import partial
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 import dagster as dg
 
 from kb_assets.constants import DOCUMENTS
 from kb_assets.resources import StoresResource
 from kb_shared import layout
-from kb_shared.errors import ConversionError, DuplicateDocumentError, IntakeError, StoreError
+from kb_shared.errors import (
+    ConversionError,
+    DuplicateDocumentError,
+    FetchError,
+    IntakeError,
+    StoreError,
+)
+from kb_shared.fetch import Expectation, Fetched, FetchPolicy, fetch
 from kb_shared.identity import IdentityError, doc_id, normalize_name, sha256_bytes
 from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES, decode_text, is_text_document
 from kb_shared.stores.blobs import BlobStore
+from kb_shared.settings import Settings
 from kb_shared.stores.catalog import Catalog
 
 log = logging.getLogger(__name__)
@@ -330,3 +350,135 @@ def _input_position(path: str, order: dict[str, int]) -> tuple[int, str]:
         if path == given or path.startswith(given.rstrip("/") + "/"):
             return (position, path)
     return (len(order), path)
+
+
+# --- URLs ------------------------------------------------------------------------------------
+
+#: Downloads one URL for intake and returns it, or raises ``FetchError``.
+UrlFetcher = Callable[[str], Fetched]
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+#: The suffix every downloaded document gets: the fetcher only accepts PDFs.
+URL_DOCUMENT_SUFFIX = ".pdf"
+
+
+def is_url(source: str | Path) -> bool:
+    """Whether ``source`` is a URL (``scheme://…``) rather than a server path. Any scheme
+    counts, so ``ftp://`` or ``file://`` reaches the fetcher and is refused there by name."""
+    return isinstance(source, str) and _SCHEME.match(source.strip()) is not None
+
+
+def safe_fetcher(settings: Settings) -> UrlFetcher:
+    """The production downloader: ``kb_shared.fetch.fetch`` of a PDF under
+    ``FetchPolicy.from_settings(settings)`` (no address is ever exempt)."""
+    return partial(fetch, expect=Expectation.PDF, policy=FetchPolicy.from_settings(settings))
+
+
+#: How ``admit_sources`` gets its downloader from the settings. A module attribute so that
+#: tests can point intake at their local HTTPS server (an injected resolver and test CA);
+#: no setting can, so production always uses ``safe_fetcher``.
+fetcher_for: Callable[[Settings], UrlFetcher] = safe_fetcher
+
+
+def url_document_name(name: str) -> str:
+    """``name`` as a downloaded document's name: trimmed, with ``.pdf`` added unless it ends
+    in it (``download.aspx`` → ``download.aspx.pdf``, ``Spec v3.2`` → ``Spec v3.2.pdf``).
+
+    Raises:
+        IdentityError: empty, a path rather than a name, or ending in another document
+            suffix (``.md``, ``.txt``): a download is a PDF, and the suffix decides how a
+            document is converted.
+    """
+    clean = name.strip()
+    if not clean or clean in {".", ".."} or "/" in clean or "\\" in clean:
+        raise IdentityError(f"{name!r} is not a file name")
+    suffix = PurePosixPath(clean).suffix.lower()
+    if suffix == URL_DOCUMENT_SUFFIX:
+        return clean
+    if suffix in DOCUMENT_SUFFIXES:
+        raise IdentityError(
+            f"{clean!r} ends in {suffix}, but a download is a PDF; give a name ending in .pdf"
+        )
+    return clean + URL_DOCUMENT_SUFFIX
+
+
+def _shown_name(url: str, name: str | None) -> str:
+    """What a refused URL is called in its outcome: the name given, else the URL's last
+    path segment, else the URL."""
+    if name:
+        return name.strip()
+    segment = unquote(urlsplit(url.strip()).path.rsplit("/", 1)[-1]) if "://" in url else ""
+    return segment or url.strip()
+
+
+def admit_sources(
+    sources: Sequence[str | Path],
+    stores: StoresResource,
+    instance: dg.DagsterInstance,
+    *,
+    name: str | None = None,
+) -> list[IntakeOutcome]:
+    """``admit`` for server paths and URLs together: every URL is downloaded first (see the
+    module docstring), then the downloads and the files go through ``admit`` as one batch,
+    so the batch and catalog rules span both.
+
+    Args:
+        sources: files, folders and URLs; a URL's outcome has the URL as its ``path``.
+        name: the document name for the batch's one URL (instead of the download's).
+
+    Returns:
+        One outcome per file or URL, in input order; a refused download is ``refused`` with
+        the fetcher's reason ("download refused: 127.0.0.1 is a loopback address").
+
+    Raises:
+        ValueError: ``name`` given for a batch without exactly one URL.
+        IntakeError: as ``admit``; nothing at all was added.
+    """
+    urls = [str(s) for s in sources if is_url(s)]
+    if name is not None and len(urls) != 1:
+        raise ValueError(f"a name goes with exactly one URL; this batch has {len(urls)}")
+    if not urls:
+        return admit(sources, stores, instance)
+    download = fetcher_for(stores.settings)
+    refused: list[IntakeOutcome] = []
+    origin: dict[str, str] = {}
+    batch: list[str | Path] = []
+    with tempfile.TemporaryDirectory(prefix="kb-intake-") as folder:
+        for number, source in enumerate(sources):
+            if not is_url(source):
+                batch.append(source)
+                continue
+            url = str(source).strip()
+            try:
+                given = url_document_name(name) if name is not None else None
+                fetched = download(url)
+                if given is None and not fetched.name:
+                    raise IdentityError(f"the download from {url} names no file")
+                file = given or url_document_name(fetched.name or "")
+            except (FetchError, IdentityError) as error:
+                reason = f"download {error}" if isinstance(error, FetchError) else (
+                    f"{error}; give the document a name (--name, or name in the Launchpad)"
+                )
+                refused.append(
+                    IntakeOutcome(url, _shown_name(url, name), IntakeStatus.REFUSED, reason=reason)
+                )
+                continue
+            local = Path(folder) / str(number) / file
+            local.parent.mkdir()
+            local.write_bytes(fetched.data)
+            origin[str(local)] = url
+            batch.append(local)
+            log.info("downloaded %s (%d bytes) as %s", url, len(fetched.data), file)
+        admitted = admit(batch, stores, instance) if batch else []
+    outcomes = [_from_url(o, origin) for o in admitted] + refused
+    order = {str(s).strip() if is_url(s) else str(s): i for i, s in enumerate(sources)}
+    return sorted(outcomes, key=lambda o: _input_position(o.path, order))
+
+
+def _from_url(outcome: IntakeOutcome, origin: dict[str, str]) -> IntakeOutcome:
+    """``outcome`` with its path set back to the URL its temporary file came from."""
+    url = origin.get(outcome.path)
+    if url is None:
+        return outcome
+    return IntakeOutcome(url, outcome.name, outcome.status, outcome.doc_id, outcome.reason)

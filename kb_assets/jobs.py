@@ -18,7 +18,7 @@ from kb_assets.constants import (
     INBOX_REFUSED,
     PARTITION_TAG,
 )
-from kb_assets.intake import IntakeOutcome, IntakeStatus, admit
+from kb_assets.intake import IntakeOutcome, IntakeStatus, admit_sources, is_url
 from kb_assets.resources import StoresResource
 
 
@@ -58,13 +58,28 @@ build_documents_job = dg.define_asset_job(
 
 
 class AddDocumentsConfig(dg.Config):
-    """Launchpad config: server-side paths (files or folders) to add.
+    """Launchpad config: server-side paths (files or folders) and https URLs of PDFs to add.
 
-    The Dagster UI cannot send file bytes, so the files must already be on the machine that
-    runs the code location (e.g. a shared folder).
+    The Dagster UI cannot send file bytes, so a file must already be on the machine that runs
+    the code location (e.g. a shared folder), or be reachable by an https URL, which the run
+    downloads through the safe fetcher (``kb_assets.intake.admit_sources``).
     """
 
-    paths: list[str] = Field(description="Files or folders on the server, e.g. /data/pdfs")
+    paths: list[str] = Field(
+        description=(
+            "What to add, one entry each: a file or folder on the server (e.g. /data/pdfs) or "
+            "an https URL of a PDF (e.g. https://www.aemo.com.au/-/media/files/procedure.pdf). "
+            "A URL is downloaded first (public https hosts only, a PDF under "
+            "KB_MAX_UPLOAD_BYTES) and added under the file name it comes with."
+        )
+    )
+    name: str | None = Field(
+        None,
+        description=(
+            "Optional: the document name for a single URL in paths, e.g. 'B2B Procedure "
+            "v3.2.pdf' (default: the name the download comes with; .pdf is added if missing)."
+        ),
+    )
     from_inbox: bool = Field(
         False,
         description=(
@@ -74,7 +89,8 @@ class AddDocumentsConfig(dg.Config):
     )
 
 
-@dg.op(description="Apply the intake rules to the given paths and add the accepted files.")
+@dg.op(description="Download the given URLs, apply the intake rules to them and the given paths, "
+       "and add the accepted documents.")
 def add_documents_op(
     context: dg.OpExecutionContext, config: AddDocumentsConfig, stores: StoresResource
 ) -> dg.Output[list[str]]:
@@ -82,10 +98,13 @@ def add_documents_op(
 
     The ``intake_sensor`` then requests a build run for each new (pending) document.
     """
-    missing = [p for p in config.paths if not Path(p).exists()]
+    missing = [p for p in config.paths if not is_url(p) and not Path(p).exists()]
     if missing:
         context.log.warning("not found on the server: %s", ", ".join(missing))
-    outcomes = admit(config.paths, stores, context.instance)
+    try:
+        outcomes = admit_sources(config.paths, stores, context.instance, name=config.name)
+    except ValueError as error:
+        raise dg.Failure(description=f"{error}; remove name or list exactly one URL") from error
     if config.from_inbox:
         inbox = stores.settings.inbox.resolve()
         for outcome in outcomes:
@@ -129,7 +148,15 @@ def file_away(path: Path, inbox: Path, outcome: IntakeOutcome) -> Path:
     return target
 
 
-@dg.job(name=ADD_JOB, description="Add PDFs from server-side paths (Launchpad config).")
+@dg.job(
+    name=ADD_JOB,
+    description=(
+        "Add documents from server-side paths or https URLs (Launchpad config), e.g.\n\n"
+        "```yaml\nops:\n  add_documents_op:\n    config:\n      paths:\n"
+        "        - /data/pdfs\n"
+        "        - https://www.aemo.com.au/-/media/files/b2b-procedure-v3.2.pdf\n```"
+    ),
+)
 def add_documents_job() -> None:
     """One op: ``add_documents_op``."""
     add_documents_op()

@@ -6,9 +6,10 @@ tools live in ``kb_mcp.tools`` (one module each), the prompt in ``kb_mcp.prompts
 resource in ``kb_mcp.resources``; hosting is in ``kb_mcp.http`` (Streamable HTTP + file
 routes) and ``kb_mcp.cli``.
 
-Tools (all read-only, idempotent, closed-world): ``search_docs``, ``search_graph``,
+Tools (read-only, idempotent, closed-world): ``search_docs``, ``search_graph``,
 ``read_doc``, ``list_documents``, ``search_aer_performance``, ``search_compliance``,
-``echo``; prompt ``research-topic``; resource
+``echo``; and ``request_document``, which only queues a request (never fetches); prompt
+``research-topic``; resource
 ``kb://documents``. Every failure comes back as an ``isError`` result with an actionable
 message (``kb_mcp.errors``).
 """
@@ -33,6 +34,7 @@ from kb_mcp.tools import (
     echo,
     list_documents,
     read_doc,
+    request_document,
     search_aer_performance,
     search_compliance,
     search_docs,
@@ -53,7 +55,8 @@ actions (fines, penalties) from search_compliance, both with exact counts and to
 results by their [n] headers and page numbers. Tool results are not shown to the user: only
 what you write in your reply is visible, so put citations and figure links into your reply.
 When a search says low confidence or finds nothing, say the corpus does not cover it; do not
-guess.
+guess. If the user needs a document the corpus lacks (checked against kb://documents),
+request_document logs a request for an operator; it does not make the document available.
 """
 
 
@@ -130,6 +133,7 @@ def build_server(
     list_documents.register(server, links=links)
     search_aer_performance.register(server)
     search_compliance.register(server, max_query_chars=max_chars)
+    request_document.register(server)
     echo.register(server)
     prompts.register(server)
     resources.register(server, holder=holder, links=links)

@@ -10,6 +10,8 @@ Read-only by construction and by type: the catalog is opened on
 SELECT, see ``sql/003_reader_role.sql``) without creating its schema, the SQL graph shares that
 engine, the vector index is opened with ``create=False``, and ``ServerState`` holds them as the
 reader Protocols of ``kb_shared.stores.readers`` (no write method is reachable through it).
+The one write is the document-request queue, held as the narrow ``RequestQueue`` (the same
+catalog connection; on Postgres ``kb_reader`` may insert requests and count repeats only).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from kb_shared.providers.base import Embedder, FusionOrderReranker, Provider, Re
 from kb_shared.settings import Settings
 from kb_shared.stores import factory as stores
 from kb_shared.stores.blobs import BlobStore
-from kb_shared.stores.readers import CatalogReader, GraphReader, VectorReader
+from kb_shared.stores.readers import CatalogReader, GraphReader, RequestQueue, VectorReader
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,8 @@ class ServerState:
         embedder: the live embedding model (queries use its query-side convention).
         reranker: the rerank provider (``FusionOrderReranker`` offline: fusion order stands).
         open_index: opens the vector index read-only (``open_vector_reader``).
+        requests: the document-request queue (``request_document``), on the catalog's
+            connection.
         owned: the providers this state created and so closes (not injected ones).
     """
 
@@ -72,6 +76,7 @@ class ServerState:
     embedder: Embedder
     reranker: Reranker
     open_index: Callable[[], VectorReader]
+    requests: RequestQueue
     owned: tuple[Provider, ...] = ()
     _index: VectorReader | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -152,6 +157,7 @@ def open_state(
         embedder=live,
         reranker=reranker,
         open_index=lambda: open_vector_reader(settings, live),
+        requests=catalog,
         owned=tuple(owned),
     )
 

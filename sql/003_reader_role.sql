@@ -5,7 +5,9 @@
 --     the role that runs this file, through default privileges);
 --   * INSERT into the two intake queues, and only their content columns, so a request
 --     always starts with the server defaults status = 'pending', created_at = now and a
---     generated id (a leaked reader credential cannot queue an 'approved' request).
+--     generated id (a leaked reader credential cannot queue an 'approved' request);
+--   * UPDATE document_requests.request_count only: asking again for a pending title counts
+--     one more ask on that request instead of adding a row.
 -- Every run first revokes what kb_reader holds on the schema's tables and sequences, then
 -- grants the list above, so re-running also removes privileges granted by hand.
 --
@@ -55,6 +57,9 @@ BEGIN
         'ON TABLE %I.document_requests TO kb_reader', target_schema);
     EXECUTE format(
         'GRANT INSERT (url, title, description) ON TABLE %I.reference_requests TO kb_reader',
+        target_schema);
+    EXECUTE format(
+        'GRANT UPDATE (request_count) ON TABLE %I.document_requests TO kb_reader',
         target_schema);
 
     -- Their id sequences (identity columns), for nextval() on insert.

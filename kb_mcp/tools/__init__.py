@@ -23,8 +23,8 @@ KbServer: TypeAlias = MCPServer[ServerState]
 #: What a tool receives to reach the lifespan's ``ServerState``.
 KbContext: TypeAlias = Context[ServerState, Any]
 
-#: Every tool only reads, answers the same for the same corpus, and touches nothing outside
-#: kb (MCP spec 2025-06-18, "Tool annotations").
+#: A tool that only reads, answers the same for the same corpus, and touches nothing outside
+#: kb (MCP spec 2025-06-18, "Tool annotations"); every tool but the intake queues'.
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 #: Longest document name or doc_id a tool accepts.
@@ -39,18 +39,26 @@ def state_of(ctx: KbContext) -> ServerState:
 
 
 def kb_tool(
-    server: KbServer, name: str, *, title: str, description: str, structured: bool = True
+    server: KbServer,
+    name: str,
+    *,
+    title: str,
+    description: str,
+    structured: bool = True,
+    annotations: ToolAnnotations = READ_ONLY,
 ) -> Callable[[F], F]:
-    """Decorator: register the function as tool ``name`` (read-only annotations), with its
-    failures translated by ``tool_errors(name)``, so the name is written once.
+    """Decorator: register the function as tool ``name`` (read-only annotations unless
+    ``annotations`` says otherwise), with its failures translated by ``tool_errors(name)``,
+    so the name is written once.
 
     Args:
         structured: ``False`` for a tool that returns plain text (no output schema).
+        annotations: the hints of a tool that writes (the intake queues).
     """
 
     def register(fn: F) -> F:
         server.tool(
-            name=name, title=title, description=description, annotations=READ_ONLY,
+            name=name, title=title, description=description, annotations=annotations,
             structured_output=None if structured else False,
         )(reported(name)(fn))
         return fn

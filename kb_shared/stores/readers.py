@@ -8,6 +8,7 @@ read-only bases of ``VectorIndex`` and ``GraphStore`` (defined beside them in
 ``CatalogReader`` Protocol structurally. A reader is opened through
 ``kb_shared.stores.factory`` as usual and then held as its reader type; "read-only" is then
 stated by the types as well as by the database role (``sql/003_reader_role.sql``).
+``RequestQueue`` is the one narrow writer beside them: the document-request queue.
 """
 
 from __future__ import annotations
@@ -16,11 +17,17 @@ import datetime as dt
 from decimal import Decimal
 from typing import Protocol
 
-from kb_shared.stores.catalog import AerSearchResult, ComplianceSearchResult, DocumentRow
+from kb_shared.stores.catalog import (
+    DEFAULT_MAX_PENDING,
+    AerSearchResult,
+    ComplianceSearchResult,
+    DocumentRequestRow,
+    DocumentRow,
+)
 from kb_shared.stores.graph import GraphReader
 from kb_shared.stores.vectors import VectorReader
 
-__all__ = ["CatalogReader", "GraphReader", "VectorReader"]
+__all__ = ["CatalogReader", "GraphReader", "RequestQueue", "VectorReader"]
 
 
 class CatalogReader(Protocol):
@@ -89,5 +96,39 @@ class CatalogReader(Protocol):
         Raises:
             QueryError: a bad filter or ``limit`` (the message says what to send).
             SchemaMissingError: the compliance tables were never created.
+        """
+        ...
+
+
+class RequestQueue(Protocol):
+    """The MCP server's only catalog writes: queueing a document request (MCP tool
+    ``request_document``) and counting one more ask of a pending one. ``Catalog`` satisfies
+    it structurally; on Postgres the ``kb_reader`` role may INSERT the queue's content
+    columns and UPDATE ``request_count`` only (``sql/003_reader_role.sql``). Semantics: see
+    ``RequestCatalog``."""
+
+    def add_document_request(
+        self,
+        title: str,
+        reason: str,
+        source_url: str | None = None,
+        checked_indexed_documents: bool = False,
+        *,
+        max_pending: int = DEFAULT_MAX_PENDING,
+    ) -> DocumentRequestRow:
+        """Queue a pending request.
+
+        Raises:
+            ValueError: a field empty, too long, or a URL that is not http(s).
+            QueueFullError: ``max_pending`` requests are already pending.
+            DuplicateRequestError: a pending request has the same token-normalised title.
+        """
+        ...
+
+    def join_document_request(self, title: str) -> DocumentRequestRow:
+        """Add one to the ``request_count`` of the pending request with this title.
+
+        Raises:
+            RequestNotFoundError: no pending request has that title.
         """
         ...

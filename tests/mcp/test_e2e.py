@@ -63,8 +63,8 @@ async def test_streamable_http_client_searches_and_every_link_resolves(http_url:
         )
         listing = await client.call_tool("list_documents", {})
     assert names == [
-        "echo", "list_documents", "read_doc", "search_aer_performance", "search_compliance",
-        "search_docs", "search_graph",
+        "echo", "list_documents", "read_doc", "request_document", "search_aer_performance",
+        "search_compliance", "search_docs", "search_graph",
     ]
     assert code.is_error is False
     top = code.structured_content["results"][0]
@@ -159,7 +159,10 @@ def test_mcp_inspector_cli_lists_tools_and_calls_search_docs(http_url: str) -> N
     listed = subprocess.run([*base, "--method", "tools/list"], capture_output=True, text=True, timeout=300)
     assert listed.returncode == 0, listed.stderr
     tools = json.loads(listed.stdout)["tools"]
-    assert sorted(t["name"] for t in tools) == ["echo", "list_documents", "read_doc", "search_docs", "search_graph"]
+    assert sorted(t["name"] for t in tools) == [
+        "echo", "list_documents", "read_doc", "request_document", "search_aer_performance",
+        "search_compliance", "search_docs", "search_graph",
+    ]
     called = subprocess.run(
         [*base, "--method", "tools/call", "--tool-name", "search_docs", "--tool-arg", "query=IN008-24"],
         capture_output=True, text=True, timeout=300,

@@ -14,12 +14,12 @@ import datetime as dt
 import re
 import unicodedata
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from kb_shared.errors import DuplicateRequestError, QueueFullError, RequestNotFoundError
@@ -54,113 +54,126 @@ _QUEUE_LOCKS = {
     "reference_requests": zlib.crc32(b"kb.catalog.reference_requests"),
 }
 
-document_requests = sa.Table(
+
+def _length_checks(table: str, lengths: Mapping[str, str]) -> list[sa.CheckConstraint]:
+    """``ck_{table}_{column}`` CHECKs from ``{column: SQL condition}``."""
+    return [sa.CheckConstraint(sql, name=f"ck_{table}_{column}") for column, sql in lengths.items()]
+
+
+def _queue_table(
+    name: str,
+    columns: Sequence[sa.Column[Any]],
+    lengths: Mapping[str, str],
+    pending_unique: tuple[str, str],
+) -> sa.Table:
+    """An intake queue: ``id``, the content ``columns``, then ``status``, ``failure_reason``,
+    ``created_at`` and ``decided_at``; CHECKs on the status vocabulary
+    (``REQUEST_STATUSES``), the content ``lengths`` and a reason for every ``failed`` row;
+    and the partial unique index ``ux_{name}_pending_{suffix}`` on ``column``
+    (``pending_unique = (suffix, column)``), so a value has at most one pending request."""
+    statuses = ", ".join(f"'{status}'" for status in REQUEST_STATUSES)
+    table = sa.Table(
+        name,
+        CATALOG_METADATA,
+        sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
+        *columns,
+        sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
+        sa.Column("failure_reason", sa.Text),
+        created_at(),
+        created_at("decided_at", nullable=True),
+        sa.CheckConstraint(f"status IN ({statuses})", name=f"ck_{name}_status"),
+        *_length_checks(name, lengths),
+        sa.CheckConstraint(
+            "status <> 'failed' OR failure_reason IS NOT NULL", name=f"ck_{name}_failure_reason"
+        ),
+    )
+    suffix, column = pending_unique
+    sa.Index(
+        f"ux_{name}_pending_{suffix}",
+        table.c[column],
+        unique=True,
+        postgresql_where=sa.text("status = 'pending'"),
+        sqlite_where=sa.text("status = 'pending'"),
+    )
+    return table
+
+
+def _reference_columns() -> list[sa.Column[Any]]:
+    """``url``, ``title`` and ``description`` of a reference page (new objects each call: a
+    column belongs to one table)."""
+    return [
+        sa.Column("url", sa.String(URL_MAX), nullable=False),
+        sa.Column("title", sa.String(TITLE_MAX), nullable=False),
+        sa.Column("description", sa.String(DESCRIPTION_MAX), nullable=False),
+    ]
+
+
+#: The length CHECKs of ``_reference_columns``.
+_REFERENCE_LENGTHS = {
+    "url": f"length(url) BETWEEN 1 AND {URL_MAX}",
+    "title": f"length(title) BETWEEN 1 AND {TITLE_MAX}",
+    "description": f"length(description) BETWEEN 1 AND {DESCRIPTION_MAX}",
+}
+
+document_requests = _queue_table(
     "document_requests",
-    CATALOG_METADATA,
-    sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
-    sa.Column("title", sa.String(TITLE_MAX), nullable=False),
-    sa.Column("title_key", sa.Text, nullable=False),
-    sa.Column("reason", sa.String(REASON_MAX), nullable=False),
-    sa.Column("source_url", sa.String(URL_MAX)),
-    sa.Column(
-        "checked_indexed_documents", sa.Boolean, nullable=False, server_default=sa.false()
-    ),
-    sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
-    sa.Column("failure_reason", sa.Text),
-    created_at(),
-    created_at("decided_at", nullable=True),
-    sa.CheckConstraint(
-        "status IN ('pending', 'approved', 'rejected', 'failed')",
-        name="ck_document_requests_status",
-    ),
-    sa.CheckConstraint(
-        f"length(title) BETWEEN 1 AND {TITLE_MAX}", name="ck_document_requests_title"
-    ),
-    sa.CheckConstraint(
-        f"length(reason) BETWEEN 1 AND {REASON_MAX}", name="ck_document_requests_reason"
-    ),
-    sa.CheckConstraint(
-        f"length(source_url) <= {URL_MAX}", name="ck_document_requests_source_url"
-    ),
-    sa.CheckConstraint(
-        "status <> 'failed' OR failure_reason IS NOT NULL",
-        name="ck_document_requests_failure_reason",
-    ),
-)
-sa.Index(
-    "ux_document_requests_pending_title",
-    document_requests.c.title_key,
-    unique=True,
-    postgresql_where=sa.text("status = 'pending'"),
-    sqlite_where=sa.text("status = 'pending'"),
+    [
+        sa.Column("title", sa.String(TITLE_MAX), nullable=False),
+        sa.Column("title_key", sa.Text, nullable=False),
+        sa.Column("reason", sa.String(REASON_MAX), nullable=False),
+        sa.Column("source_url", sa.String(URL_MAX)),
+        sa.Column(
+            "checked_indexed_documents", sa.Boolean, nullable=False, server_default=sa.false()
+        ),
+        sa.Column("request_count", sa.Integer, nullable=False, server_default="1"),
+        sa.Column("doc_id", sa.String(120)),
+        sa.Column("run_id", sa.String(64)),
+    ],
+    {
+        "title": f"length(title) BETWEEN 1 AND {TITLE_MAX}",
+        "reason": f"length(reason) BETWEEN 1 AND {REASON_MAX}",
+        "source_url": f"length(source_url) <= {URL_MAX}",
+        "request_count": "request_count >= 1",
+    },
+    pending_unique=("title", "title_key"),
 )
 
 reference_sources = sa.Table(
     "reference_sources",
     CATALOG_METADATA,
     sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
-    sa.Column("url", sa.String(URL_MAX), nullable=False),
-    sa.Column("title", sa.String(TITLE_MAX), nullable=False),
-    sa.Column("description", sa.String(DESCRIPTION_MAX), nullable=False),
+    *_reference_columns(),
     created_at(),
     created_at("updated_at"),
     sa.UniqueConstraint("url", name="uq_reference_sources_url"),
-    sa.CheckConstraint(f"length(url) BETWEEN 1 AND {URL_MAX}", name="ck_reference_sources_url"),
-    sa.CheckConstraint(
-        f"length(title) BETWEEN 1 AND {TITLE_MAX}", name="ck_reference_sources_title"
-    ),
-    sa.CheckConstraint(
-        f"length(description) BETWEEN 1 AND {DESCRIPTION_MAX}",
-        name="ck_reference_sources_description",
-    ),
+    *_length_checks("reference_sources", _REFERENCE_LENGTHS),
 )
 
-reference_requests = sa.Table(
+reference_requests = _queue_table(
     "reference_requests",
-    CATALOG_METADATA,
-    sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
-    sa.Column("url", sa.String(URL_MAX), nullable=False),
-    sa.Column("title", sa.String(TITLE_MAX), nullable=False),
-    sa.Column("description", sa.String(DESCRIPTION_MAX), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False, server_default="pending"),
-    sa.Column("failure_reason", sa.Text),
-    created_at(),
-    created_at("decided_at", nullable=True),
-    sa.CheckConstraint(
-        "status IN ('pending', 'approved', 'rejected', 'failed')",
-        name="ck_reference_requests_status",
-    ),
-    sa.CheckConstraint(f"length(url) BETWEEN 1 AND {URL_MAX}", name="ck_reference_requests_url"),
-    sa.CheckConstraint(
-        f"length(title) BETWEEN 1 AND {TITLE_MAX}", name="ck_reference_requests_title"
-    ),
-    sa.CheckConstraint(
-        f"length(description) BETWEEN 1 AND {DESCRIPTION_MAX}",
-        name="ck_reference_requests_description",
-    ),
-    sa.CheckConstraint(
-        "status <> 'failed' OR failure_reason IS NOT NULL",
-        name="ck_reference_requests_failure_reason",
-    ),
-)
-sa.Index(
-    "ux_reference_requests_pending_url",
-    reference_requests.c.url,
-    unique=True,
-    postgresql_where=sa.text("status = 'pending'"),
-    sqlite_where=sa.text("status = 'pending'"),
+    _reference_columns(),
+    _REFERENCE_LENGTHS,
+    pending_unique=("url", "url"),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class DocumentRequestRow:
-    """A request that a document be added (written by the MCP tool ``request_document``)."""
+    """A request that a document be added (written by the MCP tool ``request_document``).
+
+    ``request_count``: how many times it was asked for (a duplicate title joins it);
+    ``doc_id`` / ``run_id``: the document an approval added and the Dagster run that built
+    (or admitted) it.
+    """
 
     id: int
     title: str
     reason: str
     source_url: str | None
     checked_indexed_documents: bool
+    request_count: int
+    doc_id: str | None
+    run_id: str | None
     status: str
     failure_reason: str | None
     created_at: dt.datetime
@@ -207,6 +220,11 @@ def title_key(title: str) -> str:
 
 
 def _url(value: Any, field: str, *, required: bool) -> str | None:
+    """``value`` as a trimmed http(s) URL with a host (``None`` when optional and missing).
+
+    Raises:
+        ValueError: empty when required, over ``URL_MAX``, not http(s), or with whitespace.
+    """
     clean = clean_text(value, field, URL_MAX, required=required)
     if clean is None:
         return None
@@ -218,19 +236,42 @@ def _url(value: Any, field: str, *, required: bool) -> str | None:
     return clean
 
 
+def _reference_values(url: Any, title: Any, description: Any) -> dict[str, Any]:
+    """The checked ``url``, ``title`` and ``description`` of a reference page.
+
+    Raises:
+        ValueError: an empty/over-long field or a URL that is not http(s).
+    """
+    return {
+        "url": _url(url, "url", required=True),
+        "title": clean_text(title, "title", TITLE_MAX),
+        "description": clean_text(description, "description", DESCRIPTION_MAX),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Queue:
+    """What tells the two intake queues apart: the table and its row class, the name in
+    messages, the column a pending duplicate is found by, and how a message names a request
+    (a ``str.format`` template over the row's columns)."""
+
+    table: sa.Table
+    row: type[Any]
+    what: str
+    unique: str
+    shown_as: str
+
+
+_DOCUMENT_QUEUE = _Queue(
+    document_requests, DocumentRequestRow, "document request", "title_key", '"{title}"'
+)
+_REFERENCE_QUEUE = _Queue(
+    reference_requests, ReferenceRequestRow, "reference request", "url", "{url}"
+)
+
+
 class RequestCatalog(CatalogBase):
     """The intake queues and reference sources of the catalog (see the module docstring)."""
-
-    def _check_room(self, conn: Connection, table: sa.Table, max_pending: int, what: str) -> None:
-        self._advisory_lock(conn, _QUEUE_LOCKS[table.name])
-        pending = conn.scalar(
-            sa.select(sa.func.count()).select_from(table).where(table.c.status == "pending")
-        )
-        if (pending or 0) >= max_pending:
-            raise QueueFullError(
-                f"the {what} queue already holds {pending} pending requests (the ceiling is "
-                f"{max_pending}); an operator must review them before more can be added"
-            )
 
     def add_document_request(
         self,
@@ -260,52 +301,59 @@ class RequestCatalog(CatalogBase):
         """
         clean_title = clean_text(title, "title", TITLE_MAX)
         assert clean_title is not None
-        key = title_key(clean_title)
         values = {
             "title": clean_title,
-            "title_key": key,
+            "title_key": title_key(clean_title),
             "reason": clean_text(reason, "reason", REASON_MAX),
             "source_url": _url(source_url, "source_url", required=False),
             "checked_indexed_documents": bool(checked_indexed_documents),
         }
-        try:
-            with self._write() as conn:
-                self._check_room(conn, document_requests, max_pending, "document request")
-                same = conn.execute(
-                    sa.select(document_requests.c.id, document_requests.c.title).where(
-                        document_requests.c.title_key == key,
-                        document_requests.c.status == "pending",
-                    )
-                ).first()
-                if same is not None:
-                    raise DuplicateRequestError(
-                        f'a request for "{same.title}" is already pending (request #{same.id})'
-                    )
-                row = conn.execute(
-                    document_requests.insert().values(**values).returning(*document_requests.c)
-                ).one()
-        except IntegrityError as exc:  # a concurrent insert won the partial unique index
-            raise DuplicateRequestError(
-                f'a request for "{clean_title}" is already pending'
-            ) from exc
-        return to_row(DocumentRequestRow, row)
+        return self._enqueue(_DOCUMENT_QUEUE, values, max_pending)
 
     def list_document_requests(self, status: str | None = None) -> list[DocumentRequestRow]:
         """Document requests (all, or those with ``status``), oldest first."""
-        return self._list_requests(document_requests, DocumentRequestRow, status)
+        return self._list_requests(_DOCUMENT_QUEUE, status)
+
+    def join_document_request(self, title: str) -> DocumentRequestRow:
+        """Count one more ask of the pending request whose ``title_key`` is ``title``'s:
+        ``request_count`` goes up by one (the one UPDATE ``kb_reader`` may make).
+
+        Raises:
+            ValueError: the title is empty, over ``TITLE_MAX`` or has no letters or digits.
+            RequestNotFoundError: no pending request has that title (decided meanwhile).
+        """
+        clean = clean_text(title, "title", TITLE_MAX)
+        assert clean is not None
+        table = document_requests
+        with self._write() as conn:
+            row = conn.execute(
+                table.update()
+                .where(table.c.title_key == title_key(clean), table.c.status == "pending")
+                .values(request_count=table.c.request_count + 1)
+                .returning(*table.c)
+            ).first()
+        if row is None:
+            raise RequestNotFoundError(f'no pending document request for "{clean}"')
+        return to_row(DocumentRequestRow, row)
 
     def set_document_request_status(
-        self, request_id: int, status: str, failure_reason: str | None = None
+        self,
+        request_id: int,
+        status: str,
+        failure_reason: str | None = None,
+        *,
+        doc_id: str | None = None,
+        run_id: str | None = None,
     ) -> DocumentRequestRow:
-        """Decide a document request: ``approved``, ``rejected`` or ``failed`` (needs a reason).
+        """Decide a document request: ``approved``, ``rejected`` or ``failed`` (needs a reason),
+        recording the document and run an approval produced (``None`` clears them).
 
         Raises:
             RequestNotFoundError: no such request.
             ValueError: an unknown status or a failed status without a reason.
         """
-        return self._decide(
-            document_requests, DocumentRequestRow, request_id, status, failure_reason
-        )
+        produced = {"doc_id": doc_id, "run_id": run_id}
+        return self._decide(_DOCUMENT_QUEUE, request_id, status, failure_reason, produced)
 
     def add_reference_request(
         self,
@@ -322,61 +370,63 @@ class RequestCatalog(CatalogBase):
             QueueFullError: ``max_pending`` requests are already pending.
             DuplicateRequestError: a pending request has the same URL.
         """
-        values = {
-            "url": _url(url, "url", required=True),
-            "title": clean_text(title, "title", TITLE_MAX),
-            "description": clean_text(description, "description", DESCRIPTION_MAX),
-        }
-        try:
-            with self._write() as conn:
-                self._check_room(conn, reference_requests, max_pending, "reference request")
-                same = conn.execute(
-                    sa.select(reference_requests.c.id).where(
-                        reference_requests.c.url == values["url"],
-                        reference_requests.c.status == "pending",
-                    )
-                ).first()
-                if same is not None:
-                    raise DuplicateRequestError(
-                        f"a request for {values['url']} is already pending (request #{same.id})"
-                    )
-                row = conn.execute(
-                    reference_requests.insert().values(**values).returning(*reference_requests.c)
-                ).one()
-        except IntegrityError as exc:
-            raise DuplicateRequestError(
-                f"a request for {values['url']} is already pending"
-            ) from exc
-        return to_row(ReferenceRequestRow, row)
+        values = _reference_values(url, title, description)
+        return self._enqueue(_REFERENCE_QUEUE, values, max_pending)
 
     def list_reference_requests(self, status: str | None = None) -> list[ReferenceRequestRow]:
         """Reference requests (all, or those with ``status``), oldest first."""
-        return self._list_requests(reference_requests, ReferenceRequestRow, status)
+        return self._list_requests(_REFERENCE_QUEUE, status)
 
     def set_reference_request_status(
         self, request_id: int, status: str, failure_reason: str | None = None
     ) -> ReferenceRequestRow:
         """Decide a reference request (same rules as ``set_document_request_status``)."""
-        return self._decide(
-            reference_requests, ReferenceRequestRow, request_id, status, failure_reason
-        )
+        return self._decide(_REFERENCE_QUEUE, request_id, status, failure_reason)
 
-    def _list_requests(self, table: sa.Table, cls: type[Any], status: str | None) -> list[Any]:
-        query = sa.select(table).order_by(table.c.created_at, table.c.id)
-        if status is not None:
-            if status not in REQUEST_STATUSES:
-                raise ValueError(f"status must be one of {REQUEST_STATUSES}, got {status!r}")
-            query = query.where(table.c.status == status)
-        with self._read() as conn:
-            return [to_row(cls, r) for r in conn.execute(query)]
+    def _enqueue(self, queue: _Queue, values: dict[str, Any], max_pending: int) -> Any:
+        """Insert checked ``values`` as a pending request of ``queue``, under the queue's
+        advisory lock: refused when the queue is full or the same request is pending."""
+        table = queue.table
+        try:
+            with self._write() as conn:
+                self._advisory_lock(conn, _QUEUE_LOCKS[table.name])
+                pending = conn.scalar(
+                    sa.select(sa.func.count()).select_from(table).where(table.c.status == "pending")
+                )
+                if (pending or 0) >= max_pending:
+                    raise QueueFullError(
+                        f"the {queue.what} queue already holds {pending} pending requests (the "
+                        f"ceiling is {max_pending}); an operator must review them before more "
+                        "can be added"
+                    )
+                same = conn.execute(
+                    sa.select(table).where(
+                        table.c[queue.unique] == values[queue.unique], table.c.status == "pending"
+                    )
+                ).first()
+                if same is not None:
+                    raise DuplicateRequestError(
+                        f"a request for {queue.shown_as.format(**same._mapping)} is already "
+                        f"pending (request #{same.id})"
+                    )
+                row = conn.execute(table.insert().values(**values).returning(*table.c)).one()
+        except IntegrityError as exc:  # a concurrent insert won the partial unique index
+            raise DuplicateRequestError(
+                f"a request for {queue.shown_as.format(**values)} is already pending"
+            ) from exc
+        return to_row(queue.row, row)
+
+    def _list_requests(self, queue: _Queue, status: str | None) -> list[Any]:
+        order = (queue.table.c.created_at, queue.table.c.id)
+        return self._list_rows(queue.row, queue.table, order, status, REQUEST_STATUSES)
 
     def _decide(
         self,
-        table: sa.Table,
-        cls: type[Any],
+        queue: _Queue,
         request_id: int,
         status: str,
         failure_reason: str | None,
+        produced: Mapping[str, Any] | None = None,
     ) -> Any:
         if status not in ("approved", "rejected", "failed"):
             raise ValueError(f"a decision is approved, rejected or failed, not {status!r}")
@@ -385,16 +435,19 @@ class RequestCatalog(CatalogBase):
             raise ValueError("a failed request needs a failure reason")
         if status == "approved" and reason is not None:
             raise ValueError("an approved request has no failure reason")
+        table = queue.table
         with self._write() as conn:
             row = conn.execute(
                 table.update()
                 .where(table.c.id == request_id)
-                .values(status=status, failure_reason=reason, decided_at=utc_now())
+                .values(
+                    status=status, failure_reason=reason, decided_at=utc_now(), **(produced or {})
+                )
                 .returning(*table.c)
             ).first()
         if row is None:
             raise RequestNotFoundError(f"no {table.name} row with id {request_id}")
-        return to_row(cls, row)
+        return to_row(queue.row, row)
 
     # -- reference sources -------------------------------------------------------------------
 
@@ -405,13 +458,8 @@ class RequestCatalog(CatalogBase):
             ValueError: an empty/over-long field or a URL that is not http(s).
         """
         now = utc_now()
-        values = {
-            "url": _url(url, "url", required=True),
-            "title": clean_text(title, "title", TITLE_MAX),
-            "description": clean_text(description, "description", DESCRIPTION_MAX),
-            "created_at": now,
-            "updated_at": now,
-        }
+        values = _reference_values(url, title, description)
+        values |= {"created_at": now, "updated_at": now}
         with self._write() as conn:
             stmt = self._insert(reference_sources).values(**values)
             stmt = stmt.on_conflict_do_update(
