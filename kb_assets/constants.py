@@ -10,6 +10,9 @@ DOCUMENTS = "documents"
 #: Asset group of the per-document corpus build.
 CORPUS_GROUP = "corpus"
 
+#: Resource key of the IO manager that keeps the corpus assets' outputs in blobs.
+BLOB_IO = "blob_io"
+
 #: Asset names, in build order.
 MARKDOWN = "markdown"
 CHUNKS = "chunks"

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.constants import AER_SYNC_JOB, BUILD_JOB, NOTION_SYNC_JOB
+from kb_assets.constants import AER_SYNC_JOB, BLOB_IO, BUILD_JOB, NOTION_SYNC_JOB
 from kb_assets.io_manager import BlobIOManager
 from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.market import MARKET_ASSETS, MARKET_CHECKS, MARKET_JOBS, MARKET_SCHEDULES
@@ -34,7 +34,7 @@ def kb_resources(
     return {
         "stores": stores,
         "providers": providers,
-        "blob_io": BlobIOManager(stores=stores),
+        BLOB_IO: BlobIOManager(stores=stores),
         "notion": notion if notion is not None else NotionResource(),
     }
 

@@ -15,6 +15,7 @@ step summaries of the other assets.
 
 import io
 import json
+from collections.abc import Callable
 
 import dagster as dg
 import pyarrow as pa
@@ -130,6 +131,18 @@ class StepRecords:
         if not self._blobs.exists(layout.asset_output_key(asset, doc)):
             return None
         return self._summary(asset, doc)
+
+    def reusable_summary(
+        self, asset: str, doc: str, fingerprint: str, count: str, stored: Callable[[], int]
+    ) -> StepSummary | None:
+        """``asset``'s previous summary for ``doc`` when its work can be kept: the summary has
+        this input ``fingerprint`` and the store still holds the ``count`` it recorded
+        (``stored()``, called only when the fingerprint matches; a summary without ``count``
+        matches no stored count). ``None`` when the step must run."""
+        previous = self.previous_summary(asset, doc)
+        if previous is None or previous.fingerprint != fingerprint:
+            return None
+        return previous if stored() == previous.counts.get(count, -1) else None
 
     def _markdown(self, doc: str) -> MarkdownDocument:
         meta = json.loads(self._blobs.get(layout.markdown_meta_key(doc)))

@@ -2,42 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb_shared.providers.base import FigureRegion
+from kb_shared.providers.base import ConvertedDocument, FigureRegion
 
 
-@dataclass(frozen=True)
-class MarkdownDocument:
-    """Output of the ``markdown`` asset: the converted document and where it came from.
+@dataclass(frozen=True, kw_only=True)
+class MarkdownDocument(ConvertedDocument):
+    """Output of the ``markdown`` asset: the converter's ``ConvertedDocument`` (Markdown with
+    ``<!-- page N -->`` markers, pages, title, version, converter, figure regions) and where it
+    came from. ``seconds`` is the conversion time this step measured (0 when reused).
 
-    Attributes:
+    Attributes (keyword-only, besides ``ConvertedDocument``'s):
         doc_id: partition key.
         name: file name as added.
-        markdown: Markdown with ``<!-- page N -->`` markers (see ``ConvertedDocument``).
-        pages: page count.
-        title, version: extracted citation fields (may be empty).
-        converter: converter name and mode (as the converter reports it).
         provider: the converter provider's ``name`` (a change of provider re-converts).
-        sha256: SHA-256 of the source PDF the Markdown was made from.
-        size_bytes: PDF size.
-        figures: figure regions the converter saw.
-        seconds: conversion time (0 when reused).
+        sha256: SHA-256 of the source file the Markdown was made from.
+        size_bytes: its size.
     """
 
     doc_id: str
     name: str
-    markdown: str
-    pages: int
-    title: str
-    version: str
-    converter: str
     provider: str
     sha256: str
     size_bytes: int
-    figures: tuple[FigureRegion, ...] = ()
-    seconds: float = 0.0
+
+    @classmethod
+    def from_converted(cls, converted: ConvertedDocument, **source: Any) -> MarkdownDocument:
+        """``converted`` with its ``source`` fields (``doc_id``, ``name``, ``provider``,
+        ``sha256``, ``size_bytes``; a ``seconds`` given here replaces the converter's)."""
+        fields = {f.name: getattr(converted, f.name) for f in dataclasses.fields(ConvertedDocument)}
+        return cls(**{**fields, "figures": tuple(converted.figures), **source})
 
     def meta(self) -> dict[str, Any]:
         """Everything but the Markdown text, JSON-serialisable."""

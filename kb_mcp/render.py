@@ -88,12 +88,8 @@ def figure_line(passage: Passage, links: Links) -> str:
     url = links.file(figure.stored_key) if figure is not None else None
     if url:
         parts.append(f"[Open figure]({url})")
-    page = passage.citation.page_start
-    source = links.page(passage.payload.pdf_key, page)
-    if source:
-        label = f"Source page {page}" if page is not None else "Source PDF"
-        parts.append(f"[{label}]({source})")
-    return " · ".join(parts)
+    parts.append(_source_link(passage, links, unpaged="Source PDF"))
+    return " · ".join(p for p in parts if p)
 
 
 def _locator(passage: Passage, links: Links) -> str:
@@ -103,12 +99,19 @@ def _locator(passage: Passage, links: Links) -> str:
     parts = []
     if passage.chunk_number is not None:
         parts.append(f"chunk {passage.chunk_number} of {passage.point.document}")
+    parts.append(_source_link(passage, links, unpaged="Source file"))
+    return " · ".join(p for p in parts if p)
+
+
+def _source_link(passage: Passage, links: Links, *, unpaged: str) -> str:
+    """``[Source page N](….pdf#page=N)``, or ``[{unpaged}](…)`` linking the whole stored file
+    when the page is unknown; ``""`` when there is no stored file to link."""
     page = passage.citation.page_start
     url = links.page(passage.payload.pdf_key, page)
-    if url:
-        label = f"Source page {page}" if page is not None else "Source file"
-        parts.append(f"[{label}]({url})")
-    return " · ".join(parts)
+    if not url:
+        return ""
+    label = f"Source page {page}" if page is not None else unpaged
+    return f"[{label}]({url})"
 
 
 def render_passage(passage: Passage, links: Links) -> str:

@@ -1,7 +1,7 @@
 """Citations: the payload every indexed point carries, and the numbered headers both search
 tools render from it.
 
-The payload is written once, at ingestion (``citation_payload``), so the MCP server never
+The payload is written once, at ingestion (``PointPayload``), so the MCP server never
 re-derives a title, a version or a page span. A header reads::
 
     [1] Marginal Loss Factors for the 2020-21 Financial Year — Version 1.2 — pp. 12–13 — 3 Results › 3.1 Victoria
@@ -191,47 +191,21 @@ class PointPayload:
 
 
 def citation_payload(
-    *,
-    doc_id: str,
-    name: str,
-    title: str,
-    version: str,
-    page_start: int | None,
-    page_end: int | None,
-    heading_path: Sequence[str] = (),
-    chunk_index: int | None = None,
-    pdf_key: str,
-    markdown_key: str | None = None,
-    extra: Mapping[str, Any] | None = None,
+    *, extra: Mapping[str, Any] | None = None, **fields: Any
 ) -> dict[str, Any]:
-    """Build the JSON payload stored with a chunk or figure point.
+    """The JSON payload of ``PointPayload.build(**fields)`` plus ``extra`` keys, for callers
+    that write payload dicts directly (tests, ``benchmarks/scale.py``).
 
     Args:
-        page_start, page_end: 1-based pages, ``None`` when unknown (``page_end`` defaults to
-            ``page_start``).
-        heading_path: outermost heading first; stored joined with ``PATH_SEPARATOR``.
-        pdf_key / markdown_key: blob keys (URLs are made at serve time from the keys).
+        fields: ``PointPayload.build``'s: ``doc_id``, ``name``, ``title``, ``version``,
+            ``page_start``, ``page_end`` (defaults to ``page_start``), ``heading_path``,
+            ``chunk_index``, ``pdf_key``, ``markdown_key``.
         extra: more keys (figure blob keys, a fingerprint); they may not override the above.
 
     Raises:
         ValueError: ``page_end < page_start``, or ``extra`` overriding a citation key.
     """
-    if page_start is not None and page_end is None:
-        page_end = page_start
-    if page_start is not None and page_end is not None and page_end < page_start:
-        raise ValueError(f"page_end {page_end} is before page_start {page_start}")
-    payload: dict[str, Any] = {
-        DOC_ID: doc_id,
-        NAME: name,
-        TITLE: title,
-        VERSION: version,
-        PAGE_START: page_start,
-        PAGE_END: page_end,
-        SECTION: PATH_SEPARATOR.join(h for h in heading_path if h),
-        CHUNK_INDEX: chunk_index,
-        PDF_KEY: pdf_key,
-        MARKDOWN_KEY: markdown_key,
-    }
+    payload = PointPayload.build(**fields).to_payload()
     for key, value in (extra or {}).items():
         if key in payload:
             raise ValueError(f"extra payload key {key!r} would override a citation field")
@@ -262,7 +236,7 @@ class Citation:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Citation:
-        """Read a payload written by ``citation_payload`` (missing keys become empty)."""
+        """Read a payload written by ``PointPayload.to_payload`` (missing keys become empty)."""
         name = str(payload.get(NAME) or payload.get(DOC_ID) or "")
         return cls(
             doc_id=str(payload.get(DOC_ID) or ""),

@@ -120,12 +120,10 @@ class BodyReader:
             body += chunk
             self.received = len(body)
             if self.received > self.cap:
-                raise FetchRefusedError(
+                raise self._refused(
                     f"refused: {self.target} is larger than the {self.cap}-byte cap "
                     f"(stopped after {self.received} bytes)",
-                    url=self.url,
-                    reason="too_large",
-                    received=self.received,
+                    "too_large",
                 )
             if len(body) >= len(magic) and len(body) - len(chunk) < len(magic):
                 self._check_magic(bytes(body))
@@ -136,13 +134,15 @@ class BodyReader:
     def _check_magic(self, body: bytes) -> None:
         magic = self.expect.magic
         if not body.startswith(magic):
-            raise FetchRefusedError(
+            raise self._refused(
                 f"refused: {self.target} is labelled {self.expect.description} but does not "
                 f"start with {magic!r} (it starts with {body[:8]!r})",
-                url=self.url,
-                reason="magic",
-                received=self.received,
+                "magic",
             )
+
+    def _refused(self, message: str, reason: str) -> FetchRefusedError:
+        """The refusal of this body for ``reason``, with the bytes received so far."""
+        return FetchRefusedError(message, url=self.url, reason=reason, received=self.received)
 
 
 def check_workbook(data: bytes, target: httpx.URL, url: str) -> None:

@@ -9,22 +9,18 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig
-from kb_assets.constants import CHUNKS, CORPUS_GROUP, MARKDOWN
+from kb_assets.assets.common import BuildConfig, corpus_asset
+from kb_assets.constants import CHUNKS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
-from kb_assets.partitions import documents_partitions
 from kb_assets.resources import StoresResource
 from kb_shared import layout
 from kb_shared.chunking import KIND_TABLE, Chunk, chunk_markdown
 
 
-@dg.asset(
-    name=CHUNKS,
-    partitions_def=documents_partitions,
-    group_name=CORPUS_GROUP,
+@corpus_asset(
+    CHUNKS,
     kinds={"parquet"},
-    io_manager_key="blob_io",
-    ins={"document": dg.AssetIn(MARKDOWN)},
+    inputs={"document": MARKDOWN},
     description=(
         "Markdown → chunks: block boundaries, greedy packing to the word budget, a new chunk "
         "at each heading, oversized tables split between rows with the header repeated; "

@@ -1,18 +1,59 @@
-"""Pieces the corpus assets share: run config, the catalog lookup, fingerprints, provider
-usage metadata."""
+"""Pieces the corpus assets share: their decorator, run config, the catalog lookup, the
+citation payload of a point, fingerprints, timing and provider usage metadata."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
+from kb_assets.constants import BLOB_IO, CORPUS_GROUP
+from kb_assets.outputs import MarkdownDocument
+from kb_assets.partitions import documents_partitions
 from kb_assets.resources import StoresResource
+from kb_shared import layout
+from kb_shared.citations import PointPayload
 from kb_shared.providers.base import Provider
 from kb_shared.stores.catalog import DocumentRow
+
+
+def corpus_asset(
+    name: str,
+    *,
+    kinds: set[str],
+    description: str,
+    inputs: Mapping[str, str] | None = None,
+    after: Sequence[str] = (),
+    checks: Mapping[str, str] | None = None,
+    stored: bool = True,
+) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+    """``@dg.asset`` for one per-document corpus asset: partitioned by ``documents_partitions``,
+    in ``CORPUS_GROUP``, its output kept by the blob IO manager (``io_manager.BlobIOManager``)
+    unless ``stored`` is false (``record`` only returns a ``MaterializeResult``).
+
+    Args:
+        inputs: parameter name -> name of the upstream asset whose output it receives.
+        after: assets it runs after without reading their output (ordering only).
+        checks: its blocking asset checks, check name -> description.
+    """
+    return dg.asset(
+        name=name,
+        partitions_def=documents_partitions,
+        group_name=CORPUS_GROUP,
+        kinds=kinds,
+        io_manager_key=BLOB_IO if stored else None,
+        ins={param: dg.AssetIn(upstream) for param, upstream in (inputs or {}).items()},
+        deps=list(after) or None,
+        check_specs=[
+            dg.AssetCheckSpec(check, asset=name, blocking=True, description=text)
+            for check, text in (checks or {}).items()
+        ] or None,
+        description=description,
+    )
 
 
 class BuildConfig(dg.Config):
@@ -60,3 +101,35 @@ def provider_usage(*providers: Provider) -> dict[str, object]:
     """
     usage = {provider.name: report for provider in providers if (report := provider.usage())}
     return {"provider_usage": dg.MetadataValue.json(usage)} if usage else {}
+
+
+def point_payload(
+    document: MarkdownDocument, *, page_start: int | None, page_end: int | None, **fields: Any
+) -> PointPayload:
+    """The citation payload of one point (chunk or figure) of ``document``: its name, title,
+    version and blob keys (``kb_shared.layout``), the page span, and ``fields``
+    (``heading_path``, ``chunk_index`` or ``figure``; see ``PointPayload.build``).
+
+    Raises:
+        ValueError: ``page_end < page_start``.
+    """
+    return PointPayload.build(
+        doc_id=document.doc_id,
+        name=document.name,
+        title=document.title,
+        version=document.version,
+        page_start=page_start,
+        page_end=page_end,
+        pdf_key=layout.pdf_key(document.doc_id),
+        markdown_key=layout.markdown_key(document.doc_id),
+        **fields,
+    )
+
+
+def timing(seconds: float, pages: int) -> dict[str, float]:
+    """Step metadata of a step that took ``seconds``: ``seconds`` (to the millisecond) and
+    ``seconds_per_page`` (0.0 for a document without pages, a ``.md``/``.txt`` file)."""
+    return {
+        "seconds": round(seconds, 3),
+        "seconds_per_page": round(seconds / pages, 4) if pages else 0.0,
+    }

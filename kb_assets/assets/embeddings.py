@@ -14,21 +14,20 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, fingerprint, provider_usage
-from kb_assets.constants import (
-    CHECK_INDEX_MATCHES_CHUNKS,
-    CHUNKS,
-    CORPUS_GROUP,
-    EMBEDDINGS,
-    MARKDOWN,
+from kb_assets.assets.common import (
+    BuildConfig,
+    corpus_asset,
+    fingerprint,
+    point_payload,
+    provider_usage,
+    timing,
 )
+from kb_assets.constants import CHECK_INDEX_MATCHES_CHUNKS, CHUNKS, EMBEDDINGS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument, StepSummary
-from kb_assets.partitions import documents_partitions
 from kb_assets.resources import Providers, StoresResource
-from kb_shared import layout
 from kb_shared.chunking import Chunk, embedding_text
 from kb_shared.citations import PointPayload
-from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, Point
+from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, Point, VectorIndex
 
 
 @dataclass(frozen=True)
@@ -56,38 +55,31 @@ def chunk_inputs(document: MarkdownDocument, chunk_list: list[Chunk], model: str
     prepared = []
     for chunk in chunk_list:
         text = embedding_text(chunk, document.title)
-        payload = PointPayload.build(
-            heading_path=chunk.heading_path,
-            doc_id=document.doc_id,
-            name=document.name,
-            title=document.title,
-            version=document.version,
+        payload = point_payload(
+            document,
             page_start=chunk.page_start,
             page_end=chunk.page_end,
+            heading_path=chunk.heading_path,
             chunk_index=chunk.index,
-            pdf_key=layout.pdf_key(document.doc_id),
-            markdown_key=layout.markdown_key(document.doc_id),
         )
         stamped = payload.with_fingerprint(fingerprint(model, text, payload.to_payload()))
         prepared.append(ChunkInput(chunk, text, stamped))
     return prepared
 
 
-@dg.asset(
-    name=EMBEDDINGS,
-    partitions_def=documents_partitions,
-    group_name=CORPUS_GROUP,
+def indexed_chunk_ids(index: VectorIndex, doc_id: str) -> set[str]:
+    """The chunk ids (text and table points, not figures) the index holds for ``doc_id``."""
+    return set(index.list_ids(doc_id, KIND_TEXT)) | set(index.list_ids(doc_id, KIND_TABLE))
+
+
+@corpus_asset(
+    EMBEDDINGS,
     kinds={"python"},
-    io_manager_key="blob_io",
-    ins={"document": dg.AssetIn(MARKDOWN), "chunk_list": dg.AssetIn(CHUNKS)},
-    check_specs=[
-        dg.AssetCheckSpec(
-            CHECK_INDEX_MATCHES_CHUNKS,
-            asset=EMBEDDINGS,
-            blocking=True,
-            description="The index holds exactly the chunk ids the chunks asset produced.",
-        )
-    ],
+    inputs={"document": MARKDOWN, "chunk_list": CHUNKS},
+    checks={
+        CHECK_INDEX_MATCHES_CHUNKS:
+            "The index holds exactly the chunk ids the chunks asset produced.",
+    },
     description=(
         "Dense vectors (local model, or Gemini when its key is set) and sparse terms for "
         "every chunk, with the heading path as contextual prefix; upsert, then delete the "
@@ -147,16 +139,11 @@ def embeddings(
         index.upsert(points)
 
     wanted = {c.id for c in chunk_list}
-    present = set(index.list_ids(document.doc_id, KIND_TEXT)) | set(
-        index.list_ids(document.doc_id, KIND_TABLE)
-    )
-    stale = sorted(present - wanted)
+    stale = sorted(indexed_chunk_ids(index, document.doc_id) - wanted)
     if stale:
         index.delete_ids(stale)
 
-    after = set(index.list_ids(document.doc_id, KIND_TEXT)) | set(
-        index.list_ids(document.doc_id, KIND_TABLE)
-    )
+    after = indexed_chunk_ids(index, document.doc_id)
     missing = sorted(wanted - after)
     extra = sorted(after - wanted)
     seconds = time.perf_counter() - started
@@ -177,8 +164,7 @@ def embeddings(
             "embedding_calls": 1 if points else 0,
             "contextualised": contextualiser.adds_context and bool(points),
             "stale_deleted": len(stale),
-            "seconds": round(seconds, 3),
-            "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+            **timing(seconds, document.pages),
             **provider_usage(embedder, contextualiser),
         },
     )

@@ -17,14 +17,21 @@ import time
 import dagster as dg
 import pymupdf
 
-from kb_assets.assets.common import BuildConfig, fingerprint, provider_usage, require_document
-from kb_assets.constants import CORPUS_GROUP, FIGURES, MARKDOWN
+from kb_assets.assets.common import (
+    BuildConfig,
+    corpus_asset,
+    fingerprint,
+    point_payload,
+    provider_usage,
+    require_document,
+    timing,
+)
+from kb_assets.constants import FIGURES, MARKDOWN
 from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument, StepSummary
-from kb_assets.partitions import documents_partitions
 from kb_assets.resources import Providers, StoresResource
 from kb_shared import layout
-from kb_shared.citations import FigurePayload, PointPayload
+from kb_shared.citations import FigurePayload
 from kb_shared.figures import figure_text, render_all_sizes, text_near_box
 from kb_shared.identity import figure_id
 from kb_shared.providers.base import FigureBox, FigureInput
@@ -32,13 +39,10 @@ from kb_shared.providers.text_markdown import is_text_document
 from kb_shared.stores.vectors import KIND_FIGURE, Point
 
 
-@dg.asset(
-    name=FIGURES,
-    partitions_def=documents_partitions,
-    group_name=CORPUS_GROUP,
+@corpus_asset(
+    FIGURES,
     kinds={"png"},
-    io_manager_key="blob_io",
-    ins={"document": dg.AssetIn(MARKDOWN)},
+    inputs={"document": MARKDOWN},
     description=(
         "Crops of informative figures (layout picture regions and drawing clusters; under "
         "3% of the page dropped), stored at 2048/1024/768 px, embedded with their caption "
@@ -69,13 +73,10 @@ def figures(
         document.title,
         document.version,
     )
-    previous = StepRecords(blobs).previous_summary(FIGURES, doc_id)
-    if (
-        not config.force
-        and previous is not None
-        and previous.fingerprint == inputs
-        and index.count(doc_id, KIND_FIGURE) == previous.counts.get("figures", -1)
-    ):
+    previous = None if config.force else StepRecords(blobs).reusable_summary(
+        FIGURES, doc_id, inputs, "figures", lambda: index.count(doc_id, KIND_FIGURE)
+    )
+    if previous is not None:
         context.log.info("%s: PDF and figure regions unchanged; keeping figures", doc_id)
         return dg.Output(
             previous,
@@ -104,15 +105,10 @@ def figures(
                 text = figure_text(box.caption, text_near_box(page, box.bbox)) or (
                     f"Figure on page {box.page} of {document.title or document.name}"
                 )
-                payload = PointPayload(
-                    doc_id=doc_id,
-                    name=document.name,
-                    title=document.title,
-                    version=document.version,
+                payload = point_payload(
+                    document,
                     page_start=box.page,
                     page_end=box.page,
-                    pdf_key=layout.pdf_key(doc_id),
-                    markdown_key=layout.markdown_key(doc_id),
                     figure=FigurePayload(
                         number=number,
                         caption=box.caption,
@@ -166,8 +162,7 @@ def figures(
             "reused": False,
             "embedding_calls": 1 if points else 0,
             "stale_deleted": len(stale),
-            "seconds": round(seconds, 3),
-            "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+            **timing(seconds, document.pages),
             **provider_usage(locator, embedder),
         },
     )

@@ -15,38 +15,28 @@ from collections import Counter
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, fingerprint, provider_usage
-from kb_assets.constants import (
-    CHECK_EDGES_RESOLVE,
-    CHUNKS,
-    CORPUS_GROUP,
-    EMBEDDINGS,
-    GRAPH,
-    MARKDOWN,
+from kb_assets.assets.common import (
+    BuildConfig,
+    corpus_asset,
+    fingerprint,
+    provider_usage,
+    timing,
 )
+from kb_assets.constants import CHECK_EDGES_RESOLVE, CHUNKS, EMBEDDINGS, GRAPH, MARKDOWN
 from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument, StepSummary
-from kb_assets.partitions import documents_partitions
 from kb_assets.resources import Providers, StoresResource
 from kb_shared.chunking import Chunk
 
 
-@dg.asset(
-    name=GRAPH,
-    partitions_def=documents_partitions,
-    group_name=CORPUS_GROUP,
+@corpus_asset(
+    GRAPH,
     kinds={"python"},
-    io_manager_key="blob_io",
-    ins={"document": dg.AssetIn(MARKDOWN), "chunk_list": dg.AssetIn(CHUNKS)},
-    deps=[EMBEDDINGS],
-    check_specs=[
-        dg.AssetCheckSpec(
-            CHECK_EDGES_RESOLVE,
-            asset=GRAPH,
-            blocking=True,
-            description="Every chunkId on this document's edges exists in the vector index.",
-        )
-    ],
+    inputs={"document": MARKDOWN, "chunk_list": CHUNKS},
+    after=[EMBEDDINGS],
+    checks={
+        CHECK_EDGES_RESOLVE: "Every chunkId on this document's edges exists in the vector index.",
+    },
     description=(
         "Entities (defined terms, roles, organisations, documents, codes) and typed "
         "relationships from the chunks, each with sourceDoc and chunkId; entity-name vectors "
@@ -72,14 +62,11 @@ def graph(
     inputs = fingerprint(
         extractor.name, embedder.model, [(c.id, c.text) for c in chunk_list], document.title
     )
-    previous = StepRecords(stores.blobs()).previous_summary(GRAPH, doc_id)
-    reused = (
-        not config.force
-        and previous is not None
-        and previous.fingerprint == inputs
-        and store.counts(doc_id).relationships == previous.counts.get("relationships", -1)
+    previous = None if config.force else StepRecords(stores.blobs()).reusable_summary(
+        GRAPH, doc_id, inputs, "relationships", lambda: store.counts(doc_id).relationships
     )
-    if reused:
+    reused = previous is not None
+    if previous is not None:
         context.log.info("%s: chunks unchanged since the last extraction; keeping edges", doc_id)
         summary = dataclasses.replace(previous, details={**previous.details, "reused": True})
         types: dict[str, int] = previous.details.get("types", {})
@@ -117,8 +104,7 @@ def graph(
             "relationship_types": dg.MetadataValue.json(types),
             "reused": reused,
             "extraction_calls": extraction_calls,
-            "seconds": round(seconds, 3),
-            "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+            **timing(seconds, document.pages),
             **provider_usage(extractor, embedder),
         },
     )

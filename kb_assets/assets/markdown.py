@@ -9,11 +9,16 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, provider_usage, require_document
-from kb_assets.constants import CORPUS_GROUP, MARKDOWN
+from kb_assets.assets.common import (
+    BuildConfig,
+    corpus_asset,
+    provider_usage,
+    require_document,
+    timing,
+)
+from kb_assets.constants import MARKDOWN
 from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument
-from kb_assets.partitions import documents_partitions
 from kb_assets.resources import Providers, StoresResource
 from kb_shared import layout
 from kb_shared.errors import ConversionError
@@ -21,12 +26,9 @@ from kb_shared.providers.base import MarkdownConverter
 from kb_shared.providers.text_markdown import TextMarkdownConverter, is_text_document
 
 
-@dg.asset(
-    name=MARKDOWN,
-    partitions_def=documents_partitions,
-    group_name=CORPUS_GROUP,
+@corpus_asset(
+    MARKDOWN,
     kinds={"pdf", "markdown"},
-    io_manager_key="blob_io",
     description=(
         "PDF → Markdown with `<!-- page N -->` before each page, `[Figure: …]` markers, "
         "tables as Markdown tables and page furniture removed; title and version extracted. "
@@ -65,18 +67,13 @@ def markdown(
         converted = converter.convert(data, row.name)
     except ConversionError as error:
         raise dg.Failure(description=str(error), allow_retries=False) from error
-    document = MarkdownDocument(
+    document = MarkdownDocument.from_converted(
+        converted,
         doc_id=doc_id,
         name=row.name,
-        markdown=converted.markdown,
-        pages=converted.pages,
-        title=converted.title,
-        version=converted.version,
-        converter=converted.converter,
         provider=converter.name,
         sha256=row.sha256,
         size_bytes=row.size_bytes,
-        figures=tuple(converted.figures),
         seconds=round(time.perf_counter() - started, 3),
     )
     return dg.Output(
@@ -100,8 +97,7 @@ def _metadata(document: MarkdownDocument, *, reused: bool) -> dict[str, object]:
         "converter": document.converter,
         "characters": len(document.markdown),
         "figure_regions": len(document.figures),
-        "seconds": seconds,
-        "seconds_per_page": round(seconds / document.pages, 4) if document.pages else 0.0,
+        **timing(seconds, document.pages),
         "reused": reused,
         "markdown_conversions": 0 if reused else 1,
         "markdown_key": layout.markdown_key(document.doc_id),

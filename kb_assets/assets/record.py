@@ -5,32 +5,18 @@
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, require_document
-from kb_assets.constants import (
-    CORPUS_GROUP,
-    EMBEDDINGS,
-    FIGURES,
-    GRAPH,
-    MARKDOWN,
-    RECORD,
-)
+from kb_assets.assets.common import BuildConfig, corpus_asset, require_document
+from kb_assets.constants import EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
 from kb_assets.outputs import MarkdownDocument, StepSummary
-from kb_assets.partitions import documents_partitions
 from kb_assets.resources import StoresResource
 from kb_shared import layout
 
 
-@dg.asset(
-    name=RECORD,
-    partitions_def=documents_partitions,
-    group_name=CORPUS_GROUP,
+@corpus_asset(
+    RECORD,
     kinds={"sql"},
-    ins={
-        "document": dg.AssetIn(MARKDOWN),
-        "embedded": dg.AssetIn(EMBEDDINGS),
-        "graphed": dg.AssetIn(GRAPH),
-        "figured": dg.AssetIn(FIGURES),
-    },
+    inputs={"document": MARKDOWN, "embedded": EMBEDDINGS, "graphed": GRAPH, "figured": FIGURES},
+    stored=False,
     description=(
         "The catalog row: name, doc_id, title, version, pages, chunk/figure/entity/"
         "relationship counts, size, sha256, blob and Markdown keys, timestamps."

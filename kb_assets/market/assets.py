@@ -14,8 +14,9 @@ configuration is a skipped run, not a failure).
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -26,7 +27,8 @@ from kb_assets.resources import StoresResource
 from kb_shared.errors import AerWorkbookError, NotionSchemaError, NotionSyncError, SyncRefusedError
 from kb_shared.market.aer import AerWorkbook
 from kb_shared.market.aer_layout import find_workbooks, read_workbook
-from kb_shared.market.notion import sync_notion
+from kb_shared.market.notion import NotionSyncResult, sync_notion
+from kb_shared.stores.catalog import AerSyncCounts
 
 #: Materialisation metadata keys (the UI shows them; the CLI table and the checks read them).
 ROWS_READ = "rows_read"
@@ -73,6 +75,32 @@ class NotionSyncConfig(dg.Config):
             "Apply even an empty read, or one that deletes more than half the stored rows "
             "(refused otherwise, leaving the table as it was)."
         ),
+    )
+
+
+def row_counts(counts: AerSyncCounts | NotionSyncResult) -> dict[str, int]:
+    """The ``rows_*`` materialisation metadata of a sync (read, inserted, updated, deleted,
+    unchanged)."""
+    return {
+        ROWS_READ: counts.read,
+        ROWS_INSERTED: counts.inserted,
+        ROWS_UPDATED: counts.updated,
+        ROWS_DELETED: counts.deleted,
+        ROWS_UNCHANGED: counts.unchanged,
+    }
+
+
+def market_asset(
+    name: str, *, kinds: set[str], description: str
+) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+    """``@dg.asset`` for a market-data sync: not partitioned, in ``MARKET_DATA_GROUP``, its
+    output optional (a skipped sync materialises nothing; see the module docstring)."""
+    return dg.asset(
+        name=name,
+        group_name=MARKET_DATA_GROUP,
+        kinds=kinds,
+        output_required=False,
+        description=description,
     )
 
 
@@ -136,11 +164,9 @@ def read_all(paths: Sequence[Path]) -> tuple[list[AerWorkbook], list[str]]:
     return books, refused
 
 
-@dg.asset(
-    name=AER_PERFORMANCE,
-    group_name=MARKET_DATA_GROUP,
+@market_asset(
+    AER_PERFORMANCE,
     kinds={"excel"},
-    output_required=False,
     description=(
         "The AER's retail performance statistics (Schedules 2, 3, 4, 6): every figure of the "
         "workbooks at KB_AER_SOURCE (or the run's `sources`), mapped from the layout, into "
@@ -207,11 +233,7 @@ def aer_performance(
             "sources": ", ".join(sources),
             "files": counts.files,
             RELEASES: ", ".join(counts.releases),
-            ROWS_READ: counts.read,
-            ROWS_INSERTED: counts.inserted,
-            ROWS_UPDATED: counts.updated,
-            ROWS_DELETED: counts.deleted,
-            ROWS_UNCHANGED: counts.unchanged,
+            **row_counts(counts),
             "values_changed": counts.values_changed,
             "superseded": counts.superseded,
             "not_reported": sum(b.not_reported for b in books),
@@ -224,11 +246,9 @@ def aer_performance(
     )
 
 
-@dg.asset(
-    name=COMPLIANCE_ACTIONS,
-    group_name=MARKET_DATA_GROUP,
+@market_asset(
+    COMPLIANCE_ACTIONS,
     kinds={"notion"},
-    output_required=False,
     description=(
         "The Notion compliance tracker (Summary, Organisation, Date, Regulatory Body, Status, "
         "Fine, ...): a full read of the data source, applied as one snapshot (pages gone or "
@@ -276,11 +296,7 @@ def compliance_actions(
     yield dg.MaterializeResult(
         metadata={
             "data_source_id": result.data_source_id,
-            ROWS_READ: result.read,
-            ROWS_INSERTED: result.inserted,
-            ROWS_UPDATED: result.updated,
-            ROWS_DELETED: result.deleted,
-            ROWS_UNCHANGED: result.unchanged,
+            **row_counts(result),
             "trashed": result.trashed,
             "requests": result.requests,
             "force": config.force,

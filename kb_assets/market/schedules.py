@@ -5,20 +5,46 @@ no run), so an unconfigured install sees no failed runs."""
 # No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
 # parameter annotations as classes when it decorates them, to find config and resources.
 
+from collections.abc import Callable
+from typing import Any
+
 import dagster as dg
 
-from kb_assets.constants import AER_SYNC_SCHEDULE, NOTION_SYNC_SCHEDULE
+from kb_assets.constants import (
+    AER_SYNC_JOB,
+    AER_SYNC_SCHEDULE,
+    NOTION_SYNC_JOB,
+    NOTION_SYNC_SCHEDULE,
+)
 from kb_assets.market.assets import AER_UNCONFIGURED, notion_unconfigured
-from kb_assets.market.jobs import aer_sync_job, notion_sync_job
 from kb_assets.market.resources import NotionResource
 from kb_assets.resources import StoresResource
 
 
-@dg.schedule(
-    name=AER_SYNC_SCHEDULE,
-    job=aer_sync_job,
+def sync_schedule(
+    name: str, *, job_name: str, cron_schedule: str, description: str
+) -> Callable[[Callable[..., Any]], dg.ScheduleDefinition]:
+    """``@dg.schedule`` for a market-data sync: runs the job ``job_name`` on ``cron_schedule``
+    and starts RUNNING. The decorated function returns ``run_unless(...)``."""
+    return dg.schedule(
+        name=name,
+        job_name=job_name,
+        cron_schedule=cron_schedule,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=description,
+    )
+
+
+def run_unless(unconfigured: str | None) -> dg.RunRequest | dg.SkipReason:
+    """A tick's answer: a ``SkipReason`` with the message ``unconfigured`` (the unset settings
+    named), or a run when it is ``None``."""
+    return dg.SkipReason(unconfigured) if unconfigured else dg.RunRequest()
+
+
+@sync_schedule(
+    AER_SYNC_SCHEDULE,
+    job_name=AER_SYNC_JOB,
     cron_schedule="0 6 * * *",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
     description=(
         "Daily AER sync from KB_AER_SOURCE (the AER publishes quarterly; an unchanged source "
         "changes nothing). Skips its tick while KB_AER_SOURCE is unset."
@@ -29,16 +55,13 @@ def aer_sync_schedule(
 ) -> dg.RunRequest | dg.SkipReason:
     """A run of ``aer_sync`` when ``KB_AER_SOURCE`` is set; else a ``SkipReason`` naming it.
     The source itself (a URL, a missing path) is judged by the run, which fails saying why."""
-    if not (stores.settings.aer_source or "").strip():
-        return dg.SkipReason(AER_UNCONFIGURED)
-    return dg.RunRequest()
+    return run_unless(None if (stores.settings.aer_source or "").strip() else AER_UNCONFIGURED)
 
 
-@dg.schedule(
-    name=NOTION_SYNC_SCHEDULE,
-    job=notion_sync_job,
+@sync_schedule(
+    NOTION_SYNC_SCHEDULE,
+    job_name=NOTION_SYNC_JOB,
     cron_schedule="0 * * * *",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
     description=(
         "Hourly Notion compliance-tracker sync. Skips its tick while NOTION_TOKEN or "
         "KB_NOTION_DATA_SOURCE_ID is unset."
@@ -50,6 +73,4 @@ def notion_sync_schedule(
     """A run of ``notion_sync`` when the tracker is configured; else a ``SkipReason`` naming
     each unset variable."""
     missing = notion.missing_settings()
-    if missing:
-        return dg.SkipReason(notion_unconfigured(missing))
-    return dg.RunRequest()
+    return run_unless(notion_unconfigured(missing) if missing else None)
