@@ -37,6 +37,7 @@ from kb_shared.stores.catalog.documents import (
     DocumentStatus,
     NAME_MAX,
     DocumentCatalog,
+    DocumentReads,
     DocumentRow,
     documents,
     duplicate_message,
@@ -75,17 +76,23 @@ from kb_shared.stores.catalog.requests import (
 )
 
 
+class CatalogReader(DocumentReads, AerSearchCatalog, ComplianceSearchCatalog):
+    """The read-only catalog: the documents' reads and the market-data searches, nothing that
+    writes. The MCP server holds its catalog as this type (``kb_shared.stores.readers``), so
+    "read-only" is stated by the types as well as by the ``kb_reader`` database role.
+    """
+
+
 class Catalog(
+    CatalogReader,
     DocumentCatalog,
     RequestCatalog,
     AerCatalog,
-    AerSearchCatalog,
     ComplianceCatalog,
-    ComplianceSearchCatalog,
 ):
     """The catalog store over one SQLAlchemy engine (SQLite or Postgres): every method of
-    ``DocumentCatalog``, ``RequestCatalog``, ``AerCatalog``, ``AerSearchCatalog``,
-    ``ComplianceCatalog`` and ``ComplianceSearchCatalog``.
+    ``CatalogReader`` plus the writes of ``DocumentCatalog``, ``RequestCatalog``,
+    ``AerCatalog`` and ``ComplianceCatalog``.
 
     The constructor does no I/O. ``ensure_schema()`` creates the catalog tables (the factory
     and ``kb db init`` also create the SQL graph's); ``close()`` disposes the engine's pool.
@@ -121,12 +128,14 @@ __all__ = [
     "AerTotalsCheck",
     "AerVocabulary",
     "Catalog",
+    "CatalogReader",
     "ComplianceAction",
     "ComplianceCatalog",
     "ComplianceSearchCatalog",
     "ComplianceSearchResult",
     "ComplianceSyncCounts",
     "DocumentCatalog",
+    "DocumentReads",
     "DocumentRequestRow",
     "DocumentRow",
     "Facet",

@@ -210,8 +210,84 @@ def _not_found(doc_id: str) -> DocumentNotFoundError:
     return DocumentNotFoundError(f"no document with doc_id {doc_id!r} in the catalog")
 
 
-class DocumentCatalog(CatalogBase):
-    """The documents of the catalog (see the module docstring for the rules)."""
+class DocumentReads(CatalogBase):
+    """The reads of the documents table: what a read-only caller (the MCP server) may use."""
+
+    def find_by_normalized_name(self, name: str) -> DocumentRow | None:
+        """The document whose normalised name equals ``normalize_name(name)``, or ``None``."""
+        return self._find(documents.c.normalized_name == identity.normalize_name(name))
+
+    def find_by_sha256(self, sha256: str) -> DocumentRow | None:
+        """The document with this content hash (lower-case hex), or ``None``."""
+        return self._find(documents.c.sha256 == sha256.lower())
+
+    def find_by_doc_id(self, doc_id: str) -> DocumentRow | None:
+        """The document with this ``doc_id``, or ``None``."""
+        return self._find(documents.c.doc_id == doc_id)
+
+    def resolve(self, ref: str) -> DocumentRow | None:
+        """The document a person or model means by ``ref``, or ``None``: a ``doc_id``, else a
+        file name compared by ``normalize_name`` (case and surrounding spaces forgiven), else
+        the same with a missing ``.pdf`` extension. One read; the CLI and the MCP tools both
+        resolve through here. An empty ``ref``, or one with no letters or digits, is ``None``.
+        """
+        ref = ref.strip()
+        if not ref:
+            return None
+        try:
+            keys = [identity.normalize_name(ref)]
+            ids = [ref, identity.doc_id(ref), identity.doc_id(ref + ".pdf")]
+        except IdentityError:
+            return None
+        keys.append(identity.normalize_name(ref + ".pdf"))
+        condition = sa.or_(
+            documents.c.doc_id.in_(list(dict.fromkeys(ids))),
+            documents.c.normalized_name.in_(list(dict.fromkeys(keys))),
+        )
+        with self._read() as conn:
+            rows = [
+                to_row(DocumentRow, r) for r in conn.execute(sa.select(documents).where(condition))
+            ]
+        # Prefer the most literal match: exact doc_id, then the name, then the guesses.
+        for matches in (
+            lambda r: r.doc_id == ref,
+            lambda r: r.normalized_name == keys[0],
+            lambda r: r.doc_id in ids or r.normalized_name in keys,
+        ):
+            for row in rows:
+                if matches(row):
+                    return row
+        return None
+
+    def get(self, doc_id: str) -> DocumentRow:
+        """The document with this ``doc_id``.
+
+        Raises:
+            DocumentNotFoundError: no such document.
+        """
+        row = self.find_by_doc_id(doc_id)
+        if row is None:
+            raise _not_found(doc_id)
+        return row
+
+    def _find(self, condition: sa.ColumnElement[bool]) -> DocumentRow | None:
+        with self._read() as conn:
+            row = conn.execute(sa.select(documents).where(condition)).first()
+        return None if row is None else to_row(DocumentRow, row)
+
+    def list_documents(self, status: str | None = None) -> list[DocumentRow]:
+        """Every document (or those with ``status``), ordered by normalised name.
+
+        Raises:
+            ValueError: an unknown status.
+        """
+        order = (documents.c.normalized_name,)
+        return self._list_rows(DocumentRow, documents, order, status, DOCUMENT_STATUSES)
+
+
+class DocumentCatalog(DocumentReads):
+    """The documents of the catalog: the reads plus intake and the lifecycle writes (see the
+    module docstring for the rules)."""
 
     def add_pending(
         self, name: str, doc_id: str, sha256: str, size_bytes: int, blob_key: str
@@ -286,77 +362,6 @@ class DocumentCatalog(CatalogBase):
                     existing=existing,
                 )
         return StoreError(f'the catalog refused "{name}": {error_detail(exc, self._engine)}')
-
-    def find_by_normalized_name(self, name: str) -> DocumentRow | None:
-        """The document whose normalised name equals ``normalize_name(name)``, or ``None``."""
-        return self._find(documents.c.normalized_name == identity.normalize_name(name))
-
-    def find_by_sha256(self, sha256: str) -> DocumentRow | None:
-        """The document with this content hash (lower-case hex), or ``None``."""
-        return self._find(documents.c.sha256 == sha256.lower())
-
-    def find_by_doc_id(self, doc_id: str) -> DocumentRow | None:
-        """The document with this ``doc_id``, or ``None``."""
-        return self._find(documents.c.doc_id == doc_id)
-
-    def resolve(self, ref: str) -> DocumentRow | None:
-        """The document a person or model means by ``ref``, or ``None``: a ``doc_id``, else a
-        file name compared by ``normalize_name`` (case and surrounding spaces forgiven), else
-        the same with a missing ``.pdf`` extension. One read; the CLI and the MCP tools both
-        resolve through here. An empty ``ref``, or one with no letters or digits, is ``None``.
-        """
-        ref = ref.strip()
-        if not ref:
-            return None
-        try:
-            keys = [identity.normalize_name(ref)]
-            ids = [ref, identity.doc_id(ref), identity.doc_id(ref + ".pdf")]
-        except IdentityError:
-            return None
-        keys.append(identity.normalize_name(ref + ".pdf"))
-        condition = sa.or_(
-            documents.c.doc_id.in_(list(dict.fromkeys(ids))),
-            documents.c.normalized_name.in_(list(dict.fromkeys(keys))),
-        )
-        with self._read() as conn:
-            rows = [
-                to_row(DocumentRow, r) for r in conn.execute(sa.select(documents).where(condition))
-            ]
-        # Prefer the most literal match: exact doc_id, then the name, then the guesses.
-        for matches in (
-            lambda r: r.doc_id == ref,
-            lambda r: r.normalized_name == keys[0],
-            lambda r: r.doc_id in ids or r.normalized_name in keys,
-        ):
-            for row in rows:
-                if matches(row):
-                    return row
-        return None
-
-    def get(self, doc_id: str) -> DocumentRow:
-        """The document with this ``doc_id``.
-
-        Raises:
-            DocumentNotFoundError: no such document.
-        """
-        row = self.find_by_doc_id(doc_id)
-        if row is None:
-            raise _not_found(doc_id)
-        return row
-
-    def _find(self, condition: sa.ColumnElement[bool]) -> DocumentRow | None:
-        with self._read() as conn:
-            row = conn.execute(sa.select(documents).where(condition)).first()
-        return None if row is None else to_row(DocumentRow, row)
-
-    def list_documents(self, status: str | None = None) -> list[DocumentRow]:
-        """Every document (or those with ``status``), ordered by normalised name.
-
-        Raises:
-            ValueError: an unknown status.
-        """
-        order = (documents.c.normalized_name,)
-        return self._list_rows(DocumentRow, documents, order, status, DOCUMENT_STATUSES)
 
     def mark_ready(self, doc_id: str, **fields: Any) -> DocumentRow:
         """Set status ``ready`` (clearing any failure reason) and the given fields.
