@@ -329,7 +329,7 @@ def status(
         console.print_json(json.dumps(rows))
         return
     table = _table(
-        f"kb status ({len(rows)} documents)", "document", "status", "pages", "chunks",
+        f"kb status ({len(rows)} document{'s' if len(rows) != 1 else ''})", "document", "status", "pages", "chunks",
         "entities", "relationships", "figures", "assets (m c e g f r)",
     )
     for r in rows:

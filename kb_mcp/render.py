@@ -396,7 +396,7 @@ def document_list_result(documents: DocumentList, links: Links) -> CallToolResul
             counts = f"{row.pages} pages, " if row.pages else ""
             counts += f"{row.chunk_count} chunks"
             if row.figure_count:
-                counts += f", {row.figure_count} figures"
+                counts += f", {row.figure_count} figure" + ("s" if row.figure_count != 1 else "")
             url = links.file(row.blob_key)
             lines.append(f"- {row.name} [{row.doc_id}] — {label} — {counts} — {url}")
         parts.append(

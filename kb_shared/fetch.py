@@ -22,6 +22,7 @@ Sources: issue 12 and ``../shared/notes/next-capabilities.md`` ("SSRF-safe fetch
 from __future__ import annotations
 
 import hashlib
+import math
 import ssl
 import time
 from collections.abc import Iterable
@@ -209,6 +210,20 @@ def fetch(
     )
 
 
+def check_url(url: str, policy: FetchPolicy) -> str:
+    """Check ``url`` as ``fetch`` would before connecting, with no network at all: scheme,
+    host, credentials, and the address of an IP-literal host (a host name is resolved only
+    when it is fetched). Returns the URL as ``fetch`` would request it.
+
+    Raises:
+        FetchRefusedError: the same message ``fetch`` would give for these checks.
+    """
+    target = _parse(url, url, policy)
+    if parse_address(target.raw_host.decode("ascii")) is not None:
+        _pin(target, url, policy, system_resolver, Deadline(math.inf, math.inf))
+    return str(target)
+
+
 def _normal_host(host: str) -> str:
     return host.strip().lower().rstrip(".")
 
@@ -240,8 +255,8 @@ def _parse(text: str, url: str, policy: FetchPolicy, *, base: httpx.URL | None =
         )
     if parsed.scheme == "http" and host not in policy.allow_http_hosts:
         raise FetchRefusedError(
-            f"refused: {text} is plain http; only https is fetched "
-            f"(KB_FETCH_ALLOW_HTTP_HOSTS may list {host} to allow it)",
+            f"refused: {text} is plain http; only https is fetched (KB_FETCH_ALLOW_HTTP_HOSTS "
+            f"may list {host} to allow plain http; its addresses must still be public)",
             url=url,
             reason="scheme",
         )

@@ -361,7 +361,8 @@ def test_alternative_spellings_are_judged_by_the_address_they_resolve_to(
 BAD_URLS = [
     ("http://docs.example.test/doc.pdf", "scheme",
      "refused: http://docs.example.test/doc.pdf is plain http; only https is fetched "
-     "(KB_FETCH_ALLOW_HTTP_HOSTS may list docs.example.test to allow it)"),
+     "(KB_FETCH_ALLOW_HTTP_HOSTS may list docs.example.test to allow plain http; its addresses "
+     "must still be public)"),
     ("ftp://docs.example.test/doc.pdf", "scheme",
      "refused: ftp://docs.example.test/doc.pdf uses ftp scheme; only https is fetched"),
     ("file:///etc/passwd", "scheme",

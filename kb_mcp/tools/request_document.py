@@ -19,7 +19,13 @@ from pydantic import BaseModel, Field
 from kb_mcp.documents import document_list
 from kb_mcp.errors import ToolProblem
 from kb_mcp.tools import KbContext, KbServer, kb_tool, state_of
-from kb_shared.errors import DuplicateRequestError, QueueFullError, RequestNotFoundError
+from kb_shared.errors import (
+    DuplicateRequestError,
+    FetchRefusedError,
+    QueueFullError,
+    RequestNotFoundError,
+)
+from kb_shared.fetch import FetchPolicy, check_url
 from kb_shared.stores.catalog import (
     DEFAULT_MAX_PENDING,
     REASON_MAX,
@@ -350,6 +356,15 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
                 "checked_indexed_documents=true."
             )
         state = state_of(ctx)
+        if source_url is not None and source_url.strip():
+            try:  # checks the link's form only: this tool never fetches anything
+                check_url(source_url.strip(), FetchPolicy.from_settings(state.settings))
+            except FetchRefusedError as exc:
+                raise ToolProblem(
+                    f"nothing was logged: source_url is not a link kb could download "
+                    f"({exc}). Give a direct https link to the PDF on the publisher's site, "
+                    "or leave source_url out."
+                ) from exc
         listing = document_list(state.catalog)
         match = best_match(title, [*listing.ready, *listing.pending, *listing.failed])
         if match is not None and match.likely:

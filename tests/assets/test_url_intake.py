@@ -168,7 +168,8 @@ def test_kb_add_of_a_loopback_url_is_refused_with_the_reason_and_writes_nothing(
          "address"),
         ("http://example.org/x.pdf",
          "download refused: http://example.org/x.pdf is plain http; only https is fetched "
-         "(KB_FETCH_ALLOW_HTTP_HOSTS may list example.org to allow it)"),
+         "(KB_FETCH_ALLOW_HTTP_HOSTS may list example.org to allow plain http; its addresses "
+         "must still be public)"),
         ("file:///etc/passwd", "download refused: file:///etc/passwd uses file scheme; only "
          "https is fetched"),
     ],

@@ -265,8 +265,16 @@ async def test_another_version_of_an_indexed_document_is_logged_and_named(
         ({"title": "t" * 301}, "String should have at most 300 characters"),
         ({"title": "Gas Code", "reason": "r" * 2001}, "String should have at most 2000 characters"),
         ({"title": "Gas Code", "source_url": "file:///etc/passwd"},
-         "nothing was logged: source_url must be an http(s) URL with a host, got "
-         "'file:///etc/passwd'"),
+         "nothing was logged: source_url is not a link kb could download (refused: "
+         "file:///etc/passwd uses file scheme; only https is fetched)"),
+        # From a new-user trial: these were logged with "an operator can approve and ingest
+        # it in one step", and the approval's download then refused them.
+        ({"title": "Gas Code", "source_url": "http://127.0.0.1/x.pdf"},
+         "nothing was logged: source_url is not a link kb could download (refused: "
+         "http://127.0.0.1/x.pdf is plain http; only https is fetched"),
+        ({"title": "Gas Code", "source_url": "https://169.254.169.254/latest/x.pdf"},
+         "nothing was logged: source_url is not a link kb could download (refused: "
+         "169.254.169.254 is a link-local address"),
         ({"title": "???"}, "nothing was logged: the title '???' has no letters or digits"),
     ],
 )
