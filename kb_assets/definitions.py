@@ -1,15 +1,16 @@
 """The Dagster code location (``workspace.yaml`` points here): the corpus assets and the
 market-data assets (``kb_assets.market``), checks, jobs, sensor, schedules, resources, and the
-in-process executor (one process per run: ~0.4 s of overhead per
-document instead of ~30 s for a process per step, measured in notes/library-facts.md).
+in-process executor (one process per run instead of one per step, which Dagster's default
+multiprocess executor spawns at ~5 s each on this kind of machine).
 
 Resources: ``stores``, ``providers`` and ``notion`` read the environment (``KB_*``,
-``NOTION_TOKEN``) unless their config says otherwise (Launchpad, or run config from ``kb``'s own builds); ``blob_io`` uses the run's
-``stores``, so it sees the same settings.
+``NOTION_TOKEN``) unless their config says otherwise (Launchpad, or run config from ``kb``'s
+own builds); ``blob_io`` uses the run's ``stores``, so it sees the same settings.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import dagster as dg
@@ -23,6 +24,14 @@ from kb_assets.market.resources import NotionResource
 from kb_assets.request_jobs import approve_document_request_job
 from kb_assets.resources import Providers, ProvidersResource, StoresResource
 from kb_assets.sensors import intake_sensor
+
+# Dagster 1.13 passes its own empty ``owners`` when it binds the intake sensor to the resolved
+# jobs, then warns that the parameter is in beta on every load; kb sets no owners.
+warnings.filterwarnings(
+    "ignore",
+    message=r"Parameter `owners` of initializer `SensorDefinition.__init__`",
+    category=dg.BetaWarning,
+)
 
 
 def kb_resources(
