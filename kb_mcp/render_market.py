@@ -48,6 +48,7 @@ from kb_shared.stores.catalog import (
     Facet,
 )
 from kb_shared.stores.catalog.aer_search import MAX_LIMIT as AER_MAX_LIMIT
+from kb_shared.stores.catalog.common import SearchResult
 from kb_shared.stores.catalog.compliance_search import MAX_LIMIT as COMPLIANCE_MAX_LIMIT
 
 #: The credit the data's licence asks for (CC BY 4.0), on every answer that shows AER figures.
@@ -73,8 +74,8 @@ NO_AER_DATA = (
     "No AER retail performance data has been synced into kb, so there is nothing to search "
     "(this is not a \"no match\": the table is empty). The operator loads the AER's quarterly "
     f"\"Retail energy market performance update\" workbooks with {AER_SYNC_COMMAND} (SOURCE: "
-    "the release page URL, a workbook or a folder of them; or set KB_AER_SOURCE and let the "
-    "daily schedule run). Tell the user kb has no AER figures yet; do not answer from memory "
+    "a downloaded workbook or a folder of them; or set KB_AER_SOURCE and let the daily "
+    "schedule run). Tell the user kb has no AER figures yet; do not answer from memory "
     "as if kb had them."
 )
 
@@ -149,6 +150,17 @@ def _status(count: int, has_data: bool) -> MarketStatus:
     if count:
         return "ok"
     return "no_match" if has_data else "no_data"
+
+
+def _counts(found: SearchResult[Any], status: MarketStatus) -> dict[str, Any]:
+    """The fields every ``MarketSearchOutput`` starts with, as keyword arguments."""
+    return {
+        "status": status,
+        "count": found.count,
+        "returned": len(found.rows),
+        "truncated": found.truncated,
+        "limit": found.limit,
+    }
 
 
 def _shown(returned: int, count: int, order: str, cap: int) -> str:
@@ -261,7 +273,7 @@ def _aer_totals(found: AerSearchResult) -> list[str]:
         lines.append(f"Total over all {found.count:,} matching figures: "
                      f"{format_number(found.total)}.")
         lines.append("Per quarter: " + "; ".join(
-            f"{p.period} {format_number(p.total)} ({p.rows} figures)"
+            f"{p.period} {format_number(p.total)} ({p.rows} figure{'s' if p.rows != 1 else ''})"
             for p in found.period_totals
         ) + ".")
     if found.total_note:
@@ -311,11 +323,7 @@ def aer_result(found: AerSearchResult) -> CallToolResult:
     """The search_aer_performance result: ``aer_text`` plus ``SearchAerOutput``."""
     filters = echo_filters(found.filters)
     structured = SearchAerOutput(
-        status=_status(found.count, found.has_data),
-        count=found.count,
-        returned=len(found.rows),
-        truncated=found.truncated,
-        limit=found.limit,
+        **_counts(found, _status(found.count, found.has_data)),
         metric=_metric_ref(found.metric) if found.metric is not None else None,
         total=exact(found.total) if found.total is not None else None,
         period_totals=[
@@ -458,11 +466,7 @@ def compliance_result(found: ComplianceSearchResult) -> CallToolResult:
     """The search_compliance result: ``compliance_text`` plus ``SearchComplianceOutput``."""
     filters = echo_filters(found.filters)
     structured = SearchComplianceOutput(
-        status=_compliance_status(found),
-        count=found.count,
-        returned=len(found.rows),
-        truncated=found.truncated,
-        limit=found.limit,
+        **_counts(found, _compliance_status(found)),
         fine_total=found.fine_total,
         with_fine=found.with_fine,
         without_fine=found.without_fine,

@@ -204,14 +204,22 @@ class AerPeriodTotalRef(BaseModel):
     rows: int = Field(description="Figures summed.")
 
 
-class SearchAerOutput(BaseModel):
-    """Structured content of search_aer_performance (exact over the whole match set)."""
+class MarketSearchOutput(BaseModel):
+    """What every market-data search's structured content starts with: its ``status``, the
+    ``count`` of every match, the rows ``returned`` (at most ``limit``) and whether the list
+    was ``truncated``. Each tool's output extends it (and describes its own ``count``)."""
 
     status: MarketStatus
-    count: int = Field(description="Every matching retailer figure (not only those returned).")
+    count: int
     returned: int
     truncated: bool
     limit: int
+
+
+class SearchAerOutput(MarketSearchOutput):
+    """Structured content of search_aer_performance (exact over the whole match set)."""
+
+    count: int = Field(description="Every matching retailer figure (not only those returned).")
     metric: AerMetricRef | None = Field(
         None, description="The one metric of the matches; null when they span several."
     )
@@ -261,14 +269,10 @@ class FacetRef(BaseModel):
     distinct: int
 
 
-class SearchComplianceOutput(BaseModel):
+class SearchComplianceOutput(MarketSearchOutput):
     """Structured content of search_compliance (exact over the whole match set)."""
 
-    status: MarketStatus
     count: int = Field(description="Every matching action (not only those returned).")
-    returned: int
-    truncated: bool
-    limit: int
     fine_total: Decimal = Field(description="Exact dollars over the matches with a fine.")
     with_fine: int
     without_fine: int = Field(description="Matches with no fine recorded (not counted as $0).")

@@ -37,6 +37,7 @@ from notion_client.errors import HTTPResponseError, RequestTimeoutError
 from kb_shared.errors import NotionSyncError
 from kb_shared.market.notion_schema import check_schema, is_trashed, page_to_action
 from kb_shared.settings import Settings
+from kb_shared.stores.catalog.common import SyncCounts
 from kb_shared.stores.catalog.compliance import ComplianceCatalog
 
 log = logging.getLogger(__name__)
@@ -78,18 +79,13 @@ class TrackerRead:
 
 
 @dataclass(frozen=True, slots=True)
-class NotionSyncResult:
+class NotionSyncResult(SyncCounts):
     """What ``sync_notion`` did: the counts of the snapshot write (``read`` live pages, of
     which ``inserted``/``updated``/``unchanged``; ``deleted`` rows gone from the tracker),
     ``trashed`` pages seen in the trash, the ``requests`` made to read, the data source read,
     ``synced_at`` (aware UTC) and ``seconds`` taken (read + write)."""
 
     data_source_id: str
-    read: int
-    inserted: int
-    updated: int
-    deleted: int
-    unchanged: int
     trashed: int
     requests: int
     synced_at: dt.datetime

@@ -35,6 +35,7 @@ from kb_shared.market.aer_metrics import KEY_MAX, normalize_heading
 from kb_shared.stores.catalog.common import (
     CATALOG_METADATA,
     CatalogBase,
+    SyncCounts,
     refuse_legacy_shape,
     sync_count_columns,
     to_row,
@@ -104,7 +105,7 @@ _ROW_COLUMNS = tuple(c.name for c in aer_performance.columns if c.name != "id")
 
 
 @dataclass(frozen=True, slots=True)
-class AerSyncCounts:
+class AerSyncCounts(SyncCounts):
     """What one ``sync_aer`` did.
 
     ``read``: observations in the workbooks given; ``inserted``/``updated``/``deleted``/
@@ -117,11 +118,6 @@ class AerSyncCounts:
     given, oldest first.
     """
 
-    read: int
-    inserted: int
-    updated: int
-    deleted: int
-    unchanged: int
     superseded: int
     values_changed: int
     new_metrics: tuple[AerHeading, ...]

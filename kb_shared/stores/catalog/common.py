@@ -63,6 +63,19 @@ def sync_count_columns() -> list[sa.Column[Any]]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class SyncCounts:
+    """The row counts every market-data sync reports (the ``sync_count_columns`` it records):
+    ``read`` rows given, of which ``inserted`` were new, ``updated`` changed and ``unchanged``
+    identical; ``deleted`` stored rows gone. Each sync's result extends it."""
+
+    read: int
+    inserted: int
+    updated: int
+    deleted: int
+    unchanged: int
+
+
 def to_row(cls: type[Any], row: sa.Row[Any] | Mapping[str, Any], **values: Any) -> Any:
     """The frozen dataclass ``cls`` built from ``values`` and, for every other field, the
     same-named column of ``row`` (a ``Row`` or a row mapping)."""

@@ -30,6 +30,7 @@ from kb_shared.stores.catalog.common import (
     CATALOG_METADATA,
     URL_MAX,
     CatalogBase,
+    SyncCounts,
     clean_text,
     refuse_legacy_shape,
     sync_count_columns,
@@ -141,16 +142,11 @@ class ComplianceAction:
 
 
 @dataclass(frozen=True, slots=True)
-class ComplianceSyncCounts:
+class ComplianceSyncCounts(SyncCounts):
     """What one snapshot write did: ``read`` actions given, of which ``inserted`` were new,
     ``updated`` changed and ``unchanged`` identical; ``deleted`` stored rows were not in the
     read. ``synced_at`` is when it was applied (aware UTC); ``data_source_id`` what was read."""
 
-    read: int
-    inserted: int
-    updated: int
-    deleted: int
-    unchanged: int
     synced_at: dt.datetime
     data_source_id: str | None = None
 
