@@ -140,7 +140,8 @@ def sync_aer(
     sources: Annotated[
         list[str] | None,
         typer.Argument(
-            help="AER workbooks (.xlsx/.xlsm) or folders of them (default: KB_AER_SOURCE).",
+            help="AER workbooks (.xlsx/.xlsm), folders of them, or the https URL of a release "
+            "page linking them (default: KB_AER_SOURCE).",
             show_default=False,
         ),
     ] = None,

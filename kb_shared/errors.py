@@ -168,6 +168,12 @@ class AerWorkbookError(KbError, ValueError):
         self.reason = reason
 
 
+class AerReleasePageError(KbError, ValueError):
+    """An AER release page kb cannot take its workbooks from: it links no ``.xlsx``/``.xlsm``
+    file, or two of its links give different workbooks under one file name
+    (``kb_shared.market.aer_source``). Nothing was downloaded into the catalog."""
+
+
 class FetchError(KbError):
     """A URL download that did not produce a document (``kb_shared.fetch``). Nothing was
     written anywhere: the fetcher only ever returns bytes.
@@ -191,7 +197,8 @@ class FetchRefusedError(FetchError):
     for a host not listed in ``KB_FETCH_ALLOW_HTTP_HOSTS``), ``address`` (a resolved address
     is not public), ``redirect_loop``, ``too_many_redirects``, ``content_type``,
     ``content_encoding``, ``magic`` (the bytes are not what the content type claims),
-    ``too_large`` (past the size cap) or ``not_workbook`` (a ZIP without ``xl/workbook.xml``).
+    ``too_large`` (past the size cap), ``not_workbook`` (a ZIP without ``xl/workbook.xml``) or
+    ``binary`` (a page labelled HTML holding a NUL byte).
     """
 
 

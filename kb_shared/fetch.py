@@ -44,6 +44,7 @@ from kb_shared.fetch_content import (
     BodyReader,
     Expectation,
     check_headers,
+    check_text,
     check_workbook,
     file_name,
 )
@@ -334,7 +335,8 @@ def _get(
         "write": policy.read_timeout,
         "pool": policy.connect_timeout,
     }
-    reader = BodyReader(target, url, expect, policy.max_bytes)
+    cap = expect.cap(policy.max_bytes)
+    reader = BodyReader(target, url, expect, cap)
     try:
         with httpcore.ConnectionPool(
             ssl_context=context, network_backend=backend, max_connections=1, retries=0
@@ -352,7 +354,7 @@ def _get(
                         url=url,
                         reason="status",
                     )
-                content_type = check_headers(answer, target, url, expect, policy.max_bytes)
+                content_type = check_headers(answer, target, url, expect, cap)
                 data = reader.read(response.iter_stream())
     except httpcore.TimeoutException as exc:
         if deadline.bound:
@@ -376,6 +378,8 @@ def _get(
         ) from None
     if expect is Expectation.WORKBOOK:
         check_workbook(data, target, url)
+    elif expect is Expectation.HTML:
+        check_text(data, target, url)
     disposition = answer.get("content-disposition")
     return _Body(content_type=content_type, disposition=disposition, data=data)
 

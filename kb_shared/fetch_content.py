@@ -23,10 +23,13 @@ class Expectation(StrEnum):
     """What the caller wants to download; the answer's content type and first bytes must
     match it. PDF: ``application/pdf`` and ``%PDF-`` (ISO 32000-2 §7.5.2). WORKBOOK: the
     OOXML spreadsheet types for .xlsx and .xlsm (ECMA-376 / IANA media types) and a ZIP
-    local-file header ``PK\\x03\\x04`` whose archive holds ``xl/workbook.xml``."""
+    local-file header ``PK\\x03\\x04`` whose archive holds ``xl/workbook.xml``. HTML: a web
+    page (``text/html`` or ``application/xhtml+xml``, IANA media types) capped at
+    ``HTML_MAX_BYTES``; no magic bytes, only "not binary" (no NUL byte, ``check_text``)."""
 
     PDF = "pdf"
     WORKBOOK = "workbook"
+    HTML = "html"
 
     @property
     def description(self) -> str:
@@ -40,19 +43,34 @@ class Expectation(StrEnum):
 
     @property
     def magic(self) -> bytes:
-        """The bytes the body must start with."""
+        """The bytes the body must start with (empty: no magic-byte check)."""
         return _MAGIC[self]
+
+    def cap(self, max_bytes: int) -> int:
+        """The size cap in bytes for this kind under a policy's ``max_bytes``: the smaller of
+        the two for HTML (``HTML_MAX_BYTES``), ``max_bytes`` otherwise."""
+        return min(max_bytes, _CAPS.get(self, max_bytes))
 
 
 XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 XLSM_CONTENT_TYPE = "application/vnd.ms-excel.sheet.macroenabled.12"
 
-_DESCRIPTIONS = {Expectation.PDF: "a PDF", Expectation.WORKBOOK: "an Excel workbook"}
+#: Largest web page fetched, in bytes: a page only carries links, so it gets a cap far
+#: below the documents' ``KB_MAX_UPLOAD_BYTES`` (issue 11, release pages).
+HTML_MAX_BYTES = 5 * 1024 * 1024
+
+_DESCRIPTIONS = {
+    Expectation.PDF: "a PDF",
+    Expectation.WORKBOOK: "an Excel workbook",
+    Expectation.HTML: "an HTML page",
+}
 _CONTENT_TYPES = {
     Expectation.PDF: frozenset({"application/pdf"}),
     Expectation.WORKBOOK: frozenset({XLSX_CONTENT_TYPE, XLSM_CONTENT_TYPE}),
+    Expectation.HTML: frozenset({"text/html", "application/xhtml+xml"}),
 }
-_MAGIC = {Expectation.PDF: b"%PDF-", Expectation.WORKBOOK: b"PK\x03\x04"}
+_MAGIC = {Expectation.PDF: b"%PDF-", Expectation.WORKBOOK: b"PK\x03\x04", Expectation.HTML: b""}
+_CAPS = {Expectation.HTML: HTML_MAX_BYTES}
 
 
 def check_headers(
@@ -162,6 +180,17 @@ def check_workbook(data: bytes, target: httpx.URL, url: str) -> None:
             f"refused: {target} is a ZIP archive without xl/workbook.xml, not an Excel workbook",
             url=url,
             reason="not_workbook",
+            received=len(data),
+        )
+
+
+def check_text(data: bytes, target: httpx.URL, url: str) -> None:
+    """Refuse a body labelled as a web page that holds a NUL byte: binary, not text."""
+    if b"\x00" in data:
+        raise FetchRefusedError(
+            f"refused: {target} is labelled an HTML page but holds binary data (a NUL byte)",
+            url=url,
+            reason="binary",
             received=len(data),
         )
 

@@ -129,7 +129,10 @@ class Settings(BaseSettings):
     # --- market data: AER retail performance statistics ---------------------------------
     aer_source: str | None = Field(
         None,
-        description="AER workbook (.xlsx/.xlsm) or folder of them; unset = AER sync skipped.",
+        description=(
+            "AER workbook (.xlsx/.xlsm), folder of them, or https URL of a release page "
+            "linking them; unset = AER sync skipped."
+        ),
     )
 
     # --- market data: Notion compliance tracker ----------------------------------------

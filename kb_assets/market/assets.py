@@ -13,8 +13,10 @@ configuration is a skipped run, not a failure).
 # parameter annotations as classes when it decorates them, to find config and resources.
 
 import re
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,19 @@ from pydantic import Field
 from kb_assets.constants import AER_PERFORMANCE, COMPLIANCE_ACTIONS, MARKET_DATA_GROUP
 from kb_assets.market.resources import NotionResource
 from kb_assets.resources import StoresResource
-from kb_shared.errors import AerWorkbookError, NotionSchemaError, NotionSyncError, SyncRefusedError
+from kb_shared.errors import (
+    AerReleasePageError,
+    AerWorkbookError,
+    FetchError,
+    NotionSchemaError,
+    NotionSyncError,
+    SyncRefusedError,
+)
 from kb_shared.market.aer import AerWorkbook
 from kb_shared.market.aer_layout import find_workbooks, read_workbook
+from kb_shared.market.aer_source import download_release
 from kb_shared.market.notion import NotionSyncResult, sync_notion
+from kb_shared.settings import Settings
 from kb_shared.stores.catalog import AerSyncCounts
 
 #: Materialisation metadata keys (the UI shows them; the CLI table and the checks read them).
@@ -49,8 +60,9 @@ URL_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 #: The message of an AER sync with no source.
 AER_UNCONFIGURED = (
-    "no AER source: set KB_AER_SOURCE to an AER retail-performance workbook (.xlsx/.xlsm) or "
-    "a folder of them, or give sources (`kb sync aer SOURCE`, or `sources` in the run config)"
+    "no AER source: set KB_AER_SOURCE to an AER retail-performance workbook (.xlsx/.xlsm), "
+    "a folder of them or the https URL of a release page, or give sources "
+    "(`kb sync aer SOURCE`, or `sources` in the run config)"
 )
 
 
@@ -60,8 +72,9 @@ class AerSyncConfig(dg.Config):
     sources: list[str] = Field(
         default_factory=list,
         description=(
-            "Workbook files or folders on the server (e.g. /data/aer/2025-26-q3); empty = the "
-            "KB_AER_SOURCE setting."
+            "Workbook files or folders on the server (e.g. /data/aer/2025-26-q3), or the https "
+            "URL of a release page whose workbooks are downloaded; empty = the KB_AER_SOURCE "
+            "setting."
         ),
     )
 
@@ -126,24 +139,47 @@ def aer_sources(configured: Sequence[str], setting: str | None) -> list[str]:
     return [setting.strip()] if setting and setting.strip() else []
 
 
-def workbook_paths(sources: Sequence[str]) -> list[Path]:
-    """Every workbook the sources name (a file, or the workbooks directly in a folder), each
+#: Downloads a release page's workbooks into a folder: ``(url, folder) -> paths``.
+ReleaseDownloader = Callable[[str, Path], list[Path]]
+
+
+def release_downloader(settings: Settings) -> ReleaseDownloader:
+    """The production downloader: ``download_release`` under
+    ``FetchPolicy.from_settings(settings)`` (no address is ever exempt)."""
+    return partial(download_release, settings=settings)
+
+
+#: How the sync gets its release-page downloader from the settings. A module attribute so
+#: that tests can point it at their local HTTPS server (an injected resolver and test CA);
+#: no setting can, so production always uses ``release_downloader``.
+downloader_for: Callable[[Settings], ReleaseDownloader] = release_downloader
+
+
+def workbook_paths(
+    sources: Sequence[str], folder: Path | None = None, settings: Settings | None = None
+) -> list[Path]:
+    """Every workbook the sources name (a file, the workbooks directly in a folder, or those
+    a release page URL links, downloaded into ``folder`` through ``downloader_for``), each
     once, in the order given.
 
     Raises:
-        ValueError: a URL (the release-page fetch comes with kb's safe fetcher; local paths
-            only until then), a file that is not a workbook or a folder without one.
+        ValueError: a file that is not a workbook, a folder without one, or a URL when no
+            ``folder`` and ``settings`` are given to download into.
+        AerReleasePageError: a release page that links no workbook (or two under one name).
+        FetchError: a page or workbook download refused or failed (its reason in the message).
         FileNotFoundError: a path that does not exist.
     """
     paths: dict[Path, None] = {}
-    for source in sources:
+    for number, source in enumerate(sources):
         if URL_PATTERN.match(source):
-            raise ValueError(
-                f"{source} is a URL: reading an AER release page needs kb's safe fetcher, "
-                "which is not there yet. Download the release's workbooks and give their "
-                "file or folder instead (KB_AER_SOURCE or `kb sync aer PATH`)."
-            )
-        for path in find_workbooks(source):
+            if folder is None or settings is None:
+                raise ValueError(f"{source} is a URL: no folder was given to download it into")
+            into = folder / str(number)
+            into.mkdir()
+            found = downloader_for(settings)(source, into)
+        else:
+            found = find_workbooks(source)
+        for path in found:
             paths.setdefault(path.resolve(), None)
     return list(paths)
 
@@ -169,8 +205,9 @@ def read_all(paths: Sequence[Path]) -> tuple[list[AerWorkbook], list[str]]:
     kinds={"excel"},
     description=(
         "The AER's retail performance statistics (Schedules 2, 3, 4, 6): every figure of the "
-        "workbooks at KB_AER_SOURCE (or the run's `sources`), mapped from the layout, into "
-        "the catalog (latest release wins; re-syncing changes nothing). Skipped when no "
+        "workbooks at KB_AER_SOURCE (or the run's `sources`: files, folders, or a release "
+        "page URL whose workbooks are downloaded through kb's safe fetcher), mapped from the "
+        "layout, into the catalog (latest release wins; re-syncing changes nothing). Skipped when no "
         "source is set. A workbook that does not fit the layout fails the run and nothing "
         "is written: a run applies all of its workbooks or none."
     ),
@@ -187,7 +224,8 @@ def aer_performance(
     ``releases``, ``files``, ``not_reported`` cells, ``seconds``, ``synced_at``.
 
     Raises:
-        dagster.Failure: a URL or missing source, a refused workbook, or one figure given
+        dagster.Failure: a missing source, a release page without workbooks, a refused or
+            failed download (the fetcher's reason), a refused workbook, or one figure given
             twice with different values; nothing written.
     """
     sources = aer_sources(config.sources, stores.settings.aer_source)
@@ -195,11 +233,16 @@ def aer_performance(
         yield skip(context, AER_PERFORMANCE, AER_UNCONFIGURED)
         return
     started = time.perf_counter()
-    try:
-        paths = workbook_paths(sources)
-    except (ValueError, OSError) as error:
-        raise dg.Failure(description=str(error), allow_retries=False) from error
-    books, refused = read_all(paths)
+    with tempfile.TemporaryDirectory(prefix="kb-aer-") as folder:
+        try:
+            paths = workbook_paths(sources, Path(folder), stores.settings)
+        except FetchError as error:
+            raise dg.Failure(
+                description=f"download of {error.url} {error}", allow_retries=False
+            ) from error
+        except (AerReleasePageError, ValueError, OSError) as error:
+            raise dg.Failure(description=str(error), allow_retries=False) from error
+        books, refused = read_all(paths)
     if refused:
         raise dg.Failure(
             description=(

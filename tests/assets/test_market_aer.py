@@ -8,6 +8,8 @@ from the reader or the store."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,13 @@ from typer.testing import CliRunner
 from kb_assets import cli
 from kb_assets.constants import AER_PERFORMANCE, CHECK_AER_TOTALS
 from kb_assets.instance import dagster_instance
+from kb_assets.market import assets
 from kb_assets.market.assets import aer_sources, workbook_paths
 from kb_assets.market.operations import plain
 from kb_assets.resources import StoresResource
+from kb_shared.market.aer_source import download_release
 from kb_shared.settings import Settings
+from tests.assets.test_url_intake import LocalSite, local_site
 from tests.market.aer_fixtures import (
     FILE_NAMES,
     Q3_2025_26,
@@ -33,6 +38,7 @@ from tests.market.aer_fixtures import (
     write_release,
     write_schedule,
 )
+from tests.market.test_aer_source import METADATA_LINK, release_routes, site_policy
 from tests.stores.test_catalog_contract import fresh_postgres_database
 
 DISCONNECTIONS = "customers_disconnected_for_non_payment"
@@ -191,12 +197,73 @@ def test_a_refused_workbook_names_its_cell_and_nothing_of_the_run_is_written(
     assert latest(AER_PERFORMANCE)["releases"] == "Q3 2025-26"
 
 
-def test_a_url_source_fails_saying_urls_come_later() -> None:
-    result = run_kb("sync", "aer", "https://www.aer.gov.au/industry/registers/resources/x")
+# --- release page URLs ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def release_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSite]:
+    """The Q3 2025-26 release served over HTTPS (``tests/market/test_aer_source.py``)."""
+    routes = release_routes(tmp_path_factory.mktemp("aer-release"))
+    with local_site(tmp_path_factory.mktemp("aer-release-tls"), routes) as running:
+        yield running
+
+
+@pytest.fixture
+def reach_release(release_site: LocalSite, monkeypatch: pytest.MonkeyPatch) -> LocalSite:
+    """The sync downloads release pages from ``release_site`` for this test."""
+    monkeypatch.setattr(assets, "downloader_for", lambda settings: partial(
+        download_release, settings=settings, policy=site_policy(release_site),
+        resolver=release_site.resolve))
+    return release_site
+
+
+def test_a_release_page_url_syncs_the_workbooks_it_links(q3_cells, reach_release) -> None:
+    _, cells = q3_cells
+    url = reach_release.url("/release.html")
+    result = run_kb("sync", "aer", url)
+    assert result.exit_code == 0, result.output
+    table = table_values(result.output)
+    assert (table["workbooks"], table["releases"]) == ("3", "Q3 2025-26")
+    assert (table["rows read"], table["inserted"], table["updated"]) == ("640", "640", "0")
+    assert "check aer_totals_match_their_parts: passed" in result.output
+    catalog = StoresResource().catalog()
+    assert len(catalog.list_aer_observations()) == len(cells) == 640
+    found = catalog.search_aer(metric=DISCONNECTIONS, jurisdiction="NSW")
+    assert (found.count, found.total) == nsw_disconnections(Q3_2025_26) == (15, 26_184)
+    assert latest(AER_PERFORMANCE)["sources"] == url
+
+
+def test_a_workbook_link_to_the_metadata_address_is_refused_and_nothing_stored(
+    reach_release,
+) -> None:
+    result = run_kb("sync", "aer", reach_release.url("/hostile.html"))
     assert result.exit_code == 1
     text = flat(result.output)
-    assert "is a URL: reading an AER release page needs kb's safe fetcher" in text
+    assert flat(
+        f"download of {METADATA_LINK} refused: 169.254.169.254 is a link-local address "
+        "(where cloud metadata services live)") in text
     assert "nothing was written" in text
+    assert StoresResource().catalog().list_aer_observations() == []
+
+
+def test_a_release_page_without_workbook_links_says_so(reach_release) -> None:
+    url = reach_release.url("/empty.html")
+    result = run_kb("sync", "aer", env={"KB_AER_SOURCE": url})
+    assert result.exit_code == 1
+    assert flat(
+        f"{url} links no .xlsx or .xlsm workbook, so there is nothing to sync; give the "
+        "release page that lists the workbooks, or their file or folder") in flat(result.output)
+    assert StoresResource().catalog().list_aer_observations() == []
+
+
+def test_a_plain_http_url_is_refused_by_the_production_fetcher() -> None:
+    result = run_kb("sync", "aer", "http://www.aer.gov.au/industry/registers/resources/x")
+    assert result.exit_code == 1
+    assert flat(
+        "download of http://www.aer.gov.au/industry/registers/resources/x refused: "
+        "http://www.aer.gov.au/industry/registers/resources/x is plain http; only https is "
+        "fetched") in flat(result.output)
+    assert "nothing was written" in flat(result.output)
     assert StoresResource().catalog().list_aer_observations() == []
 
 
