@@ -59,6 +59,9 @@ from kb_shared.stores.blobs import check_key
 
 log = logging.getLogger(__name__)
 
+#: The SDK module whose INFO lines say nothing useful for a stateless server.
+STREAMABLE_HTTP_LOGGER = "mcp.server.streamable_http"
+
 MCP_PATH = "/mcp"
 FILES_PATH = "/files"
 HEALTH_PATH = "/healthz"
@@ -301,6 +304,10 @@ def build_app(
     mcp = build_server(
         settings, holder=holder, embedder=embedder, warm=warm, log_level=log_level.upper()
     )
+    if log_level.upper() != "DEBUG":
+        # Stateless HTTP opens and ends a transport per request; the SDK logs each ending
+        # ("Terminating session: None") at INFO, one useless line per call.
+        logging.getLogger(STREAMABLE_HTTP_LOGGER).setLevel(logging.WARNING)
 
     @mcp.custom_route(HEALTH_PATH, methods=["GET"])
     async def healthz(_: Request) -> Response:

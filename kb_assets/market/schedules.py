@@ -54,7 +54,8 @@ def aer_sync_schedule(
     context: dg.ScheduleEvaluationContext, stores: StoresResource
 ) -> dg.RunRequest | dg.SkipReason:
     """A run of ``aer_sync`` when ``KB_AER_SOURCE`` is set; else a ``SkipReason`` naming it.
-    The source itself (a URL, a missing path) is judged by the run, which fails saying why."""
+    The source itself (a release page URL, a workbook, a folder) is read by the run, which
+    fails saying why when it cannot be (a refused download, a missing path)."""
     return run_unless(None if (stores.settings.aer_source or "").strip() else AER_UNCONFIGURED)
 
 

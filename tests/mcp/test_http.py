@@ -257,3 +257,19 @@ def test_stdio_links_point_at_local_files_unless_a_public_url_is_set(tmp_path: P
     assert links_for(public, stdio=True).file("pdfs/a.pdf") == "https://kb.example.com/files/pdfs/a.pdf"
     remote = Settings(home=tmp_path / "home", blob_url="memory://kb")
     assert links_for(remote, stdio=True).file("pdfs/a.pdf") == "http://127.0.0.1:8765/files/pdfs/a.pdf"
+
+
+@pytest.mark.parametrize(("level", "expected"), [("INFO", "WARNING"), ("DEBUG", "NOTSET")])
+def test_per_request_transport_endings_are_not_logged_at_info(
+    corpus_home: Path, embedder: HashingEmbedder, level: str, expected: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # From a new-user trial: every stateless call logged "Terminating session: None".
+    import logging
+
+    from kb_mcp.http import STREAMABLE_HTTP_LOGGER
+
+    logger = logging.getLogger(STREAMABLE_HTTP_LOGGER)
+    monkeypatch.setattr(logger, "level", logging.NOTSET)
+    build_app(corpus_settings(corpus_home), embedder=embedder, warm=False, log_level=level)
+    assert logging.getLevelName(logger.level) == expected
