@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kb_assets import operations, serve
+from kb_assets.cli_references import references_app
 from kb_assets.cli_requests import requests_app
 from kb_assets.cli_sync import sync_app
 from kb_assets.constants import PARTITION_TAG, REBUILDABLE, DocumentStatus
@@ -38,6 +39,7 @@ db_app = typer.Typer(help="Catalog database commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(sync_app, name="sync")
 app.add_typer(requests_app, name="requests")
+app.add_typer(references_app, name="references")
 
 #: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -75,6 +77,14 @@ def add(
             "--name", help="The document name for a single URL (default: the download's own)."
         ),
     ] = None,
+    category: Annotated[
+        str | None,
+        typer.Option(
+            "--category",
+            help="Category of the added documents, e.g. aemo/procedures; files in subfolders "
+            "of a folder add their folder path below it (default: that folder path alone).",
+        ),
+    ] = None,
 ) -> None:
     """Add documents: identity rules, copy to blobs, add the partition (then `kb build`).
 
@@ -82,10 +92,14 @@ def add(
     under KB_MAX_UPLOAD_BYTES) and then added like a file of its name. Exits 1 when any file
     or URL was refused (not a document, empty, unreadable, a refused download, or its content
     is already in the corpus under another name); a name already in the corpus is a
-    duplicate, reported but not an error, so adding a folder again is safe."""
+    duplicate, reported but not an error, so adding a folder again is safe. A file found in a
+    folder is filed under its folder path below it (`kb add docs/` files docs/aemo/x.pdf
+    under aemo); `kb categorize` moves a document later."""
     settings, stores = _context()
     try:
-        outcomes = admit_sources(paths, stores, dagster_instance(settings), name=name)
+        outcomes = admit_sources(
+            paths, stores, dagster_instance(settings), name=name, category=category
+        )
     except ValueError as error:
         err.print(f"[red]{error}[/red]")
         raise typer.Exit(2) from error
@@ -315,6 +329,36 @@ def delete(
         )
     stores.close()
     raise typer.Exit(status)
+
+
+@app.command()
+def categorize(
+    name: Annotated[str, typer.Argument(help="The document, by file name or id.")],
+    category: Annotated[
+        str, typer.Argument(help="Its new category, e.g. aemo/procedures; \"\" for none.")
+    ],
+) -> None:
+    """Move a document to another category: the catalog row only, nothing is rebuilt (search
+    filters read categories from the catalog)."""
+    _settings, stores = _context()
+    catalog = stores.catalog()
+    try:
+        row = catalog.resolve(name)
+        if row is None:
+            err.print(f"[red]no document {name!r} in the catalog; `kb status` lists them[/red]")
+            raise typer.Exit(1)
+        try:
+            moved = catalog.set_category(row.doc_id, category)
+        except ValueError as error:
+            err.print(f"[red]category refused: {error}[/red]")
+            raise typer.Exit(2) from error
+    finally:
+        stores.close()
+    before, after = row.category or "(none)", moved.category or "(none)"
+    console.print(f"{moved.name}: category {before} -> {after} (nothing rebuilt)")
+
+
+app.command("move", help="Same as `kb categorize`.")(categorize)
 
 
 @app.command()

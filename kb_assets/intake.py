@@ -27,6 +27,12 @@ re-checked, PDF type and magic bytes, size capped at ``KB_MAX_UPLOAD_BYTES``). T
 name is the one given, else the download's (``Content-Disposition``, else the URL's last path
 segment), with ``.pdf`` added when it has no suffix; then the bytes meet the same rules as a
 file of that name. A download that is refused or fails is a refused outcome and writes nothing.
+
+Categories (issue 12, "Categories from folders"): a file found in a folder given to ``admit``
+gets its folder path below that folder as its category (``DIR/aemo/procedures/x.pdf`` →
+``aemo/procedures``); a file directly in the folder, named explicitly or downloaded has none.
+A ``category`` given to ``admit`` is the base: it is the category of those, and the prefix of
+the folder paths (``--category aemo`` and ``DIR/procedures/x.pdf`` → ``aemo/procedures``).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import logging
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -59,6 +65,7 @@ from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES, decode_text, is
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import Catalog
+from kb_shared.stores.catalog.documents import normalize_category
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +112,7 @@ class Candidate:
         doc_id: ``kb_shared.identity.doc_id(name)``.
         sha256: hex digest of ``data``.
         data: the file's bytes.
+        category: its category (see "Categories" in the module docstring), or ``None``.
     """
 
     path: Path
@@ -112,6 +120,7 @@ class Candidate:
     doc_id: str
     sha256: str
     data: bytes
+    category: str | None = None
 
     def outcome(self, status: IntakeStatus, doc: str | None = None, reason: str = "") -> IntakeOutcome:
         """This file's outcome."""
@@ -155,21 +164,67 @@ def collect_documents(paths: Iterable[str | Path]) -> tuple[list[Path], list[Int
     return files, refused
 
 
+def file_categories(
+    paths: Iterable[str | Path], files: Iterable[Path], base: str | None
+) -> dict[Path, str | None]:
+    """The category of each of ``files`` (from ``collect_documents(paths)``): ``base`` joined
+    with its folder path below the folder of ``paths`` it was found in (module docstring).
+
+    Raises:
+        ValueError: a folder path ``normalize_category`` refuses (the message names it).
+    """
+    folders = [Path(p) for p in paths if Path(p).is_dir()]
+    found: dict[Path, str | None] = {}
+    for file in files:
+        below = next(
+            (file.parent.relative_to(d).as_posix() for d in folders if file.is_relative_to(d)),
+            "",
+        )
+        joined = "/".join(part for part in (base or "", "" if below == "." else below) if part)
+        try:
+            found[file] = normalize_category(joined) if joined else None
+        except ValueError as error:
+            raise ValueError(f"{file}: its folder is not a category kb keeps ({error})") from error
+    return found
+
+
 def admit(
-    paths: Sequence[str | Path], stores: StoresResource, instance: dg.DagsterInstance
+    paths: Sequence[str | Path],
+    stores: StoresResource,
+    instance: dg.DagsterInstance,
+    *,
+    category: str | None = None,
 ) -> list[IntakeOutcome]:
     """Apply the intake rules to ``paths`` and add the accepted files: catalog row, blob and
     Dagster partition each.
 
+    Args:
+        category: the base category ("Categories" in the module docstring).
+
     Returns one outcome per file found, in input order. The added documents are ``pending``;
-    a build run makes them ``ready``.
+    a build run makes them ``ready``. A file whose folder path is not a valid category is
+    refused with the reason.
 
     Raises:
+        ValueError: ``category`` is not one (``normalize_category``); nothing was read.
         IntakeError: the catalog lookup failed, or the partitions could not be added; nothing
             at all was added.
     """
+    base = normalize_category(category)
     files, outcomes = collect_documents(paths)
-    candidates = _screen(files, stores.settings.max_upload_bytes, outcomes)
+    categories: dict[Path, str | None] = {}
+    for file in list(files):
+        try:
+            categories |= file_categories(paths, [file], base)
+        except ValueError as error:
+            files.remove(file)
+            outcomes.append(
+                IntakeOutcome(str(file), file.name, IntakeStatus.REFUSED, reason=str(error))
+            )
+    candidates = [
+        replace(c, category=categories.get(c.path))
+        for c in _screen(files, stores.settings.max_upload_bytes, outcomes)
+    ]
     decided = _against_catalog(candidates, stores)
     added = [o.doc_id for o in decided if o.status == IntakeStatus.ADDED and o.doc_id]
     if added:
@@ -305,6 +360,7 @@ def _add_one(candidate: Candidate, catalog: Catalog, blobs: BlobStore) -> Intake
             sha256=candidate.sha256,
             size_bytes=len(candidate.data),
             blob_key=key,
+            category=candidate.category,
         )
     except DuplicateDocumentError as error:  # lost a race with another intake
         return candidate.outcome(IntakeStatus.DUPLICATE, candidate.doc_id, str(error))
@@ -418,6 +474,7 @@ def admit_sources(
     instance: dg.DagsterInstance,
     *,
     name: str | None = None,
+    category: str | None = None,
 ) -> list[IntakeOutcome]:
     """``admit`` for server paths and URLs together: every URL is downloaded first (see the
     module docstring), then the downloads and the files go through ``admit`` as one batch,
@@ -426,20 +483,23 @@ def admit_sources(
     Args:
         sources: files, folders and URLs; a URL's outcome has the URL as its ``path``.
         name: the document name for the batch's one URL (instead of the download's).
+        category: the base category (``admit``); a download gets it as its category.
 
     Returns:
         One outcome per file or URL, in input order; a refused download is ``refused`` with
         the fetcher's reason ("download refused: 127.0.0.1 is a loopback address").
 
     Raises:
-        ValueError: ``name`` given for a batch without exactly one URL.
+        ValueError: ``name`` given for a batch without exactly one URL, or a ``category``
+            that is not one; nothing was downloaded.
         IntakeError: as ``admit``; nothing at all was added.
     """
     urls = [str(s) for s in sources if is_url(s)]
     if name is not None and len(urls) != 1:
         raise ValueError(f"a name goes with exactly one URL; this batch has {len(urls)}")
+    normalize_category(category)
     if not urls:
-        return admit(sources, stores, instance)
+        return admit(sources, stores, instance, category=category)
     download = fetcher_for(stores.settings)
     refused: list[IntakeOutcome] = []
     origin: dict[str, str] = {}
@@ -470,7 +530,7 @@ def admit_sources(
             origin[str(local)] = url
             batch.append(local)
             log.info("downloaded %s (%d bytes) as %s", url, len(fetched.data), file)
-        admitted = admit(batch, stores, instance) if batch else []
+        admitted = admit(batch, stores, instance, category=category) if batch else []
     outcomes = [_from_url(o, origin) for o in admitted] + refused
     order = {str(s).strip() if is_url(s) else str(s): i for i, s in enumerate(sources)}
     return sorted(outcomes, key=lambda o: _input_position(o.path, order))

@@ -20,6 +20,7 @@ from kb_assets.constants import (
 )
 from kb_assets.intake import IntakeOutcome, IntakeStatus, admit_sources, is_url
 from kb_assets.resources import StoresResource
+from kb_shared.stores.catalog.documents import normalize_category
 
 
 def failure_text(step_key: str, error: BaseException | None) -> str:
@@ -80,6 +81,14 @@ class AddDocumentsConfig(dg.Config):
             "v3.2.pdf' (default: the name the download comes with; .pdf is added if missing)."
         ),
     )
+    category: str | None = Field(
+        None,
+        description=(
+            "Optional: the category of the added documents, e.g. 'aemo/procedures'. Files in "
+            "subfolders of a folder in paths get their folder path below it added to it "
+            "(without this, that folder path alone is their category)."
+        ),
+    )
     from_inbox: bool = Field(
         False,
         description=(
@@ -102,7 +111,13 @@ def add_documents_op(
     if missing:
         context.log.warning("not found on the server: %s", ", ".join(missing))
     try:
-        outcomes = admit_sources(config.paths, stores, context.instance, name=config.name)
+        normalize_category(config.category)
+    except ValueError as error:
+        raise dg.Failure(description=f"category refused: {error}; nothing was added") from error
+    try:
+        outcomes = admit_sources(
+            config.paths, stores, context.instance, name=config.name, category=config.category
+        )
     except ValueError as error:
         raise dg.Failure(description=f"{error}; remove name or list exactly one URL") from error
     if config.from_inbox:
@@ -154,7 +169,8 @@ def file_away(path: Path, inbox: Path, outcome: IntakeOutcome) -> Path:
         "Add documents from server-side paths or https URLs (Launchpad config), e.g.\n\n"
         "```yaml\nops:\n  add_documents_op:\n    config:\n      paths:\n"
         "        - /data/pdfs\n"
-        "        - https://www.aemo.com.au/-/media/files/b2b-procedure-v3.2.pdf\n```"
+        "        - https://www.aemo.com.au/-/media/files/b2b-procedure-v3.2.pdf\n"
+        "      category: aemo/procedures\n```"
     ),
 )
 def add_documents_job() -> None:

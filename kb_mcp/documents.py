@@ -6,6 +6,10 @@ tool. A failed re-build can leave a document's old chunks, figures and graph edg
 stores; ``served_documents`` reads the catalog once per request and says which doc_ids may be
 returned, and every search applies it (``search_scope`` for search_docs, ``ServedDocuments.only``
 for search_graph; read_doc refuses a document that is not ready).
+
+Categories (issue 12): chunk payloads do not carry a document's category, so a ``category``
+filter is resolved to doc_ids from the catalog on every call (``category_documents``); moving a
+document (``kb categorize``) changes its catalog row and nothing in the vectors or graph.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from kb_shared.errors import EmptyCorpusError, IdentityError, SchemaMissingError
 from kb_shared.identity import chunk_id, normalize_name
 from kb_shared.retrieval import Passage
 from kb_shared.stores.catalog import DocumentRow, DocumentStatus
+from kb_shared.stores.catalog.documents import in_category, normalize_category
 from kb_shared.stores.readers import CatalogReader, VectorReader
 
 #: Most chunks read_doc returns per call (mcp-documentation README: ``max_chunks_per_read`` 5).
@@ -178,14 +183,71 @@ def served_documents(catalog: CatalogReader) -> ServedDocuments:
     return ServedDocuments(only=ready)
 
 
-def search_scope(catalog: CatalogReader, refs: Sequence[str] | None) -> list[str] | None:
-    """The ``documents`` filter of a search_docs call: the named documents
-    (``resolve_documents``; each must be ready), else every servable document (``None`` when
-    that is every document).
+def category_prefix(category: str | None) -> str | None:
+    """A tool's ``category`` argument as a ``normalize_category`` prefix (``None``: no filter).
 
     Raises:
-        ToolProblem / EmptyCorpusError: as ``resolve_documents`` and ``served_documents``.
+        ToolProblem: a category ``normalize_category`` refuses, with its reason.
     """
+    try:
+        return normalize_category(category)
+    except ValueError as error:
+        raise ToolProblem(f"category refused: {error}") from None
+
+
+def category_documents(catalog: CatalogReader, category: str) -> frozenset[str]:
+    """The ready doc_ids under the ``category`` prefix (whole segments, case-insensitive:
+    ``in_category``), read from the catalog now.
+
+    Raises:
+        ToolProblem: a bad category, or no ready document under it (the message lists the
+            categories that have ready documents).
+        EmptyCorpusError: the catalog holds no document at all.
+    """
+    prefix = category_prefix(category)
+    rows = _all_rows(catalog)
+    if not rows:
+        raise EmptyCorpusError("the catalog holds no documents")
+    ready = [row for row in rows if row.status == READY]
+    inside = frozenset(row.doc_id for row in ready if in_category(row.category, prefix))
+    if not inside:
+        known = sorted({row.category for row in ready if row.category}, key=str.casefold)
+        raise ToolProblem(
+            f"no ready document is in category {prefix!r}; "
+            + (
+                f"categories with ready documents: {', '.join(known)}"
+                if known
+                else "no ready document has a category"
+            )
+            + ". Leave category out to search everything."
+        )
+    return inside
+
+
+def search_scope(
+    catalog: CatalogReader, refs: Sequence[str] | None, category: str | None = None
+) -> list[str] | None:
+    """The ``documents`` filter of a search_docs call: the named documents
+    (``resolve_documents``; each must be ready), else every servable document (``None`` when
+    that is every document); with a ``category``, only those under it
+    (``category_documents``).
+
+    Raises:
+        ToolProblem / EmptyCorpusError: as ``resolve_documents``, ``served_documents`` and
+            ``category_documents``; also when none of the named documents is in the category.
+    """
+    if category_prefix(category) is not None:
+        inside = category_documents(catalog, category or "")
+        if refs is None:
+            return sorted(inside)
+        named = resolve_documents(catalog, refs) or []
+        kept = [doc for doc in named if doc in inside]
+        if not kept:
+            raise ToolProblem(
+                f"none of the named documents is in category {category_prefix(category)!r}; "
+                "leave out documents or category, or call list_documents with the category"
+            )
+        return kept
     if refs is not None:
         return resolve_documents(catalog, refs)
     only = served_documents(catalog).only
@@ -206,10 +268,16 @@ class DocumentList:
     failed: list[DocumentRow]
 
 
-def document_list(catalog: CatalogReader) -> DocumentList:
-    """Every document, split by status (each list ordered by normalised name); empty for a
-    catalog whose tables were never created."""
-    rows = _all_rows(catalog)
+def document_list(catalog: CatalogReader, category: str | None = None) -> DocumentList:
+    """Every document (under the ``category`` prefix when given: ``in_category``), split by
+    status (each list ordered by normalised name); empty for a catalog whose tables were
+    never created.
+
+    Raises:
+        ToolProblem: a category ``normalize_category`` refuses.
+    """
+    prefix = category_prefix(category)
+    rows = [row for row in _all_rows(catalog) if in_category(row.category, prefix)]
     return DocumentList(
         ready=[r for r in rows if r.status == READY],
         pending=[r for r in rows if r.status == PENDING],

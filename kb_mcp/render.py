@@ -371,6 +371,7 @@ def document_ref(row: DocumentRow, links: Links) -> DocumentRef:
         figure_count=row.figure_count,
         url=links.file(row.blob_key),
         updated_at=row.updated_at.isoformat(),
+        category=row.category,
     )
 
 
@@ -383,12 +384,28 @@ def document_list_output(documents: DocumentList, links: Links) -> ListDocuments
     )
 
 
-def document_list_result(documents: DocumentList, links: Links) -> CallToolResult:
-    """The list_documents result."""
+def _by_category(rows: list[DocumentRow]) -> list[tuple[str | None, list[DocumentRow]]]:
+    """``rows`` grouped by category (case-insensitive order; uncategorised last), each group
+    in the given order; one ``None`` group when no row has a category."""
+    groups: dict[str | None, list[DocumentRow]] = {}
+    for row in rows:
+        groups.setdefault(row.category, []).append(row)
+    return sorted(groups.items(), key=lambda kv: (kv[0] is None, (kv[0] or "").casefold()))
+
+
+def document_list_result(
+    documents: DocumentList, links: Links, category: str | None = None
+) -> CallToolResult:
+    """The list_documents result; ready documents are grouped under their categories when any
+    has one, and ``category`` (the filter applied, if any) is named when nothing matched."""
     parts: list[str] = []
+    groups = _by_category(documents.ready)
+    grouped = any(name is not None for name, _ in groups)
     if documents.ready:
         lines = []
-        for row in documents.ready:
+        for row in [row for _, rows in groups for row in rows]:
+            if grouped and (not lines or lines[-1][1] != row.category):
+                lines.append((f"{row.category or '(no category)'}:", row.category))
             label = row.title or row.name
             if row.version:
                 label += f" ({row.version})"
@@ -398,12 +415,18 @@ def document_list_result(documents: DocumentList, links: Links) -> CallToolResul
             if row.figure_count:
                 counts += f", {row.figure_count} figure" + ("s" if row.figure_count != 1 else "")
             url = links.file(row.blob_key)
-            lines.append(f"- {row.name} [{row.doc_id}] — {label} — {counts} — {url}")
+            bullet = f"- {row.name} [{row.doc_id}] — {label} — {counts} — {url}"
+            lines.append(("  " + bullet if grouped else bullet, row.category))
+        by = " by category (search_docs, search_graph and list_documents take category=)"
+        by = by if grouped else ""
         parts.append(
-            f"{len(documents.ready)} document(s) ready to search (file name [doc_id] — title — "
-            "size — stored file). search_docs and read_doc take the file name or the doc_id:\n"
-            + "\n".join(lines)
+            f"{len(documents.ready)} document(s) ready to search{by} (file name [doc_id] — title "
+            "— size — stored file). search_docs and read_doc take the file name or the "
+            "doc_id:\n"
+            + "\n".join(line for line, _ in lines)
         )
+    elif category is not None:
+        parts.append(f"No ready document is in category {category!r}.")
     else:
         parts.append("No document is ready to search yet.")
     if documents.pending:
@@ -412,7 +435,7 @@ def document_list_result(documents: DocumentList, links: Links) -> CallToolResul
     if documents.failed:
         items = "; ".join(f"{row.name}: {row.failure_reason}" for row in documents.failed)
         parts.append(f"{len(documents.failed)} failed to build: {items}")
-    if not (documents.ready or documents.pending or documents.failed):
+    if not (documents.ready or documents.pending or documents.failed) and category is None:
         parts = [
             "The corpus is empty: the catalog has no documents. Add PDFs with `kb add PATH…`."
         ]

@@ -134,6 +134,9 @@ class DocumentRef(BaseModel):
     figure_count: int | None = None
     url: str | None = None
     updated_at: str = Field(description="ISO 8601, UTC.")
+    category: str | None = Field(
+        None, description="Folder path it was filed under, e.g. 'aemo/procedures'."
+    )
 
 
 class ListDocumentsOutput(BaseModel):

@@ -8,7 +8,8 @@ routes) and ``kb_mcp.cli``.
 
 Tools (read-only, idempotent, closed-world): ``search_docs``, ``search_graph``,
 ``read_doc``, ``list_documents``, ``search_aer_performance``, ``search_compliance``,
-``echo``; and ``request_document``, which only queues a request (never fetches); prompt
+``find_reference``, ``echo``; and ``request_document`` and ``add_reference``, which only
+queue a request (never fetch); prompt
 ``research-topic``; resource
 ``kb://documents``. Every failure comes back as an ``isError`` result with an actionable
 message (``kb_mcp.errors``).
@@ -31,7 +32,9 @@ from kb_mcp.links import links_for
 from kb_mcp.state import ServerState, StateHolder, open_state
 from kb_mcp.tools import (
     KbServer,
+    add_reference,
     echo,
+    find_reference,
     list_documents,
     read_doc,
     request_document,
@@ -57,6 +60,9 @@ what you write in your reply is visible, so put citations and figure links into 
 When a search says low confidence or finds nothing, say the corpus does not cover it; do not
 guess. If the user needs a document the corpus lacks (checked against kb://documents),
 request_document logs a request for an operator; it does not make the document available.
+find_reference routes a question to registered live reference pages (API docs,
+specifications) by their descriptions and returns URLs for you to fetch; add_reference
+registers one.
 """
 
 
@@ -134,6 +140,8 @@ def build_server(
     search_aer_performance.register(server)
     search_compliance.register(server, max_query_chars=max_chars)
     request_document.register(server)
+    find_reference.register(server, max_query_chars=max_chars)
+    add_reference.register(server)
     echo.register(server)
     prompts.register(server)
     resources.register(server, holder=holder, links=links)

@@ -10,8 +10,9 @@ Read-only by construction and by type: the catalog is opened on
 SELECT, see ``sql/003_reader_role.sql``) without creating its schema, the SQL graph shares that
 engine, the vector index is opened with ``create=False``, and ``ServerState`` holds them as the
 reader Protocols of ``kb_shared.stores.readers`` (no write method is reachable through it).
-The one write is the document-request queue, held as the narrow ``RequestQueue`` (the same
-catalog connection; on Postgres ``kb_reader`` may insert requests and count repeats only).
+The only writes are the two intake queues, held as the narrow ``RequestQueue`` and
+``ReferenceQueue`` (the same catalog connection; on Postgres ``kb_reader`` may insert requests
+and count repeats only).
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from kb_shared.providers.base import Embedder, FusionOrderReranker, Provider, Re
 from kb_shared.settings import Settings
 from kb_shared.stores import factory as stores
 from kb_shared.stores.blobs import BlobStore
-from kb_shared.stores.readers import CatalogReader, GraphReader, RequestQueue, VectorReader
+from kb_shared.stores.readers import (
+    CatalogReader,
+    GraphReader,
+    ReferenceQueue,
+    RequestQueue,
+    VectorReader,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +73,7 @@ class ServerState:
         open_index: opens the vector index read-only (``open_vector_reader``).
         requests: the document-request queue (``request_document``), on the catalog's
             connection.
+        references: the reference-page queue (``add_reference``), on the same connection.
         owned: the providers this state created and so closes (not injected ones).
     """
 
@@ -77,6 +85,7 @@ class ServerState:
     reranker: Reranker
     open_index: Callable[[], VectorReader]
     requests: RequestQueue
+    references: ReferenceQueue
     owned: tuple[Provider, ...] = ()
     _index: VectorReader | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -158,6 +167,7 @@ def open_state(
         reranker=reranker,
         open_index=lambda: open_vector_reader(settings, live),
         requests=catalog,
+        references=catalog,
         owned=tuple(owned),
     )
 

@@ -112,6 +112,10 @@ class RequestNotFoundError(KbError, LookupError):
     """A request id the queue does not hold."""
 
 
+class ReferenceNotFoundError(KbError, LookupError):
+    """A registered reference page id the catalog does not hold (``kb references remove``)."""
+
+
 class QueryError(KbError, ValueError):
     """A search query that cannot be run as given (empty, or longer than
     ``Settings.max_query_chars``); the message says what to send instead."""

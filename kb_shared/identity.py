@@ -9,7 +9,7 @@ The rules come from ``DESIGN.md`` ("Identity"):
   ``doc_id`` collide; the intake refuses the second (see ``kb_assets.intake``).
 * ``chunk_id = f"{doc_id}-{index}"`` and ``figure_id = f"{doc_id}#figure-{n}"`` live in
   separate namespaces (``#`` never occurs in a ``doc_id``), so adding figures never moves a
-  chunk id.
+  chunk id; a registered reference page is ``reference_id(n) = f"#reference-{n}"``.
 * Stores that need UUID point ids use ``uuid5(KB_NAMESPACE, string_id)``.
 """
 
@@ -124,6 +124,23 @@ def figure_id(document: str, number: int) -> str:
     if number < 1:
         raise ValueError(f"figure numbers start at 1, got {number}")
     return f"{document}#figure-{number}"
+
+
+#: The ``document`` of every reference point (``reference_id``): ``#`` never occurs in a
+#: ``doc_id``, so no document's rebuild or delete touches the registered pages.
+REFERENCE_DOCUMENT = "#references"
+
+
+def reference_id(number: int) -> str:
+    """``f"#reference-{number}"``: the point id of registered reference page ``number`` (its
+    ``reference_sources.id``); the leading ``#`` keeps it apart from every chunk and figure id.
+
+    Raises:
+        ValueError: a number below 1.
+    """
+    if number < 1:
+        raise ValueError(f"reference ids start at 1, got {number}")
+    return f"#reference-{number}"
 
 
 def chunk_index(document: str, chunk: str) -> int:

@@ -30,7 +30,7 @@ from kb_shared.errors import EmptyCorpusError, QueryError
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
 from kb_shared.sparse import tokenize
 from kb_shared.stores.readers import VectorReader
-from kb_shared.stores.vectors import KIND_FIGURE, Hit, StoredPoint
+from kb_shared.stores.vectors import DOCUMENT_KINDS, KIND_FIGURE, Hit, StoredPoint
 
 # ---------------------------------------------------------------------------------------------
 # Constants (each with where it comes from)
@@ -314,7 +314,8 @@ def search_docs(
         top_k: results per page, >= 1.
         offset: results to skip (a previous answer's ``next_offset``), >= 0.
         documents: doc_ids to search in; ``None`` = all.
-        kind: ``text``, ``table`` or ``figure`` to search one kind only; ``None`` = all.
+        kind: ``text``, ``table`` or ``figure`` to search one kind only; ``None`` = all of
+            ``DOCUMENT_KINDS`` (never a registered reference page: find_reference's).
         reranker: orders the fused candidates when ``reranker.reorders``.
 
     Raises:
@@ -324,7 +325,7 @@ def search_docs(
     if top_k < 1 or offset < 0:
         raise ValueError(f"top_k must be >= 1 and offset >= 0, got {top_k} and {offset}")
     analysed = analyse(query)
-    kinds = [kind] if kind else None
+    kinds = [kind] if kind else list(DOCUMENT_KINDS)
     vector = embedder.embed_query(query)
     wanted = offset + top_k + 1  # one more than the page: tells whether a next page exists
     exact = exact_identifier_matches(index, analysed, documents, kinds)
@@ -342,7 +343,7 @@ def search_docs(
             index, vector, query, wanted, documents, kinds, exact_hits
         )
         scores = [h.score for h in hits]
-    if not hits and index.count() == 0:
+    if not hits and not any(index.count(kind=k) for k in DOCUMENT_KINDS):
         raise EmptyCorpusError("the vector index holds no points")
     coverage = max((term_coverage(analysed, hit.point) for hit in hits), default=0.0)
     low = (

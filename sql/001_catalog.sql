@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS documents (
     embedding_model    text,
     created_at         timestamptz   NOT NULL DEFAULT CURRENT_TIMESTAMP,
     updated_at         timestamptz   NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    category           varchar(200),
     PRIMARY KEY (doc_id),
     CONSTRAINT uq_documents_normalized_name UNIQUE (normalized_name),
     CONSTRAINT uq_documents_sha256 UNIQUE (sha256),

@@ -30,6 +30,12 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_worl
 #: Longest document name or doc_id a tool accepts.
 MAX_NAME_CHARS = 1024
 
+#: The ``category`` argument of search_docs, search_graph and list_documents (issue 12).
+CATEGORY_HELP = (
+    "Only documents filed under this category or below it, e.g. 'aemo' (matches "
+    "'aemo/procedures'); whole folder names, any case. list_documents shows the categories."
+)
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -11,8 +11,17 @@ from kb_mcp import images, render
 from kb_mcp.documents import search_scope
 from kb_mcp.links import Links
 from kb_mcp.schemas import SearchDocsOutput
-from kb_mcp.tools import MAX_NAME_CHARS, KbContext, KbServer, kb_tool, query_type, state_of
+from kb_mcp.tools import (
+    CATEGORY_HELP,
+    MAX_NAME_CHARS,
+    KbContext,
+    KbServer,
+    kb_tool,
+    query_type,
+    state_of,
+)
 from kb_shared import retrieval
+from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: Upper bounds of the arguments (input schema ``maximum``/``maxItems``).
 MAX_TOP_K = 25
@@ -34,8 +43,8 @@ whom, what depends on what, links across documents). For numbers about the marke
 search_aer_performance; for enforcement actions (fines, penalties) use search_compliance.
 Use read_doc to read the chunks before or after a result (each result names its chunk
 number). Use list_documents to see what is indexed. Narrow with documents (file names or
-doc_ids) and kind; get more with offset=next_offset. If the answer is flagged low
-confidence, the corpus does not cover the question: say so rather than guessing.
+doc_ids), category (e.g. 'aemo' for every document filed under aemo/…) and kind; get more
+with offset=next_offset. If the answer is flagged low confidence, the corpus does not cover the question: say so rather than guessing.
 
 Tool results are not shown to the user; only what you write in your reply is visible. Quote
 the [n] citations with their pages, and put figure links or images directly into your reply.
@@ -68,10 +77,14 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
             int,
             Field(ge=0, le=MAX_OFFSET, description="Results to skip: the previous next_offset."),
         ] = 0,
+        category: Annotated[
+            str | None,
+            Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchDocsOutput]:
         state = state_of(ctx)
         text = retrieval.check_query(query, max_query_chars)
-        scope = search_scope(state.catalog, documents)
+        scope = search_scope(state.catalog, documents, category)
         answer = retrieval.search_docs(
             state.vectors(),
             state.embedder,

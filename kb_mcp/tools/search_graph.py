@@ -8,11 +8,12 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from kb_mcp import graph_search, render
-from kb_mcp.documents import served_documents
+from kb_mcp.documents import category_documents, category_prefix, served_documents
 from kb_mcp.links import Links
 from kb_mcp.schemas import SearchGraphOutput
-from kb_mcp.tools import KbContext, KbServer, kb_tool, query_type, state_of
+from kb_mcp.tools import CATEGORY_HELP, KbContext, KbServer, kb_tool, query_type, state_of
 from kb_shared.retrieval import check_query
+from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: Most relationships one call returns (input schema ``maximum``).
 MAX_GRAPH_TOP_K = 30
@@ -30,7 +31,8 @@ citation headers as search_docs.
 Use it for relational questions: obligations or dependencies between parties, how concepts
 connect, definitions that span documents, facts that only emerge by linking two documents.
 Use search_docs instead to look up what a passage, table or clause says. hops=2 reaches
-further but is noisier. Tool results are not shown to the user: cite the excerpts in your
+further but is noisier. category (e.g. 'aemo') keeps only edges from documents filed under
+it. Tool results are not shown to the user: cite the excerpts in your
 reply.
 """
 
@@ -50,12 +52,18 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
         top_k: Annotated[
             int, Field(ge=1, le=MAX_GRAPH_TOP_K, description="Relationships to return.")
         ] = 10,
+        category: Annotated[
+            str | None,
+            Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchGraphOutput]:
         state = state_of(ctx)
         text = check_query(query, max_query_chars)
-        served = served_documents(state.catalog)
+        only = served_documents(state.catalog).only
+        if category_prefix(category) is not None:
+            only = category_documents(state.catalog, category or "")
         answer = graph_search.search_graph(
             state.graph, state.vectors(), state.embedder, text, hops=hops, top_k=top_k,
-            only=served.only,
+            only=only,
         )
         return render.graph_result(answer, links)

@@ -258,7 +258,8 @@ def upsert(table: sa.Table, dialect: str) -> postgresql.Insert | sqlite.Insert:
 
 def create_tables(engine: Engine, *metadata: sa.MetaData, store: str = "catalog") -> None:
     """Create every missing table and index of ``metadata`` in one write transaction;
-    idempotent. Existing tables are never altered.
+    idempotent. An existing table only ever gains the columns a later version added
+    (``add_missing_columns``); nothing is dropped or retyped.
 
     On Postgres an advisory lock (``SCHEMA_LOCK``) serialises concurrent callers (two
     processes starting at once); on SQLite ``BEGIN IMMEDIATE`` does.
@@ -269,7 +270,38 @@ def create_tables(engine: Engine, *metadata: sa.MetaData, store: str = "catalog"
     with write_transaction(engine, store) as conn:
         advisory_lock(conn, SCHEMA_LOCK)
         for each in metadata:
+            existing = set(sa.inspect(conn).get_table_names())
             each.create_all(conn, checkfirst=True)
+            for table in each.sorted_tables:
+                if table.name in existing:
+                    add_missing_columns(conn, table)
+
+
+def add_missing_columns(conn: Connection, table: sa.Table) -> list[str]:
+    """``ALTER TABLE … ADD COLUMN`` for each column of ``table`` the database lacks (a
+    database made by an earlier kb); the same statement on SQLite and Postgres.
+
+    Returns:
+        The names of the columns added.
+
+    Raises:
+        StoreError: a missing column that is NOT NULL without a server default, which no
+            existing row could satisfy; the message says to migrate that table by hand.
+    """
+    present = {column["name"] for column in sa.inspect(conn).get_columns(table.name)}
+    added: list[str] = []
+    for column in table.columns:
+        if column.name in present:
+            continue
+        if not column.nullable and column.server_default is None:
+            raise StoreError(
+                f"table {table.name} lacks column {column.name}, which is NOT NULL without a "
+                "default: migrate it by hand (see sql/ for the current DDL)"
+            )
+        ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
+        added.append(column.name)
+    return added
 
 
 def apply_sql_files(engine: Engine, directory: str | Path) -> list[str]:

@@ -28,11 +28,15 @@ import numpy as np
 from kb_shared.errors import EmbeddingMismatchError, StoreError
 from kb_shared.stores.closing import ClosingStore
 
-#: Point kinds. ``text`` and ``table`` come from the chunks asset, ``figure`` from figures.
+#: Point kinds. ``text`` and ``table`` come from the chunks asset, ``figure`` from figures;
+#: ``reference`` is a registered live page's descriptor (``kb_assets.references``), never a
+#: passage: passage search keeps to ``DOCUMENT_KINDS``.
 KIND_TEXT = "text"
 KIND_TABLE = "table"
 KIND_FIGURE = "figure"
-KINDS = (KIND_TEXT, KIND_TABLE, KIND_FIGURE)
+KIND_REFERENCE = "reference"
+DOCUMENT_KINDS = (KIND_TEXT, KIND_TABLE, KIND_FIGURE)
+KINDS = (*DOCUMENT_KINDS, KIND_REFERENCE)
 
 #: Weighted reciprocal rank fusion, ``score(d) = sum_i w_i / (RRF_K + rank_i(d))`` (Cormack,
 #: Clarke & Büttcher, SIGIR 2009; k and weights tuned per Bruch et al., ACM TOIS 2023). The

@@ -35,7 +35,7 @@ def test_definitions_load_with_partitioned_assets_and_checks() -> None:
         "graph:edge_chunk_ids_resolve",
     ]
     assert repo.has_job(BUILD_JOB) and repo.has_job(ADD_JOB)
-    assert [s.name for s in repo.sensor_defs] == ["intake_sensor"]
+    assert [s.name for s in repo.sensor_defs] == ["intake_sensor", "reference_sensor"]
 
 
 def _tick(instance: dg.DagsterInstance, home: Path, cursor: str | None) -> dg.SensorResult:

@@ -63,8 +63,9 @@ async def test_streamable_http_client_searches_and_every_link_resolves(http_url:
         )
         listing = await client.call_tool("list_documents", {})
     assert names == [
-        "echo", "list_documents", "read_doc", "request_document", "search_aer_performance",
-        "search_compliance", "search_docs", "search_graph",
+        "add_reference", "echo", "find_reference", "list_documents", "read_doc",
+        "request_document", "search_aer_performance", "search_compliance", "search_docs",
+        "search_graph",
     ]
     assert code.is_error is False
     top = code.structured_content["results"][0]

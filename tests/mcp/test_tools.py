@@ -53,11 +53,15 @@ async def test_tools_are_read_only_with_bounded_inputs_and_output_schemas(server
     async with Client(server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert sorted(tools) == [
-        "echo", "list_documents", "read_doc", "request_document", "search_aer_performance",
-        "search_compliance", "search_docs", "search_graph",
+        "add_reference", "echo", "find_reference", "list_documents", "read_doc",
+        "request_document", "search_aer_performance", "search_compliance", "search_docs",
+        "search_graph",
     ]
-    # request_document writes to its queue: its hints are asserted in test_request_document
-    for tool in (t for name, t in tools.items() if name != "request_document"):
+    # the intake queues' tools write: their hints are asserted in test_request_document and
+    # test_references
+    for tool in (
+        t for name, t in tools.items() if name not in ("request_document", "add_reference")
+    ):
         assert tool.annotations.read_only_hint is True
         assert tool.annotations.idempotent_hint is True
         assert tool.annotations.open_world_hint is False

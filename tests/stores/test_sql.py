@@ -101,3 +101,45 @@ def test_blob_store_close_twice_keeps_the_store_usable(tmp_path: Path) -> None:
     blobs.close()
     blobs.close()
     assert blobs.get("pdfs/a.pdf") == b"%PDF-1.7"
+
+
+def test_a_catalog_made_by_an_earlier_kb_gains_the_new_columns(tmp_path: Path) -> None:
+    # The documents and document_requests tables as kb wrote them before `category`,
+    # `request_count`, `doc_id` and `run_id` existed (an existing user's .kb/kb.sqlite).
+    url = f"sqlite:///{tmp_path / 'kb.sqlite'}"
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE documents (doc_id VARCHAR(120) PRIMARY KEY, name VARCHAR(1024) NOT "
+            "NULL, normalized_name VARCHAR(1024) NOT NULL UNIQUE, sha256 CHAR(64) NOT NULL "
+            "UNIQUE, status VARCHAR(16) NOT NULL DEFAULT 'pending', failure_reason TEXT, "
+            "title TEXT, version VARCHAR(200), pages INTEGER, chunk_count INTEGER, "
+            "entity_count INTEGER, relationship_count INTEGER, figure_count INTEGER, "
+            "size_bytes BIGINT, blob_key TEXT NOT NULL, markdown_key TEXT, embedding_model "
+            "VARCHAR(200), converter VARCHAR(200), created_at DATETIME NOT NULL, updated_at "
+            "DATETIME NOT NULL, built_at DATETIME)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO documents (doc_id, name, normalized_name, sha256, status, blob_key, "
+            "created_at, updated_at) VALUES ('old.pdf', 'Old.pdf', 'old.pdf', '"
+            + "a" * 64 + "', 'ready', 'pdfs/old.pdf', '2026-11-30 00:00:00', "
+            "'2026-11-30 00:00:00')"
+        )
+        conn.exec_driver_sql(
+            "CREATE TABLE document_requests (id INTEGER PRIMARY KEY, title VARCHAR(300) NOT "
+            "NULL, title_key VARCHAR(300) NOT NULL, reason VARCHAR(2000) NOT NULL, source_url "
+            "VARCHAR(2048), checked_indexed_documents BOOLEAN NOT NULL DEFAULT 0, status "
+            "VARCHAR(16) NOT NULL DEFAULT 'pending', failure_reason TEXT, created_at DATETIME "
+            "NOT NULL, decided_at DATETIME)"
+        )
+    engine.dispose()
+    catalog = open_catalog(Settings(home=tmp_path))
+    (row,) = catalog.list_documents()
+    assert (row.doc_id, row.status, row.category) == ("old.pdf", "ready", None)
+    assert catalog.set_category("old.pdf", "aemo/procedures").category == "aemo/procedures"
+    columns = {c["name"] for c in sa.inspect(catalog.engine).get_columns("document_requests")}
+    assert {"request_count", "doc_id", "run_id"} <= columns
+    catalog.close()
+    again = open_catalog(Settings(home=tmp_path))  # nothing left to add: idempotent
+    assert again.resolve("Old.pdf").category == "aemo/procedures"
+    again.close()

@@ -43,6 +43,10 @@ from kb_shared.stores.sql import error_detail, utc_now
 #: Longest document name (as uploaded, trimmed), in characters.
 NAME_MAX = 1024
 
+#: Longest category (``normalize_category``), in characters, and most folder levels in one.
+CATEGORY_MAX = 200
+CATEGORY_DEPTH = 8
+
 class DocumentStatus(StrEnum):
     """A document's lifecycle (``DocumentRow.status``): ``pending`` from intake until its first
     build ends, then ``ready`` or ``failed``. Only ``ready`` documents are served."""
@@ -81,6 +85,8 @@ documents = sa.Table(
     sa.Column("embedding_model", sa.Text),
     created_at(),
     created_at("updated_at"),
+    # Last, so a database that gained it through sql/004 has the same column order.
+    sa.Column("category", sa.String(CATEGORY_MAX)),
     sa.UniqueConstraint("normalized_name", name="uq_documents_normalized_name"),
     sa.UniqueConstraint("sha256", name="uq_documents_sha256"),
     sa.CheckConstraint("status IN ('pending', 'ready', 'failed')", name="ck_documents_status"),
@@ -101,7 +107,8 @@ documents = sa.Table(
 class DocumentRow:
     """One document. ``status`` is ``pending`` | ``ready`` | ``failed``; counts are ``None``
     until the pipeline records them; ``size_bytes`` is the PDF size in bytes; ``blob_key`` and
-    ``markdown_key`` are blob-store keys; timestamps are aware UTC."""
+    ``markdown_key`` are blob-store keys; timestamps are aware UTC; ``category`` is a
+    ``normalize_category`` path (``aemo/procedures``) or ``None``."""
 
     doc_id: str
     name: str
@@ -123,6 +130,52 @@ class DocumentRow:
     embedding_model: str | None
     created_at: dt.datetime
     updated_at: dt.datetime
+    category: str | None = None
+
+
+def normalize_category(value: str | None) -> str | None:
+    """A category as stored: folder names joined by ``/`` (``"AEMO\\Procedures/"`` →
+    ``"AEMO/Procedures"``), each trimmed, empty segments dropped; ``None`` for ``None`` or a
+    value with no segment. Case is kept; comparisons ignore it (``in_category``).
+
+    Raises:
+        ValueError: not a string, a ``.`` or ``..`` segment, a control character, more than
+            ``CATEGORY_DEPTH`` segments or over ``CATEGORY_MAX`` characters (issue 12,
+            "Categories from folders").
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"a category must be text, got {type(value).__name__}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError("a category cannot contain control characters")
+    segments = [part.strip() for part in value.replace("\\", "/").split("/")]
+    segments = [part for part in segments if part]
+    if any(part in {".", ".."} for part in segments):
+        raise ValueError(
+            f"category {value!r} has a '.' or '..' segment; give folder names like "
+            "'aemo/procedures'"
+        )
+    if len(segments) > CATEGORY_DEPTH:
+        raise ValueError(
+            f"category {value!r} has {len(segments)} levels; the limit is {CATEGORY_DEPTH}"
+        )
+    clean = "/".join(segments)
+    if len(clean) > CATEGORY_MAX:
+        raise ValueError(f"a category is at most {CATEGORY_MAX} characters, got {len(clean)}")
+    return clean or None
+
+
+def in_category(category: str | None, prefix: str | None) -> bool:
+    """Whether a document's ``category`` lies under ``prefix`` (both ``normalize_category``
+    paths): whole segments, case-insensitive, so ``aemo`` matches ``aemo`` and
+    ``AEMO/procedures`` but not ``aemo2``. A ``None`` prefix matches everything."""
+    if prefix is None:
+        return True
+    if category is None:
+        return False
+    have, want = category.casefold(), prefix.casefold()
+    return have == want or have.startswith(want + "/")
 
 
 def duplicate_message(field: str, name: str, existing: DocumentRow) -> str:
@@ -275,14 +328,19 @@ class DocumentReads(CatalogBase):
             row = conn.execute(sa.select(documents).where(condition)).first()
         return None if row is None else to_row(DocumentRow, row)
 
-    def list_documents(self, status: str | None = None) -> list[DocumentRow]:
-        """Every document (or those with ``status``), ordered by normalised name.
+    def list_documents(
+        self, status: str | None = None, *, category: str | None = None
+    ) -> list[DocumentRow]:
+        """Every document (or those with ``status``, and under the ``category`` prefix: see
+        ``in_category``), ordered by normalised name.
 
         Raises:
-            ValueError: an unknown status.
+            ValueError: an unknown status, or a category ``normalize_category`` refuses.
         """
+        prefix = normalize_category(category)
         order = (documents.c.normalized_name,)
-        return self._list_rows(DocumentRow, documents, order, status, DOCUMENT_STATUSES)
+        rows = self._list_rows(DocumentRow, documents, order, status, DOCUMENT_STATUSES)
+        return [row for row in rows if in_category(row.category, prefix)]
 
 
 class DocumentCatalog(DocumentReads):
@@ -290,7 +348,13 @@ class DocumentCatalog(DocumentReads):
     module docstring for the rules)."""
 
     def add_pending(
-        self, name: str, doc_id: str, sha256: str, size_bytes: int, blob_key: str
+        self,
+        name: str,
+        doc_id: str,
+        sha256: str,
+        size_bytes: int,
+        blob_key: str,
+        category: str | None = None,
     ) -> DocumentRow:
         """Write the intake row of a new document with status ``pending``.
 
@@ -300,13 +364,15 @@ class DocumentCatalog(DocumentReads):
             sha256: lower-case hex SHA-256 of the PDF bytes.
             size_bytes: PDF size in bytes.
             blob_key: blob-store key of the PDF.
+            category: its category (``normalize_category``), or ``None``.
 
         Raises:
             DuplicateDocumentError: the normalised name, the content hash or the ``doc_id`` is
                 already in the catalog (the unique indexes decide, so two racing intakes
                 cannot both win); the message (``duplicate_message``) names the existing one.
             ValueError: an empty or over-long name, a ``doc_id`` that is not
-                ``identity.doc_id(name)``, a malformed hash, a negative size or empty key.
+                ``identity.doc_id(name)``, a malformed hash, a negative size, an empty key or
+                a bad category.
         """
         clean = clean_text(name, "name", NAME_MAX)
         assert clean is not None
@@ -320,6 +386,7 @@ class DocumentCatalog(DocumentReads):
         if size is None:
             raise ValueError("size_bytes is required")
         key = clean_text(blob_key, "blob_key", 4096)
+        group = normalize_category(category)
         now = utc_now()
         values: dict[str, Any] = {
             "doc_id": doc_id,
@@ -329,6 +396,7 @@ class DocumentCatalog(DocumentReads):
             "status": DocumentStatus.PENDING,
             "size_bytes": size,
             "blob_key": key,
+            "category": group,
             "created_at": now,
             "updated_at": now,
         }
@@ -410,6 +478,19 @@ class DocumentCatalog(DocumentReads):
         values = _document_fields(fields)
         with self._write() as conn:
             return self._set(conn, doc_id, **values)
+
+    def set_category(self, doc_id: str, category: str | None) -> DocumentRow:
+        """Move a document to ``category`` (``None``: no category). Only this row changes:
+        chunk payloads do not carry the category, so searches resolve it to doc_ids from the
+        catalog and nothing is rebuilt.
+
+        Raises:
+            DocumentNotFoundError: no such document.
+            ValueError: a category ``normalize_category`` refuses.
+        """
+        group = normalize_category(category)
+        with self._write() as conn:
+            return self._set(conn, doc_id, category=group)
 
     def _set(self, conn: Connection, doc_id: str, **values: Any) -> DocumentRow:
         row = conn.execute(

@@ -22,7 +22,12 @@ from urllib.parse import urlsplit
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from kb_shared.errors import DuplicateRequestError, QueueFullError, RequestNotFoundError
+from kb_shared.errors import (
+    DuplicateRequestError,
+    QueueFullError,
+    ReferenceNotFoundError,
+    RequestNotFoundError,
+)
 from kb_shared.stores.catalog.common import (
     CATALOG_METADATA,
     URL_MAX,
@@ -478,3 +483,21 @@ class RequestCatalog(CatalogBase):
         with self._read() as conn:
             rows = conn.execute(sa.select(reference_sources).order_by(reference_sources.c.url))
             return [to_row(ReferenceSourceRow, r) for r in rows]
+
+    def remove_reference_source(self, source_id: int) -> ReferenceSourceRow:
+        """Unregister reference page ``source_id``; returns the row as it was (its vector
+        point is the caller's to delete: ``kb_assets.references.remove_reference``).
+
+        Raises:
+            ReferenceNotFoundError: no registered page has that id.
+        """
+        table = reference_sources
+        with self._write() as conn:
+            row = conn.execute(
+                table.delete().where(table.c.id == source_id).returning(*table.c)
+            ).first()
+        if row is None:
+            raise ReferenceNotFoundError(
+                f"no registered reference #{source_id}; `kb references list` lists them"
+            )
+        return to_row(ReferenceSourceRow, row)

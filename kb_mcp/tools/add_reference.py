@@ -1,0 +1,106 @@
+"""The ``add_reference`` tool: queue a live reference page (API documentation, a specification)
+with a description the caller writes, so ``find_reference`` can route later questions to it.
+It records and never fetches; the ``reference_sensor`` (``kb_assets.references``) indexes the
+descriptor (title, description, URL), never the page's text. Rules: issue 12,
+"find_reference / add_reference"; same caps and duplicate rules as ``request_document``'s queue
+(``kb_shared.stores.catalog.requests``). No ``from __future__ import annotations`` here (see
+``kb_mcp.tools``).
+"""
+
+from typing import Annotated
+
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from kb_mcp.errors import ToolProblem
+from kb_mcp.tools import KbContext, KbServer, kb_tool, state_of
+from kb_mcp.tools.request_document import QUEUE_WRITE
+from kb_shared.errors import DuplicateRequestError, FetchRefusedError, QueueFullError
+from kb_shared.fetch import FetchPolicy, check_url
+from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, DESCRIPTION_MAX, TITLE_MAX, URL_MAX
+
+DESCRIPTION = f"""\
+Register a live reference page (API documentation, a specification, a standard's web page)
+so that find_reference can later route questions to it. kb stores only what you write here
+— the URL, a title and a description — and never downloads the page.
+
+Write the description for routing: what the page covers, which questions it answers, and its
+key terms and names (at most {DESCRIPTION_MAX} characters). A document that should be searched
+passage by passage with citations belongs in request_document instead.
+
+The page is indexed shortly after it is queued (the pipeline picks the queue up within a
+minute while it runs). A URL already registered or already waiting is refused, and at most
+{DEFAULT_MAX_PENDING} pages wait at once.
+"""
+
+
+class AddReferenceOutput(BaseModel):
+    """Structured content of add_reference."""
+
+    request_id: int = Field(description="The queued reference request's id.")
+    url: str
+    title: str
+
+
+def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> None:
+    """Register ``add_reference`` on ``server``; at most ``max_pending`` pages wait."""
+
+    @kb_tool(
+        server, "add_reference", title="Register a reference page", description=DESCRIPTION,
+        annotations=QUEUE_WRITE,
+    )
+    def add_reference(
+        url: Annotated[
+            str,
+            Field(
+                min_length=1, max_length=URL_MAX,
+                description="The page's https URL (stored for find_reference, never fetched).",
+            ),
+        ],
+        title: Annotated[
+            str, Field(min_length=1, max_length=TITLE_MAX, description="The page's title.")
+        ],
+        description: Annotated[
+            str,
+            Field(
+                min_length=1, max_length=DESCRIPTION_MAX,
+                description="What the page covers and which questions it answers.",
+            ),
+        ],
+        ctx: KbContext,
+    ) -> Annotated[CallToolResult, AddReferenceOutput]:
+        state = state_of(ctx)
+        link = url.strip()
+        try:  # checks the link's form only: this tool never fetches anything
+            check_url(link, FetchPolicy.from_settings(state.settings))
+        except FetchRefusedError as exc:
+            raise ToolProblem(
+                f"nothing was queued: url is not a link kb accepts ({exc}). Give the page's "
+                "https address on the publisher's site."
+            ) from exc
+        registered = next(
+            (row for row in state.references.list_reference_sources() if row.url == link), None
+        )
+        if registered is not None:
+            raise ToolProblem(
+                f"nothing was queued: {link} is already registered as reference "
+                f'#{registered.id} ("{registered.title}"); find_reference routes to it.'
+            )
+        try:
+            request = state.references.add_reference_request(
+                link, title, description, max_pending=max_pending
+            )
+        except (DuplicateRequestError, QueueFullError, ValueError) as exc:
+            raise ToolProblem(f"nothing was queued: {exc}") from exc
+        text = (
+            f'Reference request #{request.id} for "{request.title}" ({request.url}) was '
+            "queued. Its description is indexed shortly, after which find_reference routes "
+            "matching questions to it; nothing was downloaded."
+        )
+        structured = AddReferenceOutput(
+            request_id=request.id, url=request.url, title=request.title
+        )
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            structured_content=structured.model_dump(mode="json"),
+        )

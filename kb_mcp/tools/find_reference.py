@@ -1,0 +1,115 @@
+"""The ``find_reference`` tool: route a question to the registered live reference pages whose
+descriptions match it best (dense search over points of kind ``reference`` only), returning
+their URLs and descriptions for the caller to fetch itself. kb holds only the descriptors
+that ``add_reference`` queued and ``kb_assets.references`` indexed, never a page's text.
+Issue 12, "find_reference / add_reference". No ``from __future__ import annotations`` here
+(see ``kb_mcp.tools``).
+"""
+
+from typing import Annotated
+
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from kb_mcp.tools import KbContext, KbServer, kb_tool, query_type, state_of
+from kb_shared import retrieval
+from kb_shared.errors import EmptyCorpusError
+from kb_shared.stores.vectors import KIND_REFERENCE, Hit
+
+#: Most pages one call returns (input schema ``maximum``).
+MAX_TOP_K = 10
+
+DESCRIPTION = """\
+Find the registered live reference pages (API documentation, specifications, standards'
+web pages) that best match a question, and return their URLs and descriptions. kb does not
+hold these pages' text: fetch the URL yourself to read the page, and cite it by its URL.
+
+Results are ranked by how close each page's description is to the question (similarity,
+cosine of the embeddings); read the descriptions and fetch only a page that fits. For
+passages of the indexed regulatory documents use search_docs instead. add_reference
+registers a page that is missing.
+"""
+
+NONE_REGISTERED = (
+    "No reference pages are registered yet, so there is nothing to route to. add_reference "
+    "registers one (its description is indexed shortly after)."
+)
+
+
+class ReferencePage(BaseModel):
+    """One registered reference page."""
+
+    reference_id: int = Field(description="The page's id, as `kb references list` shows it.")
+    url: str = Field(description="Fetch this yourself to read the page.")
+    title: str
+    description: str
+    similarity: float = Field(description="Cosine similarity of description and question.")
+
+
+class FindReferenceOutput(BaseModel):
+    """Structured content of find_reference."""
+
+    results: list[ReferencePage] = Field(description="Best match first.")
+
+
+def reference_pages(hits: list[Hit]) -> list[ReferencePage]:
+    """The pages of ``hits`` (points of kind ``reference``; payload ``reference_id``, ``url``,
+    ``title``, ``description`` as ``kb_assets.references`` writes it), in hit order."""
+    return [
+        ReferencePage(
+            reference_id=hit.point.payload["reference_id"],
+            url=hit.point.payload["url"],
+            title=hit.point.payload["title"],
+            description=hit.point.payload["description"],
+            similarity=round(hit.score, 3),
+        )
+        for hit in hits
+    ]
+
+
+def answer_text(question: str, pages: list[ReferencePage]) -> str:
+    """The tool's text: numbered pages, each title, URL, description and similarity, then
+    the reminder that kb has only descriptions."""
+    if not pages:
+        return NONE_REGISTERED
+    lines = [f'Registered reference pages for "{question}", best match first:']
+    for n, page in enumerate(pages, start=1):
+        lines += [
+            f"[{n}] {page.title} — {page.url}",
+            f"    {page.description}",
+            f"    (reference #{page.reference_id}, similarity {page.similarity:.2f})",
+        ]
+    lines.append(
+        "kb keeps only these descriptions, not the pages: fetch the URL of a page that fits "
+        "to read it, and cite it by its URL."
+    )
+    return "\n".join(lines)
+
+
+def register(server: KbServer, *, max_query_chars: int) -> None:
+    """Register ``find_reference`` on ``server``; questions up to ``max_query_chars``."""
+
+    @kb_tool(
+        server, "find_reference", title="Find a reference page", description=DESCRIPTION
+    )
+    def find_reference(
+        question: query_type(max_query_chars),
+        ctx: KbContext,
+        top_k: Annotated[
+            int, Field(ge=1, le=MAX_TOP_K, description="How many pages to return.")
+        ] = 5,
+    ) -> Annotated[CallToolResult, FindReferenceOutput]:
+        state = state_of(ctx)
+        text = retrieval.check_query(question, max_query_chars)
+        try:
+            index = state.vectors()
+        except EmptyCorpusError:  # no index yet: nothing registered either
+            hits = []
+        else:
+            vector = state.embedder.embed_query(text)
+            hits = index.dense_search(vector, top_k, kinds=[KIND_REFERENCE])
+        pages = reference_pages(hits)
+        return CallToolResult(
+            content=[TextContent(type="text", text=answer_text(text, pages))],
+            structured_content=FindReferenceOutput(results=pages).model_dump(mode="json"),
+        )
