@@ -279,29 +279,24 @@ def create_tables(engine: Engine, *metadata: sa.MetaData, store: str = "catalog"
 
 def add_missing_columns(conn: Connection, table: sa.Table) -> list[str]:
     """``ALTER TABLE … ADD COLUMN`` for each column of ``table`` the database lacks (a
-    database made by an earlier kb); the same statement on SQLite and Postgres.
+    database made by an earlier kb), when every missing column is nullable or has a server
+    default; the same statement on SQLite and Postgres.
+
+    A table that also lacks a NOT NULL column without a default is an older *shape*, not an
+    older version: it is left as it is, for the store that owns it to refuse with its own
+    message (e.g. the market-data tables name how to replace theirs).
 
     Returns:
-        The names of the columns added.
-
-    Raises:
-        StoreError: a missing column that is NOT NULL without a server default, which no
-            existing row could satisfy; the message says to migrate that table by hand.
+        The names of the columns added (empty when none could or needed to be).
     """
     present = {column["name"] for column in sa.inspect(conn).get_columns(table.name)}
-    added: list[str] = []
-    for column in table.columns:
-        if column.name in present:
-            continue
-        if not column.nullable and column.server_default is None:
-            raise StoreError(
-                f"table {table.name} lacks column {column.name}, which is NOT NULL without a "
-                "default: migrate it by hand (see sql/ for the current DDL)"
-            )
+    missing = [column for column in table.columns if column.name not in present]
+    if any(not column.nullable and column.server_default is None for column in missing):
+        return []
+    for column in missing:
         ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
         conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
-        added.append(column.name)
-    return added
+    return [column.name for column in missing]
 
 
 def apply_sql_files(engine: Engine, directory: str | Path) -> list[str]:

@@ -161,8 +161,9 @@ def test_mcp_inspector_cli_lists_tools_and_calls_search_docs(http_url: str) -> N
     assert listed.returncode == 0, listed.stderr
     tools = json.loads(listed.stdout)["tools"]
     assert sorted(t["name"] for t in tools) == [
-        "echo", "list_documents", "read_doc", "request_document", "search_aer_performance",
-        "search_compliance", "search_docs", "search_graph",
+        "add_reference", "echo", "find_reference", "list_documents", "read_doc",
+        "request_document", "search_aer_performance", "search_compliance", "search_docs",
+        "search_graph",
     ]
     called = subprocess.run(
         [*base, "--method", "tools/call", "--tool-name", "search_docs", "--tool-arg", "query=IN008-24"],
