@@ -33,12 +33,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import secrets
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -50,18 +48,18 @@ from mcp import Client
 from benchmarks.common import (
     LATENCY_HEADERS,
     PROVIDER_ROLES,
-    REPO_ROOT,
     Report,
     fresh_dir,
     latency_summary,
     log,
 )
 from benchmarks.market_sync import RELEASES
-from benchmarks.market_sync import _workbooks as write_release_workbooks
+from benchmarks.market_sync import release_workbooks as write_release_workbooks
 from benchmarks.mcp_server import Server, running_server, server_env
+from benchmarks.postgres import reader_database
 from kb_shared.market.aer_layout import read_workbook
 from kb_shared.stores.catalog import Catalog, ComplianceAction
-from kb_shared.stores.sql import apply_sql_files, make_engine
+from kb_shared.stores.sql import make_engine
 
 #: The argument shapes each tool cycles through: (label, arguments, must match something).
 AER_SHAPES: tuple[tuple[str, dict[str, Any], bool], ...] = (
@@ -131,31 +129,6 @@ def fill(catalog: Catalog, work: Path, retailers: int, actions: int) -> tuple[in
         catalog.sync_aer(books)
     catalog.replace_compliance_actions(made_up_actions(actions), data_source_id="bench")
     return read, actions
-
-
-@contextmanager
-def postgres_database(url: str) -> Iterator[tuple[str, str]]:
-    """(writer URL, kb_reader URL) of a fresh database built from ``sql/``; dropped after."""
-    admin_url = sa.make_url(url)
-    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
-    name = f"kb_bench_market_{uuid.uuid4().hex[:10]}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        writer_url = admin_url.set(database=name)
-        writer = make_engine(writer_url)
-        apply_sql_files(writer, REPO_ROOT / "sql")
-        password = secrets.token_hex(12)
-        with writer.begin() as conn:
-            conn.exec_driver_sql(f"ALTER ROLE kb_reader PASSWORD '{password}'")
-        writer.dispose()
-        reader_url = writer_url.set(username="kb_reader", password=password)
-        yield (writer_url.render_as_string(hide_password=False),
-               reader_url.render_as_string(hide_password=False))
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
 
 
 async def measure(server: Server, calls: int) -> dict[tuple[str, str], Timed]:
@@ -266,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.postgres:
         pg_home = work / "postgres"
         pg_home.mkdir()
-        with postgres_database(args.postgres) as (writer_url, reader_url):
+        with reader_database(args.postgres, "kb_bench_market") as (writer_url, reader_url):
             failed += run_backend(
                 report, "Postgres (kb_reader)", pg_home, pg_home, args,
                 {"KB_DATABASE_URL": writer_url, "KB_READER_DATABASE_URL": reader_url},

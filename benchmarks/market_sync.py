@@ -25,15 +25,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-
-import sqlalchemy as sa
 
 from benchmarks.aer_workbooks import BlockSpec, SheetSpec, write_workbook
 from benchmarks.common import Report, Stopwatch, fresh_dir, log
+from benchmarks.postgres import scratch_database
 from kb_shared.market.aer import AerWorkbook, Quarter
 from kb_shared.market.aer_layout import read_workbook
 from kb_shared.stores.catalog import Catalog
@@ -73,7 +69,9 @@ def _series(name: str, scale: int, release: Quarter):
     return value
 
 
-def _workbooks(folder: Path, release: Quarter, per_jurisdiction: int) -> list[Path]:
+def release_workbooks(folder: Path, release: Quarter, per_jurisdiction: int) -> list[Path]:
+    """Write one release's Schedule workbooks (``per_jurisdiction`` retailers in each of the
+    five jurisdictions) into ``folder`` and return their paths, named as the AER names them."""
     customers = _series("customers", 400_000, release)
     contracts = _series("contracts", 300_000, release)
     gas = _series("gas", 100_000, release)
@@ -107,21 +105,6 @@ def _workbooks(folder: Path, release: Quarter, per_jurisdiction: int) -> list[Pa
         write_workbook(path, sheets, _quarters(release), _retailers(per_jurisdiction))
         paths.append(path)
     return paths
-
-
-@contextmanager
-def _postgres(url: str) -> Iterator[str]:
-    admin_url = sa.make_url(url)
-    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
-    name = f"kb_bench_aer_{uuid.uuid4().hex[:10]}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
 
 
 def _rate(rows: int, seconds: float) -> str:
@@ -176,7 +159,7 @@ def main() -> None:
         folder = work / release.label.replace(" ", "_")
         folder.mkdir()
         with Stopwatch() as writing:
-            paths = _workbooks(folder, release, args.retailers)
+            paths = release_workbooks(folder, release, args.retailers)
         with Stopwatch() as watch:
             parsed[release] = [read_workbook(p) for p in paths]
         n = sum(len(b.observations) for b in parsed[release])
@@ -190,7 +173,7 @@ def main() -> None:
     _run_backend("SQLite", f"sqlite:///{work / 'catalog.sqlite'}", parsed[RELEASES[0]],
                  parsed[RELEASES[1]], sync_rows)
     if args.postgres:
-        with _postgres(args.postgres) as url:
+        with scratch_database(args.postgres, "kb_bench_aer") as url:
             _run_backend("Postgres", url, parsed[RELEASES[0]], parsed[RELEASES[1]], sync_rows)
 
     report.heading("Parse (read_workbook: openpyxl for the layout, fastexcel for the values)")

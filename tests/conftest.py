@@ -14,9 +14,16 @@ cannot pass with a suite silently not run.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from kb_shared.stores.catalog import Catalog
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,3 +126,38 @@ def built_corpus(tmp_path_factory: pytest.TempPathFactory):
     outcomes = operations.build_documents(stores, instance, added)
     stores.close()
     return home, {o.name: o for o in outcomes}
+
+
+@pytest.fixture(scope="session")
+def catalog_postgres_engine() -> Iterator[sa.Engine]:
+    """One fresh Postgres database for the session's catalog tests; skips (fails under CI)
+    without ``KB_TEST_POSTGRES_URL``."""
+    from benchmarks.postgres import scratch_database  # noqa: PLC0415
+    from kb_shared.stores.sql import make_engine  # noqa: PLC0415
+
+    with scratch_database(postgres_url(), "kb_test_catalog") as url:
+        engine = make_engine(url)
+        yield engine
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
+def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
+    """An empty catalog with its schema, once on SQLite (a temp file) and once on Postgres
+    (the session's database, every catalog table emptied first)."""
+    from kb_shared.stores.catalog import CATALOG_METADATA, Catalog  # noqa: PLC0415
+    from kb_shared.stores.sql import make_engine  # noqa: PLC0415
+
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp_path / 'catalog.sqlite'}")
+    else:
+        engine = request.getfixturevalue("catalog_postgres_engine")
+    store = Catalog(engine)
+    store.ensure_schema()
+    if request.param == "postgres":
+        with engine.begin() as conn:
+            for table in reversed(CATALOG_METADATA.sorted_tables):
+                conn.execute(table.delete())
+    yield store
+    if request.param == "sqlite":
+        engine.dispose()

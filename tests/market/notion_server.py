@@ -1,5 +1,5 @@
-"""A stand-in for the Notion API at the HTTP edge, tracker pages to serve from it, and the
-catalog fixtures the Notion tests share.
+"""A stand-in for the Notion API at the HTTP edge and tracker pages to serve from it (the
+SQLite/Postgres ``catalog`` fixture is the shared one in ``tests/conftest.py``).
 
 ``FakeNotion.handle(request) -> httpx.Response`` answers what kb sends (API 2025-09-03):
 ``POST /v1/data_sources/{id}/query`` (paged by ``page_size``/``start_cursor`` like Notion:
@@ -15,22 +15,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-import sqlalchemy as sa
 
-from kb_shared.stores.catalog import (
-    Catalog,
-    compliance_action_misconduct_types,
-    compliance_actions,
-    compliance_sync_state,
-)
-from kb_shared.stores.sql import make_engine
-from tests.stores.test_catalog_contract import fresh_postgres_database
 
 API_URL = "https://notion.test"
 TOKEN = "ntn_test_token_123"
@@ -216,33 +205,3 @@ class FakeNotion:
 def load_json(path: Path) -> dict[str, Any]:
     """A recorded response body."""
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-# --- catalog fixtures (imported by the Notion test modules) ----------------------------------
-
-
-@pytest.fixture(scope="session")
-def postgres_engine() -> Iterator[sa.Engine]:
-    """One fresh Postgres database for the session (skips without KB_TEST_POSTGRES_URL)."""
-    with fresh_postgres_database("kb_notion") as url:
-        engine = make_engine(url)
-        Catalog(engine).ensure_schema()
-        yield engine
-        engine.dispose()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
-def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
-    """An empty catalog on SQLite (a temp file) and on Postgres."""
-    if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp_path / 'catalog.sqlite'}")
-        Catalog(engine).ensure_schema()
-    else:
-        engine = request.getfixturevalue("postgres_engine")
-        with engine.begin() as conn:
-            for table in (compliance_action_misconduct_types, compliance_actions,
-                          compliance_sync_state):
-                conn.execute(table.delete())
-    yield Catalog(engine)
-    if request.param == "sqlite":
-        engine.dispose()

@@ -9,7 +9,6 @@ fixture's series, never from the reader or the store."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from benchmarks.aer_workbooks import WrittenCell
 from kb_shared.errors import QueryError, SchemaMissingError
 from kb_shared.market.aer import AerWorkbook
 from kb_shared.market.aer_layout import find_workbooks, read_workbook
-from kb_shared.stores.catalog import CATALOG_METADATA, Catalog, aer_performance
+from kb_shared.stores.catalog import Catalog, aer_performance
 from kb_shared.stores.sql import apply_sql_files, make_engine
 from tests.conftest import REPO_ROOT
 from tests.market.aer_fixtures import (
@@ -54,31 +53,6 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         out[label] = [read_workbook(p) for p in find_workbooks(root / label)]
         out[f"{label}_cells"] = [c for cells in written.values() for c in cells]
     return out
-
-
-@pytest.fixture(scope="module")
-def postgres_engine() -> Iterator[sa.Engine]:
-    with fresh_postgres_database("kb_test_aer") as url:
-        engine = make_engine(url)
-        yield engine
-        engine.dispose()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
-def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
-    if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp_path / 'catalog.sqlite'}")
-    else:
-        engine = request.getfixturevalue("postgres_engine")
-    store = Catalog(engine)
-    store.ensure_schema()
-    if request.param == "postgres":  # one database per module: empty the tables per test
-        with engine.begin() as conn:
-            for table in reversed(CATALOG_METADATA.sorted_tables):
-                conn.execute(table.delete())
-    yield store
-    if request.param == "sqlite":
-        engine.dispose()
 
 
 def _schedule(cell: WrittenCell) -> str:

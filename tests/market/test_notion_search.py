@@ -17,7 +17,6 @@ from kb_shared.stores.catalog import Catalog, ComplianceAction
 from kb_shared.stores.catalog.compliance_search import FACET_MAX, MAX_LIMIT
 from kb_shared.stores.sql import apply_sql_files, make_engine
 from tests.conftest import REPO_ROOT
-from tests.market.notion_server import catalog, postgres_engine  # noqa: F401 (fixtures)
 from tests.stores.test_catalog_contract import fresh_postgres_database
 
 

@@ -22,7 +22,6 @@ from kb_shared.stores.catalog.compliance import (
     search_words,
 )
 from kb_shared.stores.sql import make_engine
-from tests.market.notion_server import catalog, postgres_engine  # noqa: F401 (fixtures)
 
 UTC = dt.UTC
 FIRST = "1a2b3c4d-0000-4000-8000-000000000001"

@@ -25,7 +25,6 @@ from tests.market.notion_server import (
     page_id,
     tracker_page,
 )
-from tests.market.notion_server import catalog, postgres_engine  # noqa: F401 (fixtures)
 
 SEED = "notion/seed_enforcement_actions/ferc_cleaned-ferc-civil-penalties.csv"
 RECORDED_2025 = (

@@ -6,7 +6,6 @@ Needs ``KB_TEST_POSTGRES_URL`` (skipped with that reason otherwise; a failure un
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -16,11 +15,12 @@ import sqlalchemy as sa
 from mcp import Client
 
 from benchmarks.aer_workbooks import WrittenCell
+from benchmarks.postgres import reader_database
 from kb_mcp.state import open_state
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import Catalog, aer_performance, compliance_actions
-from kb_shared.stores.sql import apply_sql_files, make_engine
-from tests.conftest import REPO_ROOT
+from kb_shared.stores.sql import make_engine
+from tests.conftest import postgres_url
 from tests.market.aer_fixtures import DISCONNECTED, DISCONNECTED_REWORDED
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
 from tests.mcp.test_market_tools import (
@@ -33,7 +33,6 @@ from tests.mcp.test_market_tools import (
     write_aer,
     write_tracker,
 )
-from tests.stores.test_catalog_contract import fresh_postgres_database
 
 pytestmark = [pytest.mark.services, pytest.mark.anyio]
 
@@ -50,18 +49,13 @@ def market_database(
     """``(writer URL, kb_reader URL, AER cells stored)`` of a fresh database built from
     ``sql/`` and filled by both syncs as the writer."""
     folder = tmp_path_factory.mktemp("aer_pg")
-    with fresh_postgres_database("kb_mcp_market") as url:
+    with reader_database(postgres_url(), "kb_mcp_market") as (url, reader_url):
         writer = make_engine(url)
-        apply_sql_files(writer, REPO_ROOT / "sql")
-        password = secrets.token_hex(12)
-        with writer.begin() as conn:
-            conn.exec_driver_sql(f"ALTER ROLE kb_reader PASSWORD '{password}'")
         catalog = Catalog(writer)
         cells = write_aer(catalog, folder)
         write_tracker(catalog)
         writer.dispose()
-        reader = sa.make_url(url).set(username="kb_reader", password=password)
-        yield url, reader.render_as_string(hide_password=False), cells
+        yield url, reader_url, cells
 
 
 @pytest.fixture

@@ -5,21 +5,18 @@ from the catalog and the SQL graph, and its connection cannot write. Needs
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from mcp import Client
 
+from benchmarks.postgres import reader_database
 from kb_mcp.server import build_server
 from kb_mcp.state import open_state
 from kb_shared.errors import StoreError
-from kb_shared.stores.sql import apply_sql_files, make_engine
-from tests.conftest import REPO_ROOT
+from tests.conftest import postgres_url
 from tests.mcp.corpus import HashingEmbedder, corpus_settings, write_corpus
-from tests.stores.test_catalog_contract import fresh_postgres_database
 
 pytestmark = [pytest.mark.services, pytest.mark.anyio]
 
@@ -32,15 +29,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 def databases() -> Iterator[tuple[str, str]]:
     """``(writer URL, kb_reader URL)`` of a fresh database built from ``sql/``."""
-    with fresh_postgres_database("kb_mcp") as url:
-        writer = make_engine(url)
-        apply_sql_files(writer, REPO_ROOT / "sql")
-        password = secrets.token_hex(12)
-        with writer.begin() as conn:
-            conn.exec_driver_sql(f"ALTER ROLE kb_reader PASSWORD '{password}'")
-        writer.dispose()
-        reader = sa.make_url(url).set(username="kb_reader", password=password)
-        yield url, reader.render_as_string(hide_password=False)
+    with reader_database(postgres_url(), "kb_mcp") as urls:
+        yield urls
 
 
 async def test_server_reads_catalog_and_graph_as_kb_reader(

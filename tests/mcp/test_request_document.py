@@ -12,17 +12,16 @@ the join through the ``kb_reader`` role.
 from __future__ import annotations
 
 import datetime as dt
-import secrets
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import anyio.to_thread
 import pytest
-import sqlalchemy as sa
 from mcp import Client
 from typer.testing import CliRunner
 
+from benchmarks.postgres import reader_database
 from kb_assets import cli
 from kb_mcp.server import build_server
 from kb_mcp.tools.request_document import (
@@ -35,7 +34,7 @@ from kb_mcp.tools.request_document import (
 from kb_shared.settings import Settings
 from kb_shared.stores import factory
 from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, Catalog, DocumentRow, document_requests
-from kb_shared.stores.sql import apply_sql_files, make_engine
+from kb_shared.stores.sql import make_engine
 from tests.assets.test_requests import fake_builds  # noqa: F401 - fixture
 from tests.assets.test_url_intake import (  # noqa: F401 - fixtures
     LocalSite,
@@ -45,9 +44,8 @@ from tests.assets.test_url_intake import (  # noqa: F401 - fixtures
     site,
     stores,
 )
-from tests.conftest import REPO_ROOT
+from tests.conftest import postgres_url
 from tests.mcp.corpus import HashingEmbedder, corpus_settings, write_corpus
-from tests.stores.test_catalog_contract import fresh_postgres_database
 
 pytestmark = pytest.mark.anyio
 
@@ -364,15 +362,8 @@ async def test_request_approve_build_search_and_ask_again(
 @pytest.fixture(scope="module")
 def databases() -> Iterator[tuple[str, str]]:
     """``(writer URL, kb_reader URL)`` of a fresh database built from ``sql/``."""
-    with fresh_postgres_database("kb_request_document") as url:
-        writer = make_engine(url)
-        apply_sql_files(writer, REPO_ROOT / "sql")
-        password = secrets.token_hex(12)
-        with writer.begin() as conn:
-            conn.exec_driver_sql(f"ALTER ROLE kb_reader PASSWORD '{password}'")
-        writer.dispose()
-        reader = sa.make_url(url).set(username="kb_reader", password=password)
-        yield url, reader.render_as_string(hide_password=False)
+    with reader_database(postgres_url(), "kb_request_document") as urls:
+        yield urls
 
 
 @pytest.mark.services

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import unicodedata
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from benchmarks.postgres import scratch_database
 from kb_shared import identity
 from kb_shared.errors import (
     DocumentNotFoundError,
@@ -26,7 +25,6 @@ from kb_shared.errors import (
     StoreUnavailableError,
 )
 from kb_shared.stores.catalog import (
-    CATALOG_METADATA,
     Catalog,
     document_requests,
     documents,
@@ -42,48 +40,13 @@ SHA_C = "c" * 64
 UTC = dt.UTC
 
 
-@contextmanager
-def fresh_postgres_database(prefix: str = "kb_test") -> Iterator[str]:
-    """Create an empty database on the test server; yield its URL; drop it afterwards.
+def fresh_postgres_database(prefix: str = "kb_test") -> AbstractContextManager[str]:
+    """An empty database on the test server (``benchmarks.postgres.scratch_database``): its
+    URL, dropped afterwards.
 
     Skips (or fails under KB_REQUIRE_SERVICES=1) when KB_TEST_POSTGRES_URL is unset.
     """
-    admin_url = sa.make_url(postgres_url())
-    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
-    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
-
-
-@pytest.fixture(scope="session")
-def postgres_engine() -> Iterator[sa.Engine]:
-    with fresh_postgres_database() as url:
-        engine = make_engine(url)
-        yield engine
-        engine.dispose()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
-def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
-    if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp_path / 'catalog.sqlite'}")
-    else:
-        engine = request.getfixturevalue("postgres_engine")
-    store = Catalog(engine)
-    store.ensure_schema()
-    if request.param == "postgres":  # one database per session: empty the tables per test
-        with engine.begin() as conn:
-            for table in reversed(CATALOG_METADATA.sorted_tables):
-                conn.execute(table.delete())
-    yield store
-    if request.param == "sqlite":
-        engine.dispose()
+    return scratch_database(postgres_url(), prefix)
 
 
 def _pending(catalog: Catalog, name: str, sha: str = SHA_A, size: int = 1000):

@@ -8,7 +8,6 @@ as ``kb_reader`` over TCP with a password the test sets as the admin.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import ProgrammingError
 
+from benchmarks.postgres import reader_login
 from kb_shared.errors import StoreError
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import Catalog
@@ -57,12 +57,10 @@ def test_init_database_twice_creates_a_reader_that_reads_and_cannot_write(
     assert init_database(settings) == expected
     assert init_database(settings) == expected  # idempotent: the second run fails on nothing
 
+    reader_url = reader_login(database_url)
     writer = make_engine(database_url)
-    password = secrets.token_hex(12)
-    with writer.begin() as conn:
-        conn.exec_driver_sql(f"ALTER ROLE kb_reader PASSWORD '{password}'")
     Catalog(writer).add_pending("Rule 3.1.pdf", "rule-3.1.pdf", SHA, 10, "pdfs/rule-3.1.pdf")
-    reader = make_engine(admin_url.set(username="kb_reader", password=password))
+    reader = make_engine(reader_url)
     try:
         with reader.connect() as conn:
             assert conn.execute(sa.text("SELECT current_user")).scalar() == "kb_reader"
