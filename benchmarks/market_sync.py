@@ -141,6 +141,8 @@ def _run_backend(label: str, url: str, first: list[AerWorkbook], second: list[Ae
 
 
 def main() -> None:
+    """Parse and sync generated releases on SQLite (and Postgres with ``--postgres``), then
+    write the rows/s report to ``benchmarks/results/``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--retailers", type=int, default=60,
                         help="retailers per jurisdiction (60 gives about 20,000 observations)")

@@ -61,9 +61,15 @@ class UtcDateTime(sa.types.TypeDecorator[dt.datetime]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: sa.Dialect) -> sa.types.TypeEngine[Any]:
+        """``DateTime(timezone=True)`` on every dialect (SQLite stores it as naive UTC text)."""
         return dialect.type_descriptor(sa.DateTime(timezone=True))
 
     def process_bind_param(self, value: dt.datetime | None, dialect: sa.Dialect) -> Any:
+        """An aware datetime in UTC (naive on SQLite).
+
+        Raises:
+            TypeError: not a datetime. ValueError: a naive datetime (its zone is unknown).
+        """
         if value is None:
             return None
         if not isinstance(value, dt.datetime):
@@ -74,6 +80,7 @@ class UtcDateTime(sa.types.TypeDecorator[dt.datetime]):
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: Any, dialect: sa.Dialect) -> dt.datetime | None:
+        """The stored value as an aware UTC datetime (``None`` stays ``None``)."""
         if value is None:
             return None
         if value.tzinfo is None:
