@@ -11,8 +11,8 @@
 # Everything lives in one temporary folder ($KB_SERVICES_DIR): the Postgres cluster (initdb'd
 # fresh, owned by the `postgres` user when run as root, since Postgres refuses to run as
 # root), the Neo4j store, their logs. Ports are free ports picked by the OS (bind to port 0).
-# Nothing is installed by kb_services_start; kb_postgres_install (apt, root only) and
-# kb_neo4j_fetch (Maven Central) do that and are called by .ci/run.
+# Nothing is installed by kb_services_start; kb_postgres_install and kb_chromium_install (apt,
+# root only) and kb_neo4j_fetch (Maven Central) do that and are called by .ci/run.
 #
 # This file sets no shell options, so sourcing it into an interactive shell changes nothing
 # but these functions and the KB_* variables; every function returns non-zero on failure.
@@ -85,6 +85,25 @@ kb_postgres_install() {
         apt-get install -y -q postgresql || return 1
     fi
     kb_pg_bindir >/dev/null || { _kb_log "postgresql installed but initdb $KB_PG_MAJOR not found"; return 1; }
+}
+
+# Debian's `chromium` for the browser tests (tests/browser.py drives it through Playwright's
+# Python package; nothing downloads a browser). Skipped when one is already installed.
+kb_chromium_install() {
+    if command -v chromium >/dev/null 2>&1; then
+        _kb_log "chromium already installed ($(command -v chromium)): skipping apt"
+        return 0
+    fi
+    if [[ $EUID -ne 0 ]]; then
+        _kb_log "chromium not found; install it with: sudo apt-get install -y chromium"
+        return 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y -q --no-install-recommends chromium; then
+        _kb_log "apt-get install failed with the current package lists; running apt-get update"
+        apt-get update -q || return 1
+        apt-get install -y -q --no-install-recommends chromium || return 1
+    fi
 }
 
 # Fetch the Neo4j jars into $KB_NEO4J_JARS unless a complete copy for this pom is there.

@@ -49,6 +49,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_mcp.images import PNG_SIGNATURE
 from kb_mcp.links import SIGNATURE_PARAM, bracket_host, file_signature, signing_key
+from kb_mcp.pages import register_pages
 from kb_mcp.server import build_server
 from kb_mcp.state import ServerState, StateHolder
 from kb_shared import layout
@@ -65,6 +66,8 @@ STREAMABLE_HTTP_LOGGER = "mcp.server.streamable_http"
 MCP_PATH = "/mcp"
 FILES_PATH = "/files"
 HEALTH_PATH = "/healthz"
+#: Paths of the pages (``kb_mcp.pages``) and their JSON: the same access rules as ``/files``.
+PAGE_PREFIXES = ("/graph", "/api/", "/documents/")
 
 #: Content types by file signature, for keys without a telling extension (PDF 1.7, ISO
 #: 32000-1 section 7.5.2 "%PDF-"; ``kb_mcp.images.PNG_SIGNATURE``).
@@ -158,8 +161,9 @@ def host_allowed(host: str | None, patterns: Sequence[str]) -> bool:
 
 
 class AccessMiddleware:
-    """Bearer tokens on ``/mcp`` and ``/files`` (when configured) and the Host check on
-    ``/files``. Tokens and signatures are compared in constant time (``hmac.compare_digest``).
+    """Bearer tokens on ``/mcp``, ``/files`` and the pages (when configured) and the Host check
+    on ``/files`` and the pages (``PAGE_PREFIXES``). Tokens and signatures are compared in
+    constant time (``hmac.compare_digest``).
 
     A ``/files`` request may show, instead of the token, the ``?sig=`` signature of its own
     blob key that citation links carry (``kb_mcp.links.Links``), so a person can open a
@@ -191,7 +195,8 @@ class AccessMiddleware:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        protected = _is_mcp_path(path) or path.startswith(FILES_PATH + "/")
+        served = path.startswith((FILES_PATH + "/", *PAGE_PREFIXES))
+        protected = _is_mcp_path(path) or served
         headers = Headers(scope=scope)
         if (
             protected
@@ -206,7 +211,7 @@ class AccessMiddleware:
             )
             await response(scope, receive, send)
             return
-        if path.startswith(FILES_PATH + "/") and not host_allowed(headers.get("host"), self.hosts):
+        if served and not host_allowed(headers.get("host"), self.hosts):
             await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -345,6 +350,8 @@ def build_app(
             log.warning("serving %s failed: %s", key, exc)
             return PlainTextResponse("Blob store unavailable", status_code=503)
         return Response(data, media_type=media_type(key, data[:8]), headers=headers)
+
+    register_pages(mcp, holder=holder, settings=settings)
 
     app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH,
