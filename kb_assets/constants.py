@@ -43,6 +43,9 @@ INBOX_REFUSED = "refused"
 
 #: Asset group of the structured market data: non-partitioned assets synced on schedules.
 MARKET_DATA_GROUP = "market_data"
+#: Group of the corpus-quality assets (DESIGN.md: ``retrieval_eval``).
+QUALITY_GROUP = "quality"
+RETRIEVAL_EVAL = "retrieval_eval"
 
 #: Market-data asset names (each the catalog table it fills).
 AER_PERFORMANCE = "aer_performance"

@@ -21,6 +21,7 @@ from kb_assets.io_manager import BlobIOManager
 from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.market import MARKET_ASSETS, MARKET_CHECKS, MARKET_JOBS, MARKET_SCHEDULES
 from kb_assets.market.resources import NotionResource
+from kb_assets.quality import QUALITY_ASSETS, QUALITY_CHECKS, quality_automation_sensor
 from kb_assets.references import index_references_job, reference_sensor
 from kb_assets.request_jobs import approve_document_request_job
 from kb_assets.resources import Providers, ProvidersResource, StoresResource
@@ -50,13 +51,13 @@ def kb_resources(
 
 
 defs = dg.Definitions(
-    assets=[*CORPUS_ASSETS, *MARKET_ASSETS],
-    asset_checks=MARKET_CHECKS,
+    assets=[*CORPUS_ASSETS, *MARKET_ASSETS, *QUALITY_ASSETS],
+    asset_checks=[*MARKET_CHECKS, *QUALITY_CHECKS],
     jobs=[
         build_documents_job, add_documents_job, approve_document_request_job,
         index_references_job, *MARKET_JOBS,
     ],
-    sensors=[intake_sensor, reference_sensor],
+    sensors=[intake_sensor, reference_sensor, quality_automation_sensor],
     schedules=MARKET_SCHEDULES,
     # configured at launch, so blob_io's dependency is the run's own `stores` resource
     resources=kb_resources(

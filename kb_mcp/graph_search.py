@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kb_mcp.errors import ToolProblem
 from kb_shared.errors import EmbeddingMismatchError, IdentityError
 from kb_shared.graph_model import Relationship
+from kb_shared.graph_relevance import RelationIntent, name_candidates, relation_intent, relevance
 from kb_shared.identity import chunk_index
 from kb_shared.providers.base import Embedder
 from kb_shared.retrieval import Passage
@@ -29,8 +30,13 @@ GRAPH_SEEDS = 5
 #: tests/mcp/test_retrieval_quality.py).
 GRAPH_SEED_MIN_SIMILARITY = 0.35
 
-#: Paths read from the graph per call (the default of ``GraphStore.walk``).
-WALK_LIMIT = 200
+#: Paths read from the graph per call; ranked by relevance afterwards, so more than a page.
+WALK_LIMIT = 400
+
+#: Entities the question names that join the seeds (``named_seeds``), and how many more
+#: entities than ``GRAPH_SEEDS`` are read by similarity for it to choose from.
+NAMED_SEEDS = 3
+GRAPH_CANDIDATES = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,33 +83,71 @@ class GraphAnswer:
 
 
 def rank_relationships(
-    seeds: Sequence[EntityHit], paths: Sequence[GraphPath], top_k: int
+    seeds: Sequence[EntityHit],
+    paths: Sequence[GraphPath],
+    top_k: int,
+    intent: RelationIntent | None = None,
 ) -> list[tuple[Relationship, int, EntityHit]]:
-    """Order the walked relationships: hop 1 before hop 2, then by the similarity of the seed
-    that reached them, then walk order; each relationship once (its best placing).
+    """Order the walked relationships; each relationship once (its best placing).
+
+    Without ``intent``: hop 1 before hop 2, then by the similarity of the seed that reached
+    them, then walk order. With it: by ``graph_relevance.relevance`` (how well the type and
+    description answer the question, plus seed similarity, minus hops), then that order.
 
     Args:
         seeds: the seeds, best first.
         paths: ``GraphPath``s from ``GraphStore.walk`` (``nodes[0]`` is a seed key).
         top_k: how many to keep.
+        intent: what the question asks about (``graph_relevance.relation_intent``).
 
     Returns:
         ``[(relationship, hops, seed), …]``, at most ``top_k``.
     """
     by_key = {seed.key: seed for seed in seeds}
-    best: dict[str, tuple[tuple[int, float, int], Relationship, int, EntityHit]] = {}
+    best: dict[str, tuple[tuple[float, int, float, int], Relationship, int, EntityHit]] = {}
     for order, path in enumerate(paths):
         seed = by_key.get(path.nodes[0])
         if seed is None:
             continue
         for position, rel in enumerate(path.relationships):
             hops = position + 1
-            key = (hops, -seed.score, order)
+            score = 0.0
+            if intent is not None:
+                score = relevance(
+                    intent, rel.type, rel.description, rel.source, rel.target,
+                    seed_similarity=seed.score, hops=hops,
+                )
+            key = (-score, hops, -seed.score, order)
             current = best.get(rel.id)
             if current is None or key < current[0]:
                 best[rel.id] = (key, rel, hops, seed)
     ranked = sorted(best.values(), key=lambda item: item[0])
     return [(rel, hops, seed) for _, rel, hops, seed in ranked[:top_k]]
+
+
+def named_seeds(
+    graph: GraphReader, query: str, seeds: Sequence[EntityHit], candidates: Sequence[EntityHit]
+) -> list[EntityHit]:
+    """Entities the question names that are not seeds yet, at most ``NAMED_SEEDS``: first
+    those it names word for word (``graph_relevance.name_candidates``, longest first), then
+    near candidates below the similarity floor whose head noun it names ("Who should
+    participants contact …" seeds ``market participant``). Each keeps its similarity when it
+    was a candidate, else ``GRAPH_SEED_MIN_SIMILARITY``."""
+    taken = {s.key for s in seeds}
+    similarity = {c.key: c.score for c in candidates}
+    names = name_candidates(query)
+    heads = {name for name in names if " " not in name}
+    found: list[EntityHit] = []
+    for entity in graph.entities(names):
+        if entity.key not in taken:
+            taken.add(entity.key)
+            score = similarity.get(entity.key, GRAPH_SEED_MIN_SIMILARITY)
+            found.append(EntityHit(entity.key, entity.name, entity.type, score))
+    for candidate in candidates:
+        if candidate.key not in taken and candidate.key.rsplit(" ", 1)[-1] in heads:
+            taken.add(candidate.key)
+            found.append(candidate)
+    return found[:NAMED_SEEDS]
 
 
 def served_paths(paths: Sequence[GraphPath], only: frozenset[str] | None) -> list[GraphPath]:
@@ -152,7 +196,7 @@ def search_graph(
     """
     vector = embedder.embed_query(query)
     try:
-        candidates = graph.similar_entities(vector, GRAPH_SEEDS)
+        candidates = graph.similar_entities(vector, GRAPH_SEEDS + GRAPH_CANDIDATES)
     except EmbeddingMismatchError as exc:
         raise ToolProblem(
             f"the knowledge graph's entity vectors do not match the live embedding model "
@@ -165,18 +209,19 @@ def search_graph(
             "nothing to walk. Use search_docs instead; call list_documents to see what is "
             "indexed."
         )
-    seeds = [s for s in candidates if s.score >= GRAPH_SEED_MIN_SIMILARITY]
+    seeds = [s for s in candidates[:GRAPH_SEEDS] if s.score >= GRAPH_SEED_MIN_SIMILARITY]
     if not seeds:
         return GraphAnswer(
             seeds=[], relationships=[], excerpts=[], hops=hops, closest=candidates[0]
         )
+    seeds += named_seeds(graph, query, seeds, candidates)
     walked = graph.walk([s.key for s in seeds], hops=hops, limit=WALK_LIMIT)
     paths = served_paths(walked, only)
     hidden = {p.nodes[0] for p in walked} - {p.nodes[0] for p in paths}
     seeds = [s for s in seeds if s.key not in hidden]
     if not seeds:  # every seed is known only from documents that are not served
         return GraphAnswer(seeds=[], relationships=[], excerpts=[], hops=hops)
-    chosen = rank_relationships(seeds, paths, top_k)
+    chosen = rank_relationships(seeds, paths, top_k, relation_intent(query))
     keys = list(dict.fromkeys(k for rel, _, _ in chosen for k in (rel.source, rel.target)))
     names = {entity.key: entity.name for entity in graph.entities(keys)}
     chunk_ids = list(dict.fromkeys(rel.chunk_id for rel, _, _ in chosen))

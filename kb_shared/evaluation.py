@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -265,4 +265,97 @@ def score(ranks: Sequence[int | None]) -> Scores:
         recall_at_5=recall_at_k(ranks, 5),
         recall_at_10=recall_at_k(ranks, 10),
         mrr=mean_reciprocal_rank(ranks),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Running eval sets on a corpus (the retrieval_eval asset, the retrieval test)
+# --------------------------------------------------------------------------------------
+#: File name of an eval set inside its folder (``<eval dir>/<set name>/questions.jsonl``).
+QUESTIONS_FILE = "questions.jsonl"
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """A named list of questions (``name`` = the folder holding ``questions.jsonl``)."""
+
+    name: str
+    questions: tuple[Question, ...]
+
+
+def find_eval_sets(folder: Path) -> list[EvalSet]:
+    """Every ``<folder>/<name>/questions.jsonl``, by name; ``[]`` when ``folder`` is missing.
+
+    Raises:
+        ValueError: a questions file that does not parse (``load_questions``).
+    """
+    if not folder.is_dir():
+        return []
+    return [
+        EvalSet(path.parent.name, tuple(load_questions(path)))
+        for path in sorted(folder.glob(f"*/{QUESTIONS_FILE}"))
+    ]
+
+
+def applicable(eval_set: EvalSet, documents: set[str]) -> tuple[list[Question], list[Question]]:
+    """The questions of ``eval_set`` that the corpus can answer, split into
+    ``(answerable, absent)``: an answerable question applies when every evidence document (a
+    file name) is in ``documents``; ``absent`` questions apply when at least one answerable
+    question does (the set is about this corpus at all)."""
+    answerable = [
+        q for q in eval_set.questions
+        if q.answerable and all(e.doc in documents for e in q.evidence)
+    ]
+    absent = [q for q in eval_set.questions if not q.answerable] if answerable else []
+    return answerable, absent
+
+
+@dataclass(frozen=True)
+class SetOutcome:
+    """One eval set run on the current corpus.
+
+    Attributes:
+        name: the set's name.
+        overall: scores over its answerable, applicable questions.
+        by_kind: scores per question kind (``definition``, ``table``, …).
+        skipped: answerable questions left out because an evidence document is not in the
+            corpus.
+        absent: ``absent`` questions asked; ``absent_flagged``: how many of them got the
+            low-confidence ("not covered") answer, which is the right one.
+        ranks: question id -> 1-based rank of its first hit (``None``: no hit in the list).
+    """
+
+    name: str
+    overall: Scores
+    by_kind: dict[str, Scores]
+    skipped: int
+    absent: int
+    absent_flagged: int
+    ranks: dict[str, int | None]
+
+
+#: A search as the eval sees it: query -> (results best first, low-confidence flag).
+EvalSearch = Callable[[str], tuple[list[Retrieved], bool]]
+
+
+def run_eval_set(eval_set: EvalSet, documents: set[str], search: EvalSearch) -> SetOutcome | None:
+    """Ask ``eval_set``'s applicable questions (``applicable``) through ``search`` and score
+    them with the hit rule; ``None`` when none applies to ``documents``."""
+    answerable, absent = applicable(eval_set, documents)
+    if not answerable:
+        return None
+    ranks = {q.id: hit_rank(q, search(q.question)[0]) for q in answerable}
+    kinds = sorted({q.kind for q in answerable})
+    by_kind = {
+        kind: score([ranks[q.id] for q in answerable if q.kind == kind]) for kind in kinds
+    }
+    flagged = sum(1 for q in absent if search(q.question)[1])
+    return SetOutcome(
+        name=eval_set.name,
+        overall=score(list(ranks.values())),
+        by_kind=by_kind,
+        skipped=sum(1 for q in eval_set.questions if q.answerable) - len(answerable),
+        absent=len(absent),
+        absent_flagged=flagged,
+        ranks=ranks,
     )

@@ -126,6 +126,15 @@ class Settings(BaseSettings):
         None, description="Base URL citation links use; default http://{mcp_host}:{mcp_port}."
     )
 
+    # --- quality: the retrieval_eval asset --------------------------------------------
+    eval_dir: Path | None = Field(
+        None,
+        description=(
+            "Folder of eval sets (<name>/questions.jsonl, kb_shared.evaluation) that the "
+            "retrieval_eval asset runs on the corpus; unset = <home>/eval."
+        ),
+    )
+
     # --- market data: AER retail performance statistics ---------------------------------
     aer_source: str | None = Field(
         None,

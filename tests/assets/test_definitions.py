@@ -6,7 +6,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from kb_assets.constants import ADD_JOB, BUILD_JOB, CORPUS_ASSETS, DOCUMENTS, MARKET_ASSETS
+from kb_assets.constants import (
+    ADD_JOB,
+    BUILD_JOB,
+    CORPUS_ASSETS,
+    DOCUMENTS,
+    MARKET_ASSETS,
+    RETRIEVAL_EVAL,
+)
 from kb_assets.definitions import defs
 from kb_assets.instance import dagster_instance
 from kb_assets.resources import StoresResource
@@ -20,7 +27,7 @@ def test_definitions_load_with_partitioned_assets_and_checks() -> None:
     repo = defs.get_repository_def()
     graph = repo.asset_graph
     keys = sorted(k.to_user_string() for k in graph.get_all_asset_keys())
-    assert keys == sorted(CORPUS_ASSETS + MARKET_ASSETS)
+    assert keys == sorted((*CORPUS_ASSETS, *MARKET_ASSETS, RETRIEVAL_EVAL))
     for key in map(dg.AssetKey, CORPUS_ASSETS):
         partitions = graph.get(key).partitions_def
         assert isinstance(partitions, dg.DynamicPartitionsDefinition)
@@ -33,9 +40,12 @@ def test_definitions_load_with_partitioned_assets_and_checks() -> None:
         "compliance_actions:compliance_count_matches_read",
         "embeddings:index_matches_chunks",
         "graph:edge_chunk_ids_resolve",
+        "retrieval_eval:retrieval_above_floors",
     ]
     assert repo.has_job(BUILD_JOB) and repo.has_job(ADD_JOB)
-    assert [s.name for s in repo.sensor_defs] == ["intake_sensor", "reference_sensor"]
+    assert [s.name for s in repo.sensor_defs] == [
+        "intake_sensor", "quality_automation_sensor", "reference_sensor",
+    ]
 
 
 def _tick(instance: dg.DagsterInstance, home: Path, cursor: str | None) -> dg.SensorResult:
