@@ -102,6 +102,14 @@ class Settings(BaseSettings):
             "e5-small-q4); chosen on the regulatory eval set, see benchmarks/results."
         ),
     )
+    gemini_embedding_model: str = Field(
+        "gemini-embedding-001",
+        description=(
+            "Gemini embedding model (kb_shared.models): gemini-embedding-001 embeds text only; "
+            "gemini-embedding-2 also embeds each figure's image (another vector space: "
+            "re-embed after switching)."
+        ),
+    )
     gemini_embedding_dimension: int = Field(1536, ge=128, le=3072)
 
     # --- limits ------------------------------------------------------------------------

@@ -133,8 +133,12 @@ class GeminiEmbedder(CloudProvider, Embedder):
 
     @classmethod
     def settings_options(cls, settings: Settings) -> dict[str, Any]:
-        """``dimension`` from ``settings.gemini_embedding_dimension``."""
-        return {"dimension": settings.gemini_embedding_dimension}
+        """``model`` and ``dimension`` from ``settings.gemini_embedding_model`` and
+        ``settings.gemini_embedding_dimension``."""
+        return {
+            "model": settings.gemini_embedding_model,
+            "dimension": settings.gemini_embedding_dimension,
+        }
 
     # ------------------------------------------------------------------ Embedder
     def embed_documents(

@@ -11,10 +11,12 @@ transposed the way a positional ``[x0, y0, x1, y1]`` array silently can (referen
 Each box is then checked, never trusted (geometry in ``kb_shared.figures``):
 
 * ``box_from_1000_scale`` converts it to PDF points and sorts min and max on each axis;
-* ``usable_box`` clips it to the page and rejects a degenerate box or one under
-  ``MIN_FIGURE_AREA`` (3 %) of the page. A figure whose box is unusable, missing or not
-  numeric falls back to **the whole page**, logged as a warning with the raw numbers (a
-  mislocated diagram is worth more than none, and the failure is otherwise invisible);
+* ``usable_box`` clips it to the page. A box that is missing, not numeric or degenerate
+  (nothing left after clipping) falls back to **the whole page**, logged as a warning with the
+  raw numbers (a mislocated diagram is worth more than none, and the failure is otherwise
+  invisible). A real box under ``MIN_FIGURE_AREA`` (3 %) of the page is **dropped** like a
+  decorative mark (the figure rule of ``kb_shared.figures``: a box that small is a logo,
+  icon or header mark, not a figure), logged at INFO;
 * a figure the model marks ``decorative`` (logo, letterhead, signature, stamp, watermark,
   barcode, decorative photo) is **dropped** outright, never sent to the whole-page fallback;
 * a page whose marker promised a figure but where the model found nothing at all gets the
@@ -33,7 +35,7 @@ from typing import Any
 import pymupdf
 
 from kb_shared.errors import ConversionError, ProviderError
-from kb_shared.figures import box_from_1000_scale, usable_box
+from kb_shared.figures import MIN_FIGURE_AREA, box_from_1000_scale, usable_box
 from kb_shared.models import GEMINI_VISION_MODEL
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
 from kb_shared.providers.cloud_common import CloudProvider, gemini_content, parse_json_object
@@ -222,12 +224,19 @@ def boxes_for_page(
                 xmax=values["xmax"], page_width=width, page_height=height,
             )
             box = usable_box(
-                (located.x0 + x0, located.y0 + y0, located.x1 + x0, located.y1 + y0), whole
+                (located.x0 + x0, located.y0 + y0, located.x1 + x0, located.y1 + y0), whole,
+                min_area_fraction=0.0,
             )
+        if box is not None and box.area < MIN_FIGURE_AREA * width * height:
+            log.info(
+                "page %d: dropped %r, a box under %d%% of the page (%s): a mark, not a figure",
+                page, description, round(MIN_FIGURE_AREA * 100), raw_text,
+            )
+            continue
         if box is None:
             log.warning(
-                "page %d: figure %r has an unusable box (%s; missing, degenerate or under "
-                "the minimum area); using the whole page",
+                "page %d: figure %r has an unusable box (%s; missing, not numeric or "
+                "degenerate); using the whole page",
                 page, description, raw_text,
             )
             bbox = whole

@@ -99,3 +99,36 @@ def test_forcing_cloud_without_a_key_names_the_keys() -> None:
                         contextualise_provider=ProviderChoice.CLOUD)
     with pytest.raises(ProviderError, match=r"ANTHROPIC_API_KEY \(or GEMINI_API_KEY\) is not set"):
         factory.contextualiser(settings)
+
+
+def test_the_model_setting_selects_the_multimodal_embedder_and_its_images_reach_the_request() -> None:
+    """Two stages, offline: the factory builds the model the setting names, and that same
+    embedder sends each figure's PNG beside its text (its client swapped for a recorder)."""
+    import base64  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    from kb_shared.providers.base import FigureInput  # noqa: PLC0415
+
+    from .conftest import genai_client  # noqa: PLC0415
+
+    settings = _settings(gemini_api_key="g-key").model_copy(
+        update={"gemini_embedding_model": "gemini-embedding-2"}
+    )
+    embedder = factory.embedder(settings)
+    assert isinstance(embedder, GeminiEmbedder)
+    assert (embedder.model, embedder.multimodal) == ("gemini-embedding-2@1536", True)
+
+    def vectors(request: httpx2.Request, _: int) -> httpx2.Response:
+        entries = json.loads(request.content)["requests"]
+        return httpx2.Response(200, json={"embeddings": [{"values": [1.0] + [0.0] * 1535}] * len(entries)})
+
+    recorder = Recorder(vectors)
+    embedder.close()
+    embedder.client = genai_client(recorder)
+    embedder.embed_figures([FigureInput(text="Figure 1 flow", png=b"\x89PNG-bytes")])
+    (body,) = recorder.bodies()
+    parts = body["requests"][0]["content"]["parts"]
+    assert str(recorder.requests[0].url).endswith("/models/gemini-embedding-2:batchEmbedContents")
+    assert parts[0] == {"text": "title: none | text: Figure 1 flow"}
+    assert parts[1]["inline_data"]["mime_type"] == "image/png"
+    assert base64.urlsafe_b64decode(parts[1]["inline_data"]["data"]) == b"\x89PNG-bytes"

@@ -66,26 +66,43 @@ def test_a_transposed_box_is_sorted_not_trusted() -> None:
     assert boxes == [FigureBox(page=3, bbox=pytest.approx((59.5, 252.6, 535.5, 589.4)), caption="flow")]
 
 
-def test_a_tiny_or_unusable_box_falls_back_to_the_whole_page_with_its_raw_numbers(
+def test_an_unusable_box_falls_back_to_the_whole_page_with_its_raw_numbers(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="kb_shared.providers.cloud_figures"):
         boxes = boxes_for_page(2, A4, [
-            {"description": "sliver", "decorative": False, "ymin": 10, "xmin": 10, "ymax": 20, "xmax": 30},
             {"description": "flat", "decorative": False, "ymin": 400, "xmin": 100, "ymax": 400, "xmax": 900},
             {"description": "no numbers", "decorative": False, "ymin": "top", "xmin": 0, "ymax": None, "xmax": 1},
+            {"description": "off the page", "decorative": False, "ymin": 1200, "xmin": 0, "ymax": 1500, "xmax": 900},
         ])
     assert boxes == [
-        FigureBox(page=2, bbox=A4, caption="sliver"),
         FigureBox(page=2, bbox=A4, caption="flat"),
         FigureBox(page=2, bbox=A4, caption="no numbers"),
+        FigureBox(page=2, bbox=A4, caption="off the page"),
     ]
     assert (
-        "page 2: figure 'sliver' has an unusable box (ymin=10, xmin=10, ymax=20, xmax=30; "
-        "missing, degenerate or under the minimum area); using the whole page"
+        "page 2: figure 'flat' has an unusable box (ymin=400, xmin=100, ymax=400, xmax=900; "
+        "missing, not numeric or degenerate); using the whole page"
     ) in caplog.text
-    assert "ymin=400, xmin=100, ymax=400, xmax=900" in caplog.text
     assert "ymin=top, xmin=0, ymax=None, xmax=1" in caplog.text
+
+
+def test_a_box_under_three_percent_of_the_page_is_dropped_not_sent_to_the_whole_page(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="kb_shared.providers.cloud_figures"):
+        boxes = boxes_for_page(2, A4, [
+            # 2% of the page (0.02 x 1.0): a mark, dropped
+            {"description": "sliver", "decorative": False, "ymin": 10, "xmin": 0, "ymax": 30, "xmax": 1000},
+            # 4% of the page (0.2 x 0.2): a small figure, kept where it is
+            {"description": "icon chart", "decorative": False, "ymin": 100, "xmin": 100, "ymax": 300, "xmax": 300},
+        ])
+    assert [b.caption for b in boxes] == ["icon chart"]
+    assert boxes[0].bbox != A4
+    assert (
+        "page 2: dropped 'sliver', a box under 3% of the page (ymin=10, xmin=0, ymax=30, "
+        "xmax=1000): a mark, not a figure"
+    ) in caplog.text
 
 
 def test_a_decorative_mark_is_dropped_not_sent_to_the_whole_page(caplog: pytest.LogCaptureFixture) -> None:
