@@ -222,6 +222,9 @@ def docs_result(
             "to see what is indexed (a file name rarely matches a document's title), try other "
             "words, or tell the user it is not in the indexed documents. Do not invent an answer."
         )
+    elif answer.edition_note is not None:
+        parts.append(answer.edition_note)
+        parts.append("Closest passages (another edition; for reference only):")
     elif answer.low_confidence:
         best = f"{answer.best_similarity:.2f}" if answer.best_similarity is not None else "n/a"
         parts.append(

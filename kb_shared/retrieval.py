@@ -16,7 +16,9 @@ store and provider errors) that each caller words for its own audience.
 5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
 6. Confidence: when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``, no identifier
    of the query matches exactly and no result contains ``MIN_TERM_COVERAGE`` of the query's
-   terms, the answer is ``low_confidence`` ("the corpus has nothing on this").
+   terms, the answer is ``low_confidence`` ("the corpus has nothing on this"). So is an answer
+   to a question naming an edition (a financial year, a version) that its top documents lack
+   while holding another (``kb_shared.editions``); ``edition_note`` then says which they hold.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kb_shared.citations import Citation, PointPayload
+from kb_shared.editions import HeldDocument, edition_mismatch
 from kb_shared.errors import EmptyCorpusError, QueryError
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
 from kb_shared.sparse import tokenize
@@ -211,6 +214,8 @@ class DocsAnswer:
             ``RARE_TERM_MAX_POINTS`` points exactly.
         coverage: the best share of the query's sparse terms found in one result (0–1).
         low_confidence: the corpus probably has nothing on the query (module docstring, 6).
+        edition_note: why, when the query asks for an edition the corpus lacks
+            (``kb_shared.editions.EditionMismatch.message``); ``None`` otherwise.
         reranked: a reranker that re-orders ordered the results.
     """
 
@@ -223,6 +228,7 @@ class DocsAnswer:
     coverage: float = 0.0
     low_confidence: bool = False
     reranked: bool = False
+    edition_note: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,6 +300,16 @@ def hybrid_candidates(
     return hits[:limit], best
 
 
+#: Results whose documents ``kb_shared.editions.edition_mismatch`` compares with the query's
+#: edition: the documents the first answers would come from.
+EDITION_DOCUMENTS = 3
+
+
+def _held(point: StoredPoint) -> HeldDocument:
+    payload = PointPayload.from_payload(point.payload)
+    return HeldDocument(payload.name, payload.title or "", payload.version or "")
+
+
 def search_docs(
     index: VectorReader,
     embedder: Embedder,
@@ -351,6 +367,8 @@ def search_docs(
         and coverage < MIN_TERM_COVERAGE
         and (best_similarity is None or best_similarity < NOTHING_FOUND_SIMILARITY)
     )
+    mismatch = edition_mismatch(query, [_held(hit.point) for hit in hits[:EDITION_DOCUMENTS]])
+    low = low or mismatch is not None
     ranked = list(zip(hits, scores, strict=True))[offset : offset + top_k]
     page = [
         Passage.of(
@@ -369,4 +387,5 @@ def search_docs(
         coverage=coverage,
         low_confidence=low,
         reranked=reranker.reorders,
+        edition_note=mismatch.message() if mismatch is not None else None,
     )

@@ -208,6 +208,28 @@ def test_answers_are_confident_on_topic_and_low_confidence_off_topic(
     assert missed == []
 
 
+def test_absent_editions_get_the_version_aware_answer(
+    state: ServerState, questions: list[Question]
+) -> None:
+    """The two ``absent`` questions ask for an edition the corpus lacks (issue 14): each answer
+    is flagged and names the edition the corpus holds."""
+    index = state.vectors()
+    notes = {
+        q.id: search_docs(index, state.embedder, q.question, top_k=10)
+        for q in questions if q.kind == "absent"
+    }
+    assert sorted(notes) == ["regulatory_061", "regulatory_062"]
+    assert all(answer.low_confidence for answer in notes.values())
+    assert notes["regulatory_061"].edition_note.startswith(
+        "Not in the corpus: the question asks for 2021-22, but the indexed documents on this "
+        "hold only Regions and Marginal Loss Factors: FY 2020-21 (2020-21)."
+    )
+    assert notes["regulatory_062"].edition_note.startswith(
+        "Not in the corpus: the question asks for version 3, but the indexed documents on this "
+        "hold only Protecting Controlled Unclassified Information in Nonfederal Systems (version 2)."
+    )
+
+
 def test_graph_seeds_every_eval_question_and_refuses_most_off_topic_queries(
     state: ServerState, questions: list[Question]
 ) -> None:
