@@ -11,8 +11,9 @@ store and provider errors) that each caller words for its own audience.
 3. Dense and sparse candidates, plus the points that contain a rare identifier of the query
    whole, are fused by weighted reciprocal rank fusion (``VectorIndex.hybrid_search``; k and
    weights in ``kb_shared.stores.vectors``, the third list's weight ``EXACT_WEIGHT`` here).
-4. A reranker that re-orders (``Reranker.reorders``) orders the fused candidates; the offline
-   ``FusionOrderReranker`` keeps the fused order and scores.
+4. A reranker that re-orders (``Reranker.reorders``) orders the fused candidates; offline
+   (``FusionOrderReranker``) the fused order is adjusted by question-shaped signals instead
+   (``kb_shared.retrieval_features``: definitions, section numbers, document routing).
 5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
 6. Confidence: when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``, no identifier
    of the query matches exactly and no result contains ``MIN_TERM_COVERAGE`` of the query's
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 
 from kb_shared.citations import Citation, PointPayload
 from kb_shared.editions import HeldDocument, edition_mismatch
+from kb_shared.retrieval_features import bonuses, defines, definition_terms
 from kb_shared.errors import EmptyCorpusError, QueryError
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
 from kb_shared.sparse import tokenize
@@ -305,6 +307,48 @@ def hybrid_candidates(
 EDITION_DOCUMENTS = 3
 
 
+#: Fused candidates ``feature_order`` re-orders when no reranker does.
+FEATURE_CANDIDATES = 30
+
+
+def feature_order(query: str, pool: Sequence[Hit], limit: int) -> tuple[list[Hit], list[float]]:
+    """``pool`` re-ordered by fused score plus ``retrieval_features.bonuses`` (stable: equal
+    scores keep the fused order), cut to ``limit``; returns the hits and their scores."""
+    payloads = [PointPayload.from_payload(h.point.payload) for h in pool]
+    extra = bonuses(query, [h.point.text for h in pool], payloads)
+    order = sorted(range(len(pool)), key=lambda i: -(pool[i].score + extra[i]))[:limit]
+    return [pool[i] for i in order], [pool[i].score + extra[i] for i in order]
+
+
+#: Points per definition term fetched by keyword for a definition question
+#: (``definition_candidates``).
+DEFINITION_LOOKUP = 10
+
+
+def definition_candidates(
+    index: VectorReader,
+    query: str,
+    pool: Sequence[Hit],
+    documents: Sequence[str] | None,
+    kinds: Sequence[str] | None,
+) -> list[Hit]:
+    """For a definition question (``retrieval_features.definition_terms``), the points a
+    keyword search for the term finds that define it (``defines``) and are not in ``pool``:
+    a long glossary table ranks low on meaning and on BM25 but holds the answer. Each enters
+    with the score of the pool's ``DEFINITION_LOOKUP``-th hit (its bonus decides the rest)."""
+    terms = definition_terms(query)
+    if not terms or not pool:
+        return []
+    have = {h.id for h in pool}
+    floor = pool[min(DEFINITION_LOOKUP, len(pool)) - 1].score
+    found: dict[str, Hit] = {}
+    for term in terms:
+        for hit in index.sparse_search(term, DEFINITION_LOOKUP, documents, kinds):
+            if hit.id not in have and hit.id not in found and defines(hit.point.text, terms):
+                found[hit.id] = Hit(hit.point, floor)
+    return list(found.values())
+
+
 def _held(point: StoredPoint) -> HeldDocument:
     payload = PointPayload.from_payload(point.payload)
     return HeldDocument(payload.name, payload.title or "", payload.version or "")
@@ -355,10 +399,11 @@ def search_docs(
         hits = [pool[i] for i, _ in order]
         scores = [float(s) for _, s in order]
     else:
-        hits, best_similarity = hybrid_candidates(
-            index, vector, query, wanted, documents, kinds, exact_hits
+        pool, best_similarity = hybrid_candidates(
+            index, vector, query, max(wanted, FEATURE_CANDIDATES), documents, kinds, exact_hits
         )
-        scores = [h.score for h in hits]
+        pool = pool + definition_candidates(index, query, pool, documents, kinds)
+        hits, scores = feature_order(query, pool, wanted)
     if not hits and not any(index.count(kind=k) for k in DOCUMENT_KINDS):
         raise EmptyCorpusError("the vector index holds no points")
     coverage = max((term_coverage(analysed, hit.point) for hit in hits), default=0.0)
