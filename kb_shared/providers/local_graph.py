@@ -3,7 +3,8 @@
 ``SpacyGraphExtractor`` turns one document's chunks into entities and typed relationships with
 no network and no key. The types are ``kb_shared.providers.graph_vocabulary``'s; the rules
 are in ``kb_shared.providers.spacy_graph`` (``text``: Markdown → units; ``mentions`` and
-``abbreviations``: names; ``rules``: relationships). The model
+``abbreviations``: names; ``phrases``: names of unnamed obligation ends; ``rules``:
+relationships). The model
 (``kb_shared.models.SPACY_MODEL_PACKAGE``) is loaded from its installed package once per
 process, on first use, after its files are checked against the pinned SHA-256.
 """
@@ -163,7 +164,9 @@ class SpacyGraphExtractor(GraphExtractor):
         ValueError: ``batch_size`` < 1.
     """
 
-    name = f"spacy-{SPACY_MODEL_PACKAGE}-{SPACY_MODEL_VERSION}+rules-1"
+    #: The rules' revision is part of the name, so the ``graph`` asset re-extracts a document
+    #: whose chunks are unchanged when the rules change (its reuse fingerprint holds the name).
+    name = f"spacy-{SPACY_MODEL_PACKAGE}-{SPACY_MODEL_VERSION}+rules-2"
 
     def __init__(self, batch_size: int = BATCH_SIZE) -> None:
         if batch_size < 1:

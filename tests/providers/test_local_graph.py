@@ -97,6 +97,63 @@ def test_lead_in_with_a_modal_is_carried_into_each_list_item() -> None:
     ]
 
 
+def test_unnamed_object_of_a_duty_is_named_by_its_noun_phrase() -> None:
+    out = _extract(
+        "Pump suppliers must give a minimum three year spare-parts warranty for each pump.",
+        "The DNSPs must publish their network outage plans.",
+    )
+    assert _triples(out) == [
+        ("pump supplier", "MUST_PROVIDE", "spare-parts warranty"),
+        ("dnsp", "MUST_PROVIDE", "network outage plan"),
+    ]
+    assert _entity(out, "spare-parts warranty").type == "DefinedTerm"
+    # an acronym bearing a duty is a party
+    assert _entity(out, "dnsp").type == "Role"
+
+
+def test_unnamed_subject_of_a_duty_is_named_by_its_noun_phrase() -> None:
+    out = _extract("A dispatchable load must submit a consumption forecast.")
+    assert _triples(out) == [("dispatchable load", "MUST_PROVIDE", "consumption forecast")]
+    assert _entity(out, "dispatchable load").type == "DefinedTerm"
+
+
+def test_ensure_that_a_passive_clause_is_the_duty_it_names() -> None:
+    out = _extract(
+        "The distributor must ensure that a safety manual is supplied to the customer.",
+        "The installer must ensure that an isolation switch is fitted.",
+    )
+    assert _triples(out) == [
+        ("distributor", "MUST_PROVIDE", "customer"),
+        ("installer", "MUST", "isolation switch"),
+    ]
+
+
+def test_confirm_that_names_the_subject_of_the_clause() -> None:
+    out = _extract(
+        "Network operators must confirm that the substation upgrades have met the reliability "
+        "standard."
+    )
+    assert _triples(out) == [("network operator", "MUST", "substation upgrade")]
+
+
+def test_passive_subject_is_the_object_of_the_agent_duty() -> None:
+    out = _extract("A safety notice must be given by the Retailer.")
+    assert _triples(out) == [("retailer", "MUST_PROVIDE", "safety notice")]
+
+
+def test_unnamed_ends_make_no_edge_where_the_reading_is_unsure() -> None:
+    out = _extract(
+        "Prices may exceed the cap.",  # "may" as "might": both ends must be named
+        "The retailer may offer a discount.",
+        "These rules shall not apply to small customers.",  # a scope, not a duty
+        "Retailers must take all reasonable steps to avoid disconnection.",  # generic noun
+        "The Retailer must supply 50 MW to the grid.",  # a quantity
+        "It must provide a report.",  # a pronoun
+    )
+    assert _triples(out) == []
+    assert out.entities == ()
+
+
 def test_descriptive_may_and_not_required_give_no_obligation() -> None:
     out = _extract(
         "A Mixed Aggregate may include a Generator.",

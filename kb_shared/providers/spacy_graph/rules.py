@@ -9,6 +9,10 @@ more than a reference and reads relationships from spaCy's dependency parse:
   MUST, ``should`` → SHOULD, ``may`` → MAY, negated → MUST_NOT / SHOULD_NOT, specialised by
   ``VERB_CLASSES`` (MUST_NOTIFY…). The target is a party in the object or a "to" phrase,
   else the direct object's entity, else the object of a "with/under/from/by" phrase.
+  A duty ("must", "shall", "should", "required to") whose subject or object no pattern
+  names takes the noun phrase's name (``phrases``: "A scheduled load must submit a ramp
+  profile"); "ensure/confirm that X is provided to Y" is a duty to provide, read from the
+  complement clause.
 * DEFINED_IN / DEFINED_USING / DEFINED_AS from the definitions, REFERS_TO and PART_OF from
   references, APPLIES_TO ("This procedure applies to X"), RESPONSIBLE_FOR ("X is
   responsible for Y").
@@ -71,6 +75,7 @@ from kb_shared.providers.spacy_graph.names import (
     tidy,
     valid_name,
 )
+from kb_shared.providers.spacy_graph.phrases import phrase_mention
 from kb_shared.providers.spacy_graph.text import (
     DEFINED_ELSEWHERE,
     DEFS_HEADING,
@@ -103,12 +108,35 @@ _TRIGGERS = re.compile(
     r"\b(?:must|shall|should|may|required|obliged|appl(?:y|ies|ied)|responsible)\b", re.IGNORECASE
 )
 _MODALS = {"must": MUST, "shall": MUST, "should": SHOULD, "may": MAY}
+#: Words of a duty: a sentence holding one is read for obligations even without a mention.
+_DUTY_WORDS = frozenset({*_MODALS, "required", "obliged"})
+#: Verbs whose duty is carried out in their complement clause when that clause is passive:
+#: "must ensure that a meter is supplied to the customer" is a duty to provide.
+_ENSURE_VERBS = frozenset({"ensure", "confirm", "verify", "check", "certify", "demonstrate"})
 _NEGATED = {MUST: MUST_NOT, SHOULD: SHOULD_NOT, MAY: MUST_NOT}
 #: Subject nouns of "This procedure applies to …" that mean the document itself.
 _THIS_DOCUMENT_NOUNS = frozenset(
     "procedure procedures document guideline guidelines notice publication policy "
     "methodology manual standard code framework rules".split()
 )
+
+
+def _scope_only(verb: Token) -> bool:
+    """"X shall not apply to Y" says what a rule covers, not what a party does."""
+    return verb.lemma_.lower() == "apply" and not any(c.dep_ == "dobj" for c in verb.children)
+
+
+def _passive_complement(verb: Token) -> Token | None:
+    """The passive, agentless complement clause of an ensure-type verb (``_ENSURE_VERBS``):
+    "supplied" in "ensure that a meter is supplied to the customer", else ``None``."""
+    if verb.lemma_.lower() not in _ENSURE_VERBS:
+        return None
+    for child in verb.children:
+        if child.dep_ == "ccomp" and child.pos_ in ("VERB", "AUX"):
+            deps = {c.dep_ for c in child.children}
+            if "nsubjpass" in deps and "agent" not in deps:
+                return child
+    return None
 
 
 @dataclass(slots=True)
@@ -345,7 +373,8 @@ class ExtractionRun:
                 if mention.type in (DOCUMENT, CODE):
                     self._reference(mention, description, chunk)
             if len(sent_mentions) == 0 and not any(
-                t.lower_ in ("procedure", "document", "guidelines", "this") for t in sent
+                t.lower_ in ("procedure", "document", "guidelines", "this", *_DUTY_WORDS)
+                for t in sent
             ):
                 continue
             self._obligations(sent, by_token, description, chunk)
@@ -499,9 +528,12 @@ class ExtractionRun:
         return None
 
     def _subjects(
-        self, governor: Token, verbs: list[Token], by_token: dict[int, Mention]
+        self, governor: Token, verbs: list[Token], by_token: dict[int, Mention], named: bool
     ) -> tuple[list[Mention], Token | None, bool]:
-        """Subject mentions of an obligation, the passive subject token, and passive flag."""
+        """Subject mentions of an obligation, the passive subject token, and passive flag.
+
+        ``named=False`` lets a subject no pattern names be named from its noun phrase
+        (``_phrase_mention``: "A scheduled load must submit …", "The DNSPs must confirm …")."""
         subject: Token | None = None
         passive_subject: Token | None = None
         for head in (governor, *verbs):
@@ -533,6 +565,8 @@ class ExtractionRun:
         found: list[Mention] = []
         for head in heads:
             mention = self._mention_for(head, by_token)
+            if mention is None and not named:
+                mention = self._phrase_mention(head, by_token, party=True)
             if mention is not None and mention not in found:
                 found.append(mention)
         return found, (passive_subject if is_passive else None), is_passive
@@ -580,15 +614,23 @@ class ExtractionRun:
                 if c.pos_ == "VERB" and c.i > verb.i
                 and not any(x.dep_ in ("nsubj", "nsubjpass", "aux") for x in c.children)
             ]
-            subjects, passive_subject, _ = self._subjects(governor, verbs, by_token)
+            # "may" is as often "might" as a permission, and "shall apply to" gives a scope:
+            # the ends of either must be named mentions.
+            named = token.lower_ == "may" or _scope_only(verb)
+            subjects, passive_subject, _ = self._subjects(governor, verbs, by_token, named)
             if not subjects:
                 continue
             for action in verbs:
-                targets = self._targets(action, passive_subject, by_token, subjects)
+                reading, object_token = action, passive_subject
+                inner = _passive_complement(action)
+                if inner is not None:  # "ensure that a meter is supplied to the customer"
+                    reading = inner
+                    object_token = next(c for c in inner.children if c.dep_ == "nsubjpass")
+                targets = self._targets(reading, object_token, by_token, subjects, named)
                 kind = modality
                 if modality in (MUST, SHOULD, MAY):
                     for cls, lemmas in VERB_CLASSES.items():
-                        if action.lemma_.lower() in lemmas and f"{modality}_{cls}" in RELATIONSHIP_TYPES:
+                        if reading.lemma_.lower() in lemmas and f"{modality}_{cls}" in RELATIONSHIP_TYPES:
                             kind = f"{modality}_{cls}"
                 for subject in subjects:
                     source = self._add(subject)
@@ -597,7 +639,7 @@ class ExtractionRun:
 
     def _targets(
         self, verb: Token, passive_subject: Token | None, by_token: dict[int, Mention],
-        subjects: list[Mention],
+        subjects: list[Mention], named: bool = False,
     ) -> list[Mention]:
         """Targets of an obligation's verb: the *heads* of its object phrases, not every
         noun inside them ("issue temporary credentials to individuals based on risk
@@ -606,7 +648,10 @@ class ExtractionRun:
         Order: parties (Role/Organisation) that are the object, the indirect object or the
         object of "to"; else the direct object's entity; else the object of a "with",
         "under", "from", "by" or "in accordance with" phrase; else the subject or object of
-        a complement clause ("must confirm that all their workers have …")."""
+        a complement clause ("must confirm that all their workers have …"); else, unless
+        ``named``, the direct object's noun phrase, then for an ensure-type verb
+        (``_ENSURE_VERBS``) the complement clause's (``_phrase_mention``: "must give a
+        minimum three year parts warranty" → "parts warranty")."""
 
         def head_mentions(token: Token | None) -> list[Mention]:
             """Entities heading ``token``'s phrase, its conjuncts', or its "of" object's."""
@@ -634,13 +679,27 @@ class ExtractionRun:
         def is_party(m: Mention) -> bool:
             return m.type in (ROLE, ORGANISATION)
 
+        def head_phrases(token: Token) -> list[Mention]:
+            """Phrase names of ``token`` and its conjuncts that are not a subject."""
+            if named:
+                return []
+            keys = {entity_key(m.name) for m in subjects}
+            found = (self._phrase_mention(head, by_token) for head in (token, *token.conjuncts))
+            return [m for m in found if m is not None and entity_key(m.name) not in keys]
+
         parties: list[Mention] = []
         objects: list[Mention] = []
         others: list[Mention] = []
+        phrases: list[Mention] = []
+        clause_phrases: list[Mention] = []
+        # spaCy makes a new Token object on each access: compare positions, not identity
+        passive_at = passive_subject.i if passive_subject is not None else -1
         for child in verb.children:
-            if child.dep_ in ("dobj", "dative", "attr", "oprd") or child is passive_subject:
+            if child.dep_ in ("dobj", "dative", "attr", "oprd") or child.i == passive_at:
                 # a dative is "AEMO" in "give AEMO the data" or "to" in "give the data to AEMO"
                 found = head_mentions(pobj_of(child) if child.pos_ == "ADP" else child)
+                if not found and (child.dep_ == "dobj" or child.i == passive_at):
+                    phrases += head_phrases(child)
                 objects += found
                 parties += [m for m in found if is_party(m)]
                 # "submit form IN008-24 to AEMO" (the parser hangs "to AEMO" on the form)
@@ -659,12 +718,19 @@ class ExtractionRun:
             elif child.dep_ in ("xcomp", "ccomp"):
                 for c in child.children:
                     if c.dep_ in ("nsubj", "nsubjpass", "dobj"):
-                        others += head_mentions(c)
+                        found = head_mentions(c)
+                        others += found
+                        if not found and verb.lemma_.lower() in _ENSURE_VERBS:
+                            clause_phrases += head_phrases(c)
         if parties:
             return list(dict.fromkeys(parties))[:3]
-        if objects:
-            return objects[:1]
-        return others[:1]
+        return (objects or others or phrases or clause_phrases)[:1]
+
+    def _phrase_mention(
+        self, head: Token, by_token: dict[int, Mention], party: bool = False
+    ) -> Mention | None:
+        """``phrases.phrase_mention`` with this document's names (``_resolve``)."""
+        return phrase_mention(head, by_token, self._resolve, party)
 
     def _applies_and_responsible(
         self, sent: Span, by_token: dict[int, Mention], description: str, chunk: Chunk
