@@ -1,5 +1,5 @@
-"""The long-running servers of ``kb ui`` and ``kb demo`` (``dagster dev``, the MCP server), and
-how they stop.
+"""The long-running servers of ``kb ui`` and ``kb demo`` (``dagster dev``, the upload page, the MCP
+server), and how they stop.
 
 Each server runs in its own session, so its process group holds it and everything it starts
 (``dagster dev``'s webserver, daemon and code servers). ``kb`` installs its SIGINT/SIGTERM
@@ -207,3 +207,23 @@ def mcp_server(settings: Settings) -> ServerCommand:
     )
     argv = [sys.executable, "-m", "kb_mcp.cli", "serve", "--transport", "http"]
     return ServerCommand("MCP server", argv, env)
+
+
+def upload_page(
+    settings: Settings, *, host: str, port: int, dagster_url: str, public: bool = False
+) -> ServerCommand:
+    """``python -m kb_assets.upload``: the upload page (``kb_assets.upload``) on ``settings``'
+    stores and instance, its run links pointing at ``dagster_url``; ``public`` serves a
+    non-loopback ``host`` without tokens."""
+    env = dict(
+        os.environ,
+        KB_HOME=str(settings.home.resolve()),
+        DAGSTER_HOME=str(prepare_dagster_home(settings).resolve()),
+    )
+    argv = [
+        sys.executable, "-m", "kb_assets.upload", "--host", host, "--port", str(port),
+        "--dagster-url", dagster_url,
+    ]
+    if public:
+        argv.append("--public")
+    return ServerCommand("upload page", argv, env)

@@ -108,6 +108,8 @@ def serve(
     except ExposureError as exc:
         typer.echo(f"kb-mcp: {exc}", err=True)
         raise typer.Exit(2) from exc
+    for line in page_lines(settings):
+        typer.echo(f"kb-mcp: {line}", err=True)
     uvicorn.run(
         asgi,
         host=settings.mcp_host,
@@ -116,6 +118,19 @@ def serve(
         lifespan="on",
         proxy_headers=False,
     )
+
+
+def page_lines(settings: Any) -> list[str]:
+    """What ``serve`` prints at start: the MCP endpoint and the pages' URLs, signed with the
+    pages' signature when bearer tokens are set (``kb_mcp.links.page_url``)."""
+    from kb_mcp.links import base_url, page_url, signing_key  # noqa: PLC0415
+
+    base, key = base_url(settings), signing_key(settings.token_list)
+    return [
+        f"MCP endpoint {base}/mcp",
+        f"knowledge graph {page_url(base, '/graph', key)}",
+        f"figure gallery {page_url(base, '/documents/<doc_id>/figures', key)}",
+    ]
 
 
 if __name__ == "__main__":  # pragma: no cover

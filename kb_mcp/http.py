@@ -31,13 +31,13 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
 from __future__ import annotations
 
 import hmac
-import ipaddress
+from http.cookies import SimpleCookie
 import logging
 import mimetypes
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
@@ -48,12 +48,19 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_mcp.images import PNG_SIGNATURE
-from kb_mcp.links import SIGNATURE_PARAM, bracket_host, file_signature, signing_key
+from kb_mcp.links import (
+    PAGES_COOKIE,
+    SIGNATURE_PARAM,
+    file_signature,
+    page_signature,
+    signing_key,
+)
 from kb_mcp.pages import register_pages
 from kb_mcp.server import build_server
 from kb_mcp.state import ServerState, StateHolder
 from kb_shared import layout
-from kb_shared.errors import EmptyCorpusError, KbError
+from kb_shared.access import bearer_authorised, exposure_problem, host_allowed, host_patterns
+from kb_shared.errors import EmptyCorpusError, ExposureError, KbError
 from kb_shared.providers.base import Embedder
 from kb_shared.settings import Settings
 from kb_shared.stores.blobs import check_key
@@ -73,41 +80,8 @@ PAGE_PREFIXES = ("/graph", "/api/", "/documents/")
 #: 32000-1 section 7.5.2 "%PDF-"; ``kb_mcp.images.PNG_SIGNATURE``).
 _SIGNATURES = ((b"%PDF-", "application/pdf"), (PNG_SIGNATURE, "image/png"))
 
-_LOOPBACK_NAMES = ("localhost",)
-
 #: JSON-RPC 2.0 error code of a request the server will not process (JSON-RPC 2.0 spec, 5.1).
 INVALID_REQUEST = -32600
-
-
-class ExposureError(KbError):
-    """Refusal to serve a non-loopback address without tokens or ``--public``."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP literals (``127.0.0.0/8``, ``::1``)."""
-    if host.strip("[]").lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def exposure_problem(host: str, tokens: Sequence[str], public: bool) -> str | None:
-    """Why the server must not start on ``host``, or ``None`` when it may.
-
-    A non-loopback bind (including ``0.0.0.0``/``::``, which listen on every interface)
-    exposes the corpus and its files to the network, so it needs bearer tokens or an explicit
-    ``--public`` from the operator.
-    """
-    if is_loopback(host) or tokens or public:
-        return None
-    return (
-        f"refusing to serve on {host!r} without authentication: a non-loopback address exposes "
-        "the corpus to the network. Set KB_MCP_TOKENS to one or more comma-separated bearer "
-        "tokens (clients send 'Authorization: Bearer <token>'), or pass --public to serve it "
-        "openly on purpose, or bind 127.0.0.1."
-    )
 
 
 def _is_mcp_path(path: str) -> bool:
@@ -116,29 +90,13 @@ def _is_mcp_path(path: str) -> bool:
 
 
 def allowed_hosts(settings: Settings) -> list[str]:
-    """Host header values accepted (``host:*`` = any port), in the SDK's pattern syntax.
-
-    Loopback always; the bound host unless it is a wildcard address; the host of
-    ``public_url``; and every entry of ``KB_MCP_ALLOWED_HOSTS`` (an entry without a port is
-    accepted with and without one).
-    """
-    hosts = ["127.0.0.1", "localhost", "[::1]"]
-    bound = settings.mcp_host
-    if bound not in ("0.0.0.0", "::", ""):
-        hosts.append(bracket_host(bound))
-    if settings.public_url:
-        netloc = urlsplit(settings.public_url).netloc.rsplit("@", 1)[-1]
-        if netloc:
-            hosts.append(netloc)
-    hosts += [h.strip() for h in (settings.mcp_allowed_hosts or "").split(",") if h.strip()]
-    patterns: list[str] = []
-    for host in hosts:
-        has_port = host.rsplit("]", 1)[-1].count(":") == 1 if host.startswith("[") else (
-            host.count(":") == 1
-        )
-        variants = [host] if has_port else [host, f"{host}:*"]
-        patterns += [v for v in variants if v not in patterns]
-    return patterns
+    """Host header values accepted for the MCP server (``kb_shared.access.host_patterns`` of
+    its bound host, ``public_url`` and ``KB_MCP_ALLOWED_HOSTS``)."""
+    return host_patterns(
+        settings.mcp_host,
+        public_url=settings.public_url,
+        extra=(settings.mcp_allowed_hosts or "").split(","),
+    )
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
@@ -151,15 +109,6 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
     )
 
 
-def host_allowed(host: str | None, patterns: Sequence[str]) -> bool:
-    """The SDK's Host rule: an exact pattern, or ``name:*`` for ``name`` with any port."""
-    if not host:
-        return False
-    if host in patterns:
-        return True
-    return any(p.endswith(":*") and host.startswith(p[:-1]) for p in patterns)
-
-
 class AccessMiddleware:
     """Bearer tokens on ``/mcp``, ``/files`` and the pages (when configured) and the Host check
     on ``/files`` and the pages (``PAGE_PREFIXES``). Tokens and signatures are compared in
@@ -167,7 +116,10 @@ class AccessMiddleware:
 
     A ``/files`` request may show, instead of the token, the ``?sig=`` signature of its own
     blob key that citation links carry (``kb_mcp.links.Links``), so a person can open a
-    cited PDF or figure in a browser; the signature opens no other file.
+    cited PDF or figure in a browser; the signature opens no other file. A page request may
+    show the pages' signature (``kb_mcp.links.page_url``, printed by ``kb-mcp serve``): the
+    response then sets the ``kb_pages`` cookie, which opens the pages and their JSON (never
+    ``/mcp`` or ``/files``) for that browser.
     """
 
     def __init__(self, app: ASGIApp, tokens: Sequence[str], hosts: Sequence[str]) -> None:
@@ -183,12 +135,22 @@ class AccessMiddleware:
         expected = file_signature(self.signing_key, path[len(FILES_PATH) + 1 :])
         return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
 
+    def _page_pass(self, path: str, query: bytes, headers: Headers) -> str | None:
+        """For a page path: ``"link"`` when the request carries the pages' signature
+        (``?sig=``), ``"cookie"`` when it carries the cookie a signed link set, else ``None``."""
+        if self.signing_key is None or not path.startswith(PAGE_PREFIXES):
+            return None
+        expected = page_signature(self.signing_key).encode()
+        given = parse_qs(query.decode("latin-1")).get(SIGNATURE_PARAM, [""])[0]
+        if given and hmac.compare_digest(given.encode(), expected):
+            return "link"
+        cookie = SimpleCookie(headers.get("cookie", "")).get(PAGES_COOKIE)
+        if cookie is not None and hmac.compare_digest(cookie.value.encode(), expected):
+            return "cookie"
+        return None
+
     def _authorised(self, headers: Headers) -> bool:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return False
-        given = token.strip().encode("utf-8")
-        return any(hmac.compare_digest(given, expected) for expected in self.tokens)
+        return bearer_authorised(headers.get("authorization", ""), self.tokens)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -198,11 +160,14 @@ class AccessMiddleware:
         served = path.startswith((FILES_PATH + "/", *PAGE_PREFIXES))
         protected = _is_mcp_path(path) or served
         headers = Headers(scope=scope)
+        query = scope.get("query_string", b"")
+        page_pass = self._page_pass(path, query, headers) if self.tokens else None
         if (
             protected
             and self.tokens
             and not self._authorised(headers)
-            and not self._signed(path, scope.get("query_string", b""))
+            and not self._signed(path, query)
+            and page_pass is None
         ):
             response: Response = JSONResponse(
                 {"error": "unauthorized", "detail": "send 'Authorization: Bearer <token>'"},
@@ -214,7 +179,23 @@ class AccessMiddleware:
         if served and not host_allowed(headers.get("host"), self.hosts):
             await PlainTextResponse("Invalid Host header", status_code=421)(scope, receive, send)
             return
+        if page_pass == "link" and self.signing_key is not None:
+            send = _with_cookie(send, page_signature(self.signing_key))
         await self.app(scope, receive, send)
+
+
+def _with_cookie(send: Send, value: str) -> Send:
+    """``send`` that adds the pages' cookie (HttpOnly, SameSite=Strict, path /) to the
+    response: a signed page link then also opens the page's script, style and JSON."""
+
+    async def wrapped(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            cookie = f"{PAGES_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict"
+            message = {**message, "headers": [*message.get("headers", []),
+                                              (b"set-cookie", cookie.encode("latin-1"))]}
+        await send(message)
+
+    return wrapped
 
 
 class PostOnlyMiddleware:

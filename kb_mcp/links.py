@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 from collections.abc import Sequence
 from urllib.parse import quote
 
+from kb_shared.access import bracket_host
 from kb_shared.settings import Settings
 
 #: The route stored files are served under.
@@ -20,18 +20,6 @@ FILES_ROUTE = "/files/"
 
 #: Query parameter carrying a file link's signature.
 SIGNATURE_PARAM = "sig"
-
-
-def bracket_host(host: str) -> str:
-    """``host`` as it goes in a URL or Host header: an IPv6 literal in brackets (RFC 3986
-    section 3.2.2), anything else unchanged. Already bracketed input is accepted."""
-    bare = host.strip("[]")
-    try:
-        if ipaddress.ip_address(bare).version == 6:
-            return f"[{bare}]"
-    except ValueError:
-        pass
-    return host
 
 
 def base_url(settings: Settings) -> str:
@@ -55,6 +43,25 @@ def file_signature(key: bytes, blob_key: str) -> str:
     """HMAC-SHA256 of one blob key, hex, first 32 characters (128 bits; RFC 2104 HMAC,
     truncation as RFC 2104 section 5 allows)."""
     return hmac.new(key, blob_key.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+
+#: What a page link signs (``page_signature``): one signature opens every page, not one file.
+PAGES_SUBJECT = "pages:"
+#: Cookie a signed page link sets, so the page's own requests (its script, style, JSON) pass.
+PAGES_COOKIE = "kb_pages"
+
+
+def page_signature(key: bytes) -> str:
+    """The ``?sig=`` of the pages' links (``file_signature`` of ``PAGES_SUBJECT``): it opens
+    the read-only pages (graph, galleries) in a browser when bearer tokens are set; rotating
+    the tokens revokes it."""
+    return file_signature(key, PAGES_SUBJECT)
+
+
+def page_url(base: str, path: str, key: bytes | None) -> str:
+    """``{base}{path}``, signed with ``page_signature`` when the server has a signing key."""
+    url = f"{base.rstrip('/')}{path}"
+    return f"{url}?{SIGNATURE_PARAM}={page_signature(key)}" if key is not None else url
 
 
 class Links:

@@ -8,11 +8,14 @@ routes) and ``kb_mcp.cli``.
 
 Tools (read-only, idempotent, closed-world): ``search_docs``, ``search_graph``,
 ``read_doc``, ``list_documents``, ``search_aer_performance``, ``search_compliance``,
-``find_reference``, ``echo``; and ``request_document`` and ``add_reference``, which only
+``find_reference``, ``display_process`` (an MCP App: ``kb_mcp.tools.display_process``),
+``echo``; and ``request_document`` and ``add_reference``, which only
 queue a request (never fetch); prompt
 ``research-topic``; resource
-``kb://documents``. Every failure comes back as an ``isError`` result with an actionable
-message (``kb_mcp.errors``).
+``kb://documents`` and templates ``kb://documents/{doc_id}`` and ``kb://categories/{+category}``,
+whose arguments ``completion/complete`` completes (``kb_mcp.completions``); ``logging/setLevel``
+sets the server's log level (``serve_log_level``). Every failure comes back as an ``isError``
+result with an actionable message (``kb_mcp.errors``).
 """
 
 from __future__ import annotations
@@ -25,14 +28,17 @@ from importlib import metadata
 from typing import Literal
 
 import anyio.to_thread
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.types import EmptyResult, LoggingLevel, SetLevelRequestParams
 
-from kb_mcp import prompts, resources
+from kb_mcp import completions, prompts, resources
 from kb_mcp.links import links_for
 from kb_mcp.state import ServerState, StateHolder, open_state
 from kb_mcp.tools import (
     KbServer,
     add_reference,
+    display_process,
     echo,
     find_reference,
     list_documents,
@@ -52,7 +58,9 @@ INSTRUCTIONS = """\
 kb answers questions about an indexed collection of regulatory documents (PDFs), with
 page-level citations. search_docs finds passages (meaning + exact codes and clause numbers);
 search_graph follows relationships between parties, obligations and defined terms;
-read_doc reads chunks around a result; list_documents shows what is indexed. Numbers about
+read_doc reads chunks around a result; list_documents shows what is indexed;
+display_process shows the figures (process diagrams) that match a question, in a viewer
+where the host supports MCP Apps. Numbers about
 the energy market (AER retail statistics) come from search_aer_performance and enforcement
 actions (fines, penalties) from search_compliance, both with exact counts and totals. Cite
 results by their [n] headers and page numbers. Tool results are not shown to the user: only
@@ -124,6 +132,8 @@ def build_server(
             holder.set(None)
             await anyio.to_thread.run_sync(state.close)
 
+    max_chars = settings.max_query_chars
+    apps = display_process.build_apps(links=links, max_query_chars=max_chars)
     server: KbServer = MCPServer[ServerState](
         "kb",
         title="kb — regulatory knowledge base",
@@ -131,8 +141,8 @@ def build_server(
         version=_version(),
         lifespan=lifespan,
         log_level=log_level,
+        extensions=[apps],
     )
-    max_chars = settings.max_query_chars
     search_docs.register(server, links=links, max_query_chars=max_chars)
     search_graph.register(server, links=links, max_query_chars=max_chars)
     read_doc.register(server, links=links)
@@ -145,4 +155,40 @@ def build_server(
     echo.register(server)
     prompts.register(server)
     resources.register(server, holder=holder, links=links)
+    completions.register(server, holder=holder)
+    serve_log_level(server)
     return server
+
+
+#: The Python level of each MCP log level (the RFC 5424 severities of MCP spec 2025-06-18,
+#: "Logging"); Python has no notice, alert or emergency, so each takes the next level up.
+LOG_LEVELS: dict[LoggingLevel, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+def serve_log_level(server: KbServer) -> None:
+    """Serve ``logging/setLevel``: the level a client sets becomes the server process's log
+    level (the root logger's, which kb's and the SDK's loggers inherit), over stdio and HTTP
+    alike; kb sends no log notifications, so nothing else depends on it."""
+
+    async def set_level(
+        _: ServerRequestContext[ServerState], params: SetLevelRequestParams
+    ) -> EmptyResult:
+        logging.getLogger().setLevel(LOG_LEVELS[params.level])
+        log.info("log level set to %s by a client", params.level)
+        return EmptyResult()
+
+    # MCPServer has no decorator for this method (deprecated in the 2026-07-28 revision); the
+    # SDK says to serve it through the low-level server's add_request_handler
+    # (mcp.server.extension.MethodBinding docstring), as MCPServer.completion does itself.
+    server._lowlevel_server.add_request_handler(  # noqa: SLF001
+        "logging/setLevel", SetLevelRequestParams, set_level
+    )

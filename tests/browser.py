@@ -6,7 +6,8 @@ under ``KB_REQUIRE_SERVICES=1`` (``.ci/run``, which installs the package) the sk
 
 Fixtures (import them into a test module or a ``conftest.py``):
 
-* ``chromium`` (session) — a launched ``playwright.sync_api.Browser``;
+* ``chromium`` (module) — a launched ``playwright.sync_api.Browser`` (one per process at a
+  time, shared by the modules that use it; stopped when none does);
 * ``browser_page`` — a fresh page in its own context (1280×900), closed after the test; console
   errors and uncaught page errors are collected in ``page.kb_errors`` (a list of str) so a test
   can assert that a page ran cleanly.
@@ -39,23 +40,45 @@ def chromium_executable() -> str:
     return found  # type: ignore[return-value]
 
 
-@pytest.fixture(scope="session")
+#: The process's one Playwright driver and browser (and how many ``chromium`` fixtures hold
+#: them). Each module that imports the fixtures gets its own ``chromium`` fixture, and the sync
+#: API refuses a second driver while one runs in the thread, so the fixtures share these.
+_SHARED: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    """A headless Chromium for the whole session (``playwright.sync_api.Browser``)."""
+    """A headless Chromium for the test module (``playwright.sync_api.Browser``).
+
+    Module scope: while Playwright's sync driver runs, the thread counts as running an event
+    loop, so anyio tests fail ("Cannot run the event loop while another loop is running"); the
+    browser stops when the module ends, and in a module mixing both the async tests come first.
+    """
     executable = chromium_executable()
     try:
         from playwright.sync_api import sync_playwright  # noqa: PLC0415 - test-only dependency
     except ImportError:  # pragma: no cover - the test extra installs it
         skip_or_fail("browser tests need the playwright package (pip install -e '.[test]')")
-    with sync_playwright() as driver:
-        # --no-sandbox: CI runs as root, where Chromium refuses its sandbox.
-        browser = driver.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox"]
-        )
+    if not _SHARED:
+        driver = sync_playwright().start()
         try:
-            yield browser
-        finally:
-            browser.close()
+            # --no-sandbox: CI runs as root, where Chromium refuses its sandbox.
+            browser = driver.chromium.launch(
+                executable_path=executable, headless=True, args=["--no-sandbox"]
+            )
+        except BaseException:
+            driver.stop()
+            raise
+        _SHARED.update(driver=driver, browser=browser, users=0)
+    _SHARED["users"] += 1
+    try:
+        yield _SHARED["browser"]
+    finally:
+        _SHARED["users"] -= 1
+        if _SHARED["users"] == 0:
+            _SHARED["browser"].close()
+            _SHARED["driver"].stop()
+            _SHARED.clear()
 
 
 @pytest.fixture

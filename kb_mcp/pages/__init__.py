@@ -6,6 +6,7 @@ calls them all. Access rules are the ``/files`` ones (``kb_mcp.http.AccessMiddle
 
 from __future__ import annotations
 
+from kb_mcp.pages import gallery, graph
 from kb_mcp.state import StateHolder
 from kb_mcp.tools import KbServer
 from kb_shared.settings import Settings
@@ -13,4 +14,5 @@ from kb_shared.settings import Settings
 
 def register_pages(mcp: KbServer, *, holder: StateHolder, settings: Settings) -> None:
     """Add every page's routes to ``mcp`` (custom routes of its Starlette app)."""
-    del mcp, holder, settings  # the page modules register here as they land
+    gallery.register(mcp, holder=holder, settings=settings)
+    graph.register(mcp, holder=holder, settings=settings)

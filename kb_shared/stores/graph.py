@@ -8,7 +8,10 @@ the vector index. Deleting or replacing a document removes its relationships, th
 entity no relationship touches any more (orphans).
 
 ``GraphStore`` is the role; its reads alone are ``GraphReader`` (what the MCP server holds).
-Their public methods check the arguments and leave each backend ``_`` hooks. Backends:
+Their public methods check the arguments and leave each backend ``_`` hooks. Views of the
+graph (``overview``, ``neighbourhood``, ``counts``) take an ``EdgeFilter`` (documents, entity
+type, relationship type) and order edges by the combined degree of their endpoints, degrees
+always counted over the whole graph (so a filtered view keeps the same order). Backends:
 ``graph_sql.SqlGraphStore`` (tables in the catalog database; embedded default) and
 ``graph_neo4j.Neo4jGraphStore`` (official driver; vector index on entity names). The checks
 and the walk order both backends apply (``validate_document_edges``, ``walk_order_key``,
@@ -21,7 +24,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -70,12 +73,46 @@ class GraphCounts:
     relationships: int
 
 
+@dataclass(frozen=True, slots=True)
+class EdgeFilter:
+    """Which relationships a view of the graph shows; a ``None`` field filters nothing.
+
+    Attributes:
+        documents: ``source_doc`` must be one of these (an empty set matches nothing).
+        entity_type: at least one endpoint has this entity type (exact match).
+        relationship_type: the relationship's type (exact match).
+    """
+
+    documents: frozenset[str] | None = None
+    entity_type: str | None = None
+    relationship_type: str | None = None
+
+    def within(self, document: str | None) -> EdgeFilter:
+        """This filter further narrowed to one document (``None``: unchanged)."""
+        if document is None:
+            return self
+        allowed = frozenset({document})
+        return replace(
+            self, documents=allowed if self.documents is None else self.documents & allowed
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        """True when it filters nothing."""
+        return self == EdgeFilter()
+
+
+#: The filter that keeps every relationship.
+EVERY_EDGE = EdgeFilter()
+
+
 class GraphReader(ClosingStore, ABC):
     """The reads of the graph store role: what a reader that must never write holds (the MCP
     server). Constructors do no I/O.
 
     The public reads check their arguments here, the same for every backend, then call the
-    backend's hook (``_similar_entities``, ``_walk``, ``_overview``, ``_entities``).
+    backend's hook (``_similar_entities``, ``_walk``, ``_overview``, ``_entities``,
+    ``_degrees``, ``_touching``, ``_counts``).
 
     ``close()`` and ``with`` come from ``ClosingStore``. Errors: ``StoreUnavailableError``
     when the backend cannot be reached; ``ValueError`` for ``hops`` outside 1–2, a ``limit``
@@ -112,17 +149,66 @@ class GraphReader(ClosingStore, ABC):
         paths = self._walk(order, hops, limit)
         return sorted(paths, key=lambda path: walk_order_key(position[path.nodes[0]], path))
 
-    def overview(self, limit: int = 2000, document: str | None = None) -> list[Relationship]:
-        """The whole graph (or one document's edges) ordered by the combined degree of each
-        relationship's endpoints, highest first, ties by relationship id, capped at
-        ``limit`` — so a capped view is the well-connected core, not an arbitrary slice.
-        Degrees count every relationship in the graph (a self-loop counts twice).
+    def overview(
+        self, limit: int = 2000, document: str | None = None, *, where: EdgeFilter = EVERY_EDGE
+    ) -> list[Relationship]:
+        """The whole graph (or the edges ``where`` and ``document`` keep) ordered by the
+        combined degree of each relationship's endpoints, highest first, ties by relationship
+        id, capped at ``limit`` — so a capped view is the well-connected core, not an
+        arbitrary slice. Degrees count every relationship in the graph (a self-loop counts
+        twice), whatever the filter.
 
         Raises:
             ValueError: ``limit`` < 1.
         """
         check_limit(limit)
-        return self._overview(limit, document)
+        return self._overview(limit, where.within(document))
+
+    def neighbourhood(
+        self, seeds: Sequence[str], depth: int = 1, *, where: EdgeFilter = EVERY_EDGE
+    ) -> list[Relationship]:
+        """Every relationship ``where`` keeps within ``depth`` hops of the seed keys (either
+        direction, walking kept edges only), ordered by hop (edges touching a seed first),
+        then by combined endpoint degree (highest first), then id. Unknown seeds add nothing.
+        Uncapped: callers that show it cap the list (two hops from a hub can reach most of
+        the graph).
+
+        Raises:
+            ValueError: ``depth`` not 1 or 2.
+        """
+        if not 1 <= depth <= MAX_HOPS:
+            raise ValueError(f"depth must be 1 or 2, got {depth}")
+        reached: dict[str, tuple[int, Relationship]] = {}
+        frontier = set(dict.fromkeys(seeds))
+        seen = set(frontier)
+        for hop in range(1, depth + 1):
+            if not frontier:
+                break
+            found = self._touching(sorted(frontier), where)
+            frontier = set()
+            for rel in found:
+                if rel.id in reached:
+                    continue
+                reached[rel.id] = (hop, rel)
+                frontier.update({rel.source, rel.target} - seen)
+            seen |= frontier
+        degree = self.degrees([k for _, rel in reached.values() for k in (rel.source, rel.target)])
+        return [
+            rel
+            for _, rel in sorted(
+                reached.values(),
+                key=lambda item: (
+                    item[0],
+                    -(degree.get(item[1].source, 0) + degree.get(item[1].target, 0)),
+                    item[1].id,
+                ),
+            )
+        ]
+
+    def degrees(self, keys: Sequence[str]) -> dict[str, int]:
+        """Degree of each known key over the whole graph (every relationship touching it, a
+        self-loop twice); unknown keys are left out."""
+        return self._degrees(sorted(set(keys))) if keys else {}
 
     @abstractmethod
     def relationships_for_document(self, document: str) -> list[Relationship]:
@@ -133,9 +219,11 @@ class GraphReader(ClosingStore, ABC):
         found = self._entities(sorted(set(keys)))
         return [found[key] for key in keys if key in found]
 
-    @abstractmethod
-    def counts(self, document: str | None = None) -> GraphCounts:
-        """Counts for the whole graph, or for one document's relationships and endpoints."""
+    def counts(self, document: str | None = None, *, where: EdgeFilter = EVERY_EDGE) -> GraphCounts:
+        """Counts for the whole graph (every entity, every relationship), or, with a
+        ``document`` or a non-empty ``where``, for the relationships kept and their distinct
+        endpoints."""
+        return self._counts(where.within(document))
 
     # -- the backend's reads, called with checked arguments ---------------------------------
 
@@ -150,8 +238,22 @@ class GraphReader(ClosingStore, ABC):
         order (``walk`` sorts them)."""
 
     @abstractmethod
-    def _overview(self, limit: int, document: str | None) -> list[Relationship]:
-        """``overview`` for a checked ``limit``."""
+    def _overview(self, limit: int, where: EdgeFilter) -> list[Relationship]:
+        """``overview`` for a checked ``limit`` (the document folded into ``where``)."""
+
+    @abstractmethod
+    def _touching(self, keys: list[str], where: EdgeFilter) -> list[Relationship]:
+        """The relationships ``where`` keeps with an endpoint among distinct ``keys``, each
+        once, in any order."""
+
+    @abstractmethod
+    def _degrees(self, keys: list[str]) -> dict[str, int]:
+        """``degrees`` for distinct, sorted, non-empty ``keys``."""
+
+    @abstractmethod
+    def _counts(self, where: EdgeFilter) -> GraphCounts:
+        """``counts`` (the document folded into ``where``; ``where.is_empty``: the whole
+        graph)."""
 
     @abstractmethod
     def _entities(self, keys: list[str]) -> dict[str, Entity]:

@@ -26,10 +26,10 @@ Cypher text lives in the module constants below, apart from the code that runs i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar
 
 import neo4j
 import numpy as np
@@ -38,12 +38,15 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 from kb_shared.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
 from kb_shared.graph_model import Entity, Relationship
 from kb_shared.stores.graph import (
+    EdgeFilter,
     EntityHit,
     GraphCounts,
     GraphPath,
     GraphStore,
     entity_vectors,
 )
+
+T = TypeVar("T")
 
 #: Name of the entity-name vector index.
 VECTOR_INDEX = "entity_names"
@@ -156,19 +159,44 @@ RETURN seedIndex, [n IN nodes(p) | n.key] AS nodes,
 #: Walk queries by maximum hops (Cypher does not accept a parameter as a length bound).
 WALK = {1: _WALK.replace("HOPS", "1"), 2: _WALK.replace("HOPS", "2")}
 
-_OVERVIEW = """
+#: The ``EdgeFilter`` test on ``r`` between ``a`` and ``b`` (null parameters filter nothing).
+_EDGE_FILTER = (
+    "($documents IS NULL OR r.sourceDoc IN $documents) "
+    "AND ($relationshipType IS NULL OR r.type = $relationshipType) "
+    "AND ($entityType IS NULL OR a.type = $entityType OR b.type = $entityType)"
+)
+
+OVERVIEW = """
 MATCH (a:Entity)-[r:RELATES]->(b:Entity)
-WHERE_CLAUSE
+WHERE EDGE_FILTER
 WITH a, r, b,
      COUNT { (a)-[:RELATES]->() } + COUNT { (a)<-[:RELATES]-() }
      + COUNT { (b)-[:RELATES]->() } + COUNT { (b)<-[:RELATES]-() } AS combined
 ORDER BY combined DESC, r.id
 LIMIT $limit
 RETURN RELATIONSHIP_MAP AS relationship
-""".replace("RELATIONSHIP_MAP", _RELATIONSHIP_MAP)
+""".replace("RELATIONSHIP_MAP", _RELATIONSHIP_MAP).replace("EDGE_FILTER", _EDGE_FILTER)
 
-OVERVIEW_ALL = _OVERVIEW.replace("WHERE_CLAUSE", "")
-OVERVIEW_DOCUMENT = _OVERVIEW.replace("WHERE_CLAUSE", "WHERE r.sourceDoc = $document")
+TOUCHING = """
+UNWIND $keys AS key
+MATCH (a:Entity {key: key})-[r:RELATES]-(b:Entity)
+WHERE EDGE_FILTER
+WITH DISTINCT r
+RETURN RELATIONSHIP_MAP AS relationship
+""".replace("RELATIONSHIP_MAP", _RELATIONSHIP_MAP).replace("EDGE_FILTER", _EDGE_FILTER)
+
+DEGREES = """
+UNWIND $keys AS key
+MATCH (e:Entity {key: key})
+RETURN key, COUNT { (e)-[:RELATES]->() } + COUNT { (e)<-[:RELATES]-() } AS degree
+"""
+
+FILTERED_COUNTS = """
+MATCH (a:Entity)-[r:RELATES]->(b:Entity)
+WHERE EDGE_FILTER
+UNWIND [a, b] AS e
+RETURN count(DISTINCT e) AS entities, count(DISTINCT r) AS relationships
+""".replace("EDGE_FILTER", _EDGE_FILTER)
 
 RELATIONSHIPS_FOR_DOCUMENT = f"""
 MATCH ()-[r:RELATES]->()
@@ -184,6 +212,15 @@ RETURN e.key AS key, e.name AS name, e.type AS type, e.description AS descriptio
 """
 
 
+def _filter_parameters(where: EdgeFilter) -> dict[str, Any]:
+    """The ``_EDGE_FILTER`` parameters of ``where`` (``None`` where it filters nothing)."""
+    return {
+        "documents": None if where.documents is None else sorted(where.documents),
+        "entityType": where.entity_type,
+        "relationshipType": where.relationship_type,
+    }
+
+
 def _edge_row(rel: Relationship) -> dict[str, str]:
     """The ``CREATE_EDGES`` row of ``rel``: its fields and its ``id``."""
     return {"id": rel.id, **asdict(rel)}
@@ -197,6 +234,8 @@ class Neo4jGraphStore(GraphStore):
         database: the database name (Neo4j's default is ``neo4j``).
         owns_driver: ``close`` closes the driver too (the factory's stores own theirs; a
             driver passed in by a test or another owner stays open).
+        read_only: every query and session runs in READ access mode, so the server itself
+            refuses a write (``StoreError``); the MCP server opens its graph this way.
 
     The constructor does no I/O. Errors: ``StoreUnavailableError`` (naming the server
     address) when Neo4j is unreachable or refuses the credentials; ``StoreError`` for other
@@ -205,10 +244,16 @@ class Neo4jGraphStore(GraphStore):
     """
 
     def __init__(
-        self, driver: neo4j.Driver, database: str = "neo4j", *, owns_driver: bool = False
+        self,
+        driver: neo4j.Driver,
+        database: str = "neo4j",
+        *,
+        owns_driver: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.driver = driver
         self.database = database
+        self.read_only = read_only
         self._owns_driver = owns_driver
         self._dimension: int | None = None
 
@@ -247,7 +292,10 @@ class Neo4jGraphStore(GraphStore):
         return records
 
     def _run(self, query: str, **parameters: Any) -> list[neo4j.Record]:
-        records, _, _ = self.driver.execute_query(query, parameters, database_=self.database)
+        routing = neo4j.RoutingControl.READ if self.read_only else neo4j.RoutingControl.WRITE
+        records, _, _ = self.driver.execute_query(
+            query, parameters, database_=self.database, routing_=routing
+        )
         return records
 
     @contextmanager
@@ -257,8 +305,15 @@ class Neo4jGraphStore(GraphStore):
         with self.driver.session(
             database=self.database,
             bookmark_manager=self.driver.execute_query_bookmark_manager,
+            default_access_mode=neo4j.READ_ACCESS if self.read_only else neo4j.WRITE_ACCESS,
         ) as session:
             yield session
+
+    def _transaction(self, session: neo4j.Session, work: Callable[..., T], *args: Any) -> T:
+        """``work`` in a managed write transaction; on a read-only store in a read one,
+        where the server refuses any write (``Neo.ClientError.Statement.AccessMode``)."""
+        run = session.execute_read if self.read_only else session.execute_write
+        return run(work, *args)
 
     def _index_dimension(self) -> int | None:
         records = self._read(VECTOR_INDEX_OPTIONS, name=VECTOR_INDEX)
@@ -349,7 +404,7 @@ class Neo4jGraphStore(GraphStore):
         ]
         edges = [_edge_row(rel) for rel in relationships]
         with self._errors(f"replacing the graph of {document!r}"), self._session() as session:
-            return session.execute_write(self._replace_tx, document, rows, edges)
+            return self._transaction(session, self._replace_tx, document, rows, edges)
 
     @staticmethod
     def _delete_tx(tx: neo4j.ManagedTransaction, document: str) -> GraphCounts:
@@ -364,13 +419,13 @@ class Neo4jGraphStore(GraphStore):
     def delete_document(self, document: str) -> GraphCounts:
         """Delete a document's relationships, then orphaned entities; return what went."""
         with self._errors(f"deleting the graph of {document!r}"), self._session() as session:
-            return session.execute_write(self._delete_tx, document)
+            return self._transaction(session, self._delete_tx, document)
 
     def clear(self) -> GraphCounts:
         """Delete every entity with its relationships in one transaction, then drop the
         ``entity_names`` vector index (``ensure_schema(dimension)`` creates it again)."""
         with self._errors("clearing the graph"), self._session() as session:
-            record = session.execute_write(lambda tx: tx.run(CLEAR_GRAPH).single())
+            record = self._transaction(session, lambda tx: tx.run(CLEAR_GRAPH).single())
         with self._errors("dropping the entity vector index"):
             self._run(DROP_VECTOR_INDEX)
         self._dimension = None
@@ -421,14 +476,23 @@ class Neo4jGraphStore(GraphStore):
             for record in records
         ]
 
-    def _overview(self, limit: int, document: str | None) -> list[Relationship]:
+    def _overview(self, limit: int, where: EdgeFilter) -> list[Relationship]:
         """Degrees from ``COUNT`` subqueries on both endpoints."""
         with self._errors("reading the graph overview"):
-            if document is None:
-                records = self._read(OVERVIEW_ALL, limit=limit)
-            else:
-                records = self._read(OVERVIEW_DOCUMENT, limit=limit, document=document)
+            records = self._read(OVERVIEW, limit=limit, **_filter_parameters(where))
         return [Relationship(**record["relationship"]) for record in records]
+
+    def _touching(self, keys: list[str], where: EdgeFilter) -> list[Relationship]:
+        """One undirected match from the ``keys`` (``WITH DISTINCT r``: each edge once)."""
+        with self._errors("reading a neighbourhood"):
+            records = self._read(TOUCHING, keys=keys, **_filter_parameters(where))
+        return [Relationship(**record["relationship"]) for record in records]
+
+    def _degrees(self, keys: list[str]) -> dict[str, int]:
+        """``COUNT`` subqueries per key, both directions (a self-loop counts twice)."""
+        with self._errors("reading degrees"):
+            records = self._read(DEGREES, keys=keys)
+        return {record["key"]: record["degree"] for record in records}
 
     def relationships_for_document(self, document: str) -> list[Relationship]:
         """``GraphReader.relationships_for_document``."""
@@ -447,11 +511,12 @@ class Neo4jGraphStore(GraphStore):
             for record in records
         }
 
-    def counts(self, document: str | None = None) -> GraphCounts:
-        """``GraphReader.counts``."""
+    def _counts(self, where: EdgeFilter) -> GraphCounts:
+        """``GraphReader.counts``: node and relationship counts, or the kept edges and
+        their distinct endpoints."""
         with self._errors("counting the graph"):
-            if document is None:
+            if where.is_empty:
                 record = self._read(GRAPH_COUNTS)[0]
             else:
-                record = self._read(DOCUMENT_COUNTS, document=document)[0]
+                record = self._read(FILTERED_COUNTS, **_filter_parameters(where))[0]
         return GraphCounts(entities=record["entities"], relationships=record["relationships"])

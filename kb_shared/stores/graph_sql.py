@@ -35,6 +35,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from kb_shared.errors import EmbeddingMismatchError, StoreError
 from kb_shared.graph_model import Entity, Relationship
 from kb_shared.stores.graph import (
+    EdgeFilter,
     EntityHit,
     GraphCounts,
     GraphPath,
@@ -98,6 +99,28 @@ def _relationship(row: sa.Row) -> Relationship:
         target=values["target_key"],
         **{name: values[name] for name in _SAME_NAMED},
     )
+
+
+def _edge_conditions(where: EdgeFilter) -> list[sa.ColumnElement[bool]]:
+    """SQL conditions on ``graph_relationships`` for ``where`` (none for an empty filter);
+    the entity type is matched through a correlated ``EXISTS`` per endpoint."""
+    conditions: list[sa.ColumnElement[bool]] = []
+    if where.documents is not None:
+        conditions.append(_R.source_doc.in_(sorted(where.documents)))
+    if where.relationship_type is not None:
+        conditions.append(_R.type == where.relationship_type)
+    if where.entity_type is not None:
+        # one EXISTS per endpoint: SQLite 3.40 returned each row twice for a single EXISTS
+        # with ``key = source_key OR key = target_key`` inside (its OR-by-union plan)
+        conditions.append(
+            sa.or_(
+                *(
+                    sa.exists().where(_E.key == end, _E.type == where.entity_type)
+                    for end in (_R.source_key, _R.target_key)
+                )
+            )
+        )
+    return conditions
 
 
 def _relationship_values(rel: Relationship) -> dict[str, str]:
@@ -241,7 +264,7 @@ class SqlGraphStore(GraphStore):
                     [_relationship_values(rel) for rel in relationships],
                 )
             self._delete_orphans(conn, old_ends | entities.keys())
-            return self._counts(conn, document)
+            return self._count_in(conn, EdgeFilter(documents=frozenset({document})))
 
     def delete_document(self, document: str) -> GraphCounts:
         """Delete a document's relationships, then orphaned entities; return what went."""
@@ -337,14 +360,17 @@ class SqlGraphStore(GraphStore):
                 break
         return result[:limit]
 
-    def _overview(self, limit: int, document: str | None) -> list[Relationship]:
-        """Degrees from one ``UNION ALL`` of both endpoint columns, joined twice."""
+    def _degree_cte(self) -> sa.CTE:
+        """``degree(key, n)``: every entity's degree, from one ``UNION ALL`` of both endpoint
+        columns (a self-loop counts twice)."""
         ends = sa.union_all(
             sa.select(_R.source_key.label("key")), sa.select(_R.target_key.label("key"))
         ).subquery("ends")
-        degree = (
-            sa.select(ends.c.key, sa.func.count().label("n")).group_by(ends.c.key).cte("degree")
-        )
+        return sa.select(ends.c.key, sa.func.count().label("n")).group_by(ends.c.key).cte("degree")
+
+    def _overview(self, limit: int, where: EdgeFilter) -> list[Relationship]:
+        """The degree CTE joined once per endpoint, filtered, ordered and capped in SQL."""
+        degree = self._degree_cte()
         source_degree = degree.alias("source_degree")
         target_degree = degree.alias("target_degree")
         combined = (source_degree.c.n + target_degree.c.n).label("combined")
@@ -352,13 +378,41 @@ class SqlGraphStore(GraphStore):
             sa.select(GRAPH_RELATIONSHIPS, combined)
             .join(source_degree, source_degree.c.key == _R.source_key)
             .join(target_degree, target_degree.c.key == _R.target_key)
+            .where(*_edge_conditions(where))
             .order_by(combined.desc(), _R.id)
             .limit(limit)
         )
-        if document is not None:
-            statement = statement.where(_R.source_doc == document)
         with self._errors("reading the graph overview"), self.engine.connect() as conn:
             return [_relationship(row) for row in conn.execute(statement)]
+
+    def _touching(self, keys: list[str], where: EdgeFilter) -> list[Relationship]:
+        """One query per ``sql.IN_BATCH`` keys on either endpoint column."""
+        found: dict[str, Relationship] = {}
+        conditions = _edge_conditions(where)
+        with self._errors("reading a neighbourhood"), self.engine.connect() as conn:
+            for batch in in_batches(keys):
+                touching = sa.or_(_R.source_key.in_(batch), _R.target_key.in_(batch))
+                for row in conn.execute(
+                    sa.select(GRAPH_RELATIONSHIPS).where(touching, *conditions)
+                ):
+                    rel = _relationship(row)
+                    found[rel.id] = rel
+        return list(found.values())
+
+    def _degrees(self, keys: list[str]) -> dict[str, int]:
+        """One grouped ``UNION ALL`` query per ``sql.IN_BATCH`` keys."""
+        degrees: dict[str, int] = {}
+        with self._errors("reading degrees"), self.engine.connect() as conn:
+            for batch in in_batches(keys):
+                ends = sa.union_all(
+                    sa.select(_R.source_key.label("key")).where(_R.source_key.in_(batch)),
+                    sa.select(_R.target_key.label("key")).where(_R.target_key.in_(batch)),
+                ).subquery("ends")
+                rows = conn.execute(
+                    sa.select(ends.c.key, sa.func.count().label("n")).group_by(ends.c.key)
+                )
+                degrees.update({row.key: row.n for row in rows})
+        return degrees
 
     def relationships_for_document(self, document: str) -> list[Relationship]:
         """``GraphReader.relationships_for_document``."""
@@ -381,8 +435,8 @@ class SqlGraphStore(GraphStore):
                     )
         return found
 
-    def _counts(self, conn: sa.Connection, document: str | None) -> GraphCounts:
-        if document is None:
+    def _count_in(self, conn: sa.Connection, where: EdgeFilter) -> GraphCounts:
+        if where.is_empty:
             entities = conn.execute(
                 sa.select(sa.func.count()).select_from(GRAPH_ENTITIES)
             ).scalar_one()
@@ -390,18 +444,18 @@ class SqlGraphStore(GraphStore):
                 sa.select(sa.func.count()).select_from(GRAPH_RELATIONSHIPS)
             ).scalar_one()
             return GraphCounts(entities=entities, relationships=relationships)
-        mine = _R.source_doc == document
+        kept = _edge_conditions(where)
         ends = sa.union(
-            sa.select(_R.source_key.label("key")).where(mine),
-            sa.select(_R.target_key.label("key")).where(mine),
+            sa.select(_R.source_key.label("key")).where(*kept),
+            sa.select(_R.target_key.label("key")).where(*kept),
         ).subquery()
         entities = conn.execute(sa.select(sa.func.count()).select_from(ends)).scalar_one()
         relationships = conn.execute(
-            sa.select(sa.func.count()).select_from(GRAPH_RELATIONSHIPS).where(mine)
+            sa.select(sa.func.count()).select_from(GRAPH_RELATIONSHIPS).where(*kept)
         ).scalar_one()
         return GraphCounts(entities=entities, relationships=relationships)
 
-    def counts(self, document: str | None = None) -> GraphCounts:
-        """``GraphReader.counts``."""
+    def _counts(self, where: EdgeFilter) -> GraphCounts:
+        """``GraphReader.counts``: two counting queries."""
         with self._errors("counting the graph"), self.engine.connect() as conn:
-            return self._counts(conn, document)
+            return self._count_in(conn, where)

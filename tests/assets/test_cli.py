@@ -26,9 +26,13 @@ def test_ui_runs_dagster_dev_from_the_instance_folder_with_absolute_homes(
     monkeypatch.setattr(serve, "serve", fake_serve)
     result = CliRunner().invoke(cli.app, ["ui", "--port", "3111"])
     assert result.exit_code == 0, result.output
-    [[server]] = calls
+    [[server, upload]] = calls  # the Dagster UI, and the upload page beside it
     command = list(server.argv)
     home = tmp_path / "relative-home"
+    assert upload.argv[1:3] == ["-m", "kb_assets.upload"]
+    assert upload.argv[upload.argv.index("--port") + 1] == "3001"
+    assert upload.argv[upload.argv.index("--dagster-url") + 1] == "http://127.0.0.1:3111"
+    assert upload.env["KB_HOME"] == str(home)
     assert command[1:4] == ["-m", "dagster", "dev"]
     assert command[command.index("-p") + 1] == "3111"
     workspace = Path(command[command.index("-w") + 1])

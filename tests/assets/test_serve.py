@@ -159,7 +159,11 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, int, Pa
     log = tmp_path / "demo.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [KB, "demo", str(empty), "--ui-port", str(ui_port)],
+            # a free port for the upload page too: the default 3001 may be taken
+            [
+                KB, "demo", str(empty), "--ui-port", str(ui_port),
+                "--upload-port", str(free_port()),
+            ],
             env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     try:

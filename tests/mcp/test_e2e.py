@@ -63,7 +63,7 @@ async def test_streamable_http_client_searches_and_every_link_resolves(http_url:
         )
         listing = await client.call_tool("list_documents", {})
     assert names == [
-        "add_reference", "echo", "find_reference", "list_documents", "read_doc",
+        "add_reference", "display_process", "echo", "find_reference", "list_documents", "read_doc",
         "request_document", "search_aer_performance", "search_compliance", "search_docs",
         "search_graph",
     ]
@@ -161,7 +161,7 @@ def test_mcp_inspector_cli_lists_tools_and_calls_search_docs(http_url: str) -> N
     assert listed.returncode == 0, listed.stderr
     tools = json.loads(listed.stdout)["tools"]
     assert sorted(t["name"] for t in tools) == [
-        "add_reference", "echo", "find_reference", "list_documents", "read_doc",
+        "add_reference", "display_process", "echo", "find_reference", "list_documents", "read_doc",
         "request_document", "search_aer_performance", "search_compliance", "search_docs",
         "search_graph",
     ]

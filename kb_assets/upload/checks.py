@@ -1,0 +1,132 @@
+"""The upload page's check of a file's name and size before any of its bytes are sent.
+
+The rules are the intake's (``kb_assets.intake``, DESIGN.md "Identity") that can be decided
+from a name and a size alone: a document suffix (``.pdf``, ``.md``, ``.txt``), a name
+``kb_shared.identity`` accepts, a size from 1 byte to ``KB_MAX_UPLOAD_BYTES``, one file per
+normalised name in the batch, and no document of that name (or that ``doc_id``) in the
+catalog. What needs the bytes (identical content, a binary ``.md``) is decided by ``admit``
+after the transfer, and ``admit`` applies every rule again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kb_assets.intake import (
+    IntakeStatus,
+    _size_refusal,  # the intake's own size rule and wording
+    is_document_file,
+)
+from kb_shared.errors import IdentityError, IntakeError, StoreError
+from kb_shared.identity import check_file_name, doc_id, normalize_name
+from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES
+from kb_shared.stores.catalog import Catalog
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """The verdict on one file before transfer.
+
+    Attributes:
+        name: the file name as the browser gave it.
+        size: its size in bytes.
+        accepted: whether its bytes may be sent.
+        status: ``None`` when accepted, else ``duplicate`` or ``refused`` (``IntakeStatus``).
+        doc_id: its ``doc_id`` (the existing document's for a duplicate), or ``None``.
+        reason: why it is refused ("" when accepted).
+    """
+
+    name: str
+    size: int
+    accepted: bool
+    status: IntakeStatus | None = None
+    doc_id: str | None = None
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+
+def _refused(name: str, size: int, reason: str, *, ident: str | None = None) -> FileCheck:
+    return FileCheck(name, size, False, IntakeStatus.REFUSED, ident, reason)
+
+
+def name_refusal(name: str) -> str:
+    """Why ``name`` cannot be a document's name ("" when it can): a bare file name (no
+    folder), with a document suffix, that ``doc_id`` accepts."""
+    try:
+        clean = check_file_name(name)  # the intake's own rule: no path, dots, NUL, 255 bytes
+    except IdentityError as error:
+        return str(error)
+    if not is_document_file(Path(clean)):
+        return f"not a document kb reads ({', '.join(DOCUMENT_SUFFIXES)})"
+    try:
+        doc_id(clean)
+    except IdentityError as error:
+        return str(error)
+    return ""
+
+
+def check_files(
+    files: Sequence[tuple[str, int]], catalog: Catalog, max_bytes: int
+) -> list[FileCheck]:
+    """Decide each ``(name, size in bytes)`` of one batch, in order (module docstring).
+
+    Raises:
+        IntakeError: the catalog could not be read; nothing may be sent, since a duplicate
+            would corrupt the existing document (the intake's rule 4).
+    """
+    checks: list[FileCheck] = []
+    seen_names: dict[str, str] = {}
+    seen_ids: dict[str, str] = {}
+    for raw, size in files:
+        name = raw.strip()
+        refusal = name_refusal(raw) or _size_refusal(size, max_bytes)
+        if refusal:
+            checks.append(_refused(raw, size, refusal))
+            continue
+        normal, ident = normalize_name(name), doc_id(name)
+        if normal in seen_names:
+            checks.append(
+                FileCheck(
+                    raw, size, False, IntakeStatus.DUPLICATE, ident,
+                    f"same name as {seen_names[normal]!r} earlier in this batch",
+                )
+            )
+            continue
+        if ident in seen_ids:
+            checks.append(
+                _refused(
+                    raw, size,
+                    f"its id {ident!r} is the same as {seen_ids[ident]!r} earlier in this "
+                    "batch; rename one of them",
+                )
+            )
+            continue
+        seen_names[normal] = seen_ids[ident] = name
+        checks.append(_against_catalog(raw, size, catalog))
+    return checks
+
+
+def _against_catalog(name: str, size: int, catalog: Catalog) -> FileCheck:
+    try:
+        by_name = catalog.find_by_normalized_name(name)
+        by_id = None if by_name is not None else catalog.find_by_doc_id(doc_id(name))
+    except (StoreError, OSError) as error:
+        raise IntakeError(
+            f"the duplicate check could not read the catalog ({error}); nothing was sent, "
+            "because adding a duplicate would corrupt the existing document"
+        ) from error
+    if by_name is not None:
+        return FileCheck(
+            name, size, False, IntakeStatus.DUPLICATE, by_name.doc_id,
+            f"already in the corpus as {by_name.name!r}; to replace it, delete it first",
+        )
+    if by_id is not None:
+        return _refused(
+            name, size, f"its id {by_id.doc_id!r} is taken by {by_id.name!r}; rename the file"
+        )
+    return FileCheck(name, size, True, None, doc_id(name))

@@ -1,0 +1,406 @@
+// The upload page (kb_assets/upload): check names and sizes before sending, send each accepted
+// file with a progress bar (XMLHttpRequest upload progress), then follow the builds, the corpus
+// and the request queue by polling the server's JSON API (kb_assets/upload/app.py).
+"use strict";
+
+const POLL_MS = 2000;          // builds and tasks
+const SLOW_POLL_MS = 5000;     // corpus and requests
+const PARALLEL_UPLOADS = 2;    // files sent at once
+
+const state = {
+  token: sessionStorage.getItem("kb-upload-token") || "",
+  config: null,
+  queue: [],
+  sending: 0,
+  shown: {},                   // last JSON rendered per section, to skip identical redraws
+  polling: false,
+};
+
+// --- small helpers -------------------------------------------------------------------------
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+function show(message) {
+  const box = document.getElementById("message");
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+function authHeaders(extra) {
+  const headers = Object.assign({}, extra);
+  if (state.token) headers.Authorization = `Bearer ${state.token}`;
+  return headers;
+}
+
+async function api(method, path, body) {
+  const changing = method !== "GET";
+  const init = { method, headers: authHeaders(changing ? { "X-KB-Upload": "1" } : {}) };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  if (response.status === 401) {
+    document.getElementById("token-form").hidden = false;
+    throw new Error("this server needs a token");
+  }
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  return data;
+}
+
+async function act(method, path, body) {
+  try {
+    const data = await api(method, path, body);
+    show("");
+    refreshAll();
+    return data;
+  } catch (error) {
+    show(error.message);
+    return null;
+  }
+}
+
+// --- adding files --------------------------------------------------------------------------
+async function addFiles(fileList) {
+  const files = Array.from(fileList || []);
+  if (!files.length) return;
+  let verdicts;
+  try {
+    const body = { files: files.map((f) => ({ name: f.name, size: f.size })) };
+    verdicts = (await api("POST", "/api/check", body)).files;
+  } catch (error) {
+    show(`nothing was sent: ${error.message}`);
+    return;
+  }
+  show("");
+  files.forEach((file, i) => {
+    const verdict = verdicts[i];
+    const row = uploadRow(file);
+    if (verdict.accepted) {
+      setUpload(row, "queued", "waiting to send");
+      state.queue.push({ file, row });
+    } else {
+      setUpload(row, verdict.status, `${verdict.status}: ${verdict.reason}`);
+      row.querySelector("progress").style.visibility = "hidden";
+    }
+  });
+  pump();
+}
+
+function uploadRow(file) {
+  const row = el("li", { class: "upload", "data-name": file.name },
+    el("span", { class: "name", text: file.name }),
+    el("span", { class: "size", text: bytes(file.size) }),
+    el("progress", { max: 100, value: 0, "data-percent": 0 }),
+    el("span", { class: "why" }));
+  document.getElementById("uploads").append(row);
+  return row;
+}
+
+function setUpload(row, status, text) {
+  row.dataset.status = status;
+  row.querySelector(".why").textContent = text;
+}
+
+function setProgress(row, fraction) {
+  const percent = Math.round(fraction * 100);
+  const bar = row.querySelector("progress");
+  bar.value = percent;
+  bar.dataset.percent = percent;
+}
+
+function pump() {
+  while (state.sending < PARALLEL_UPLOADS && state.queue.length) {
+    const { file, row } = state.queue.shift();
+    state.sending += 1;
+    send(file, row).finally(() => {
+      state.sending -= 1;
+      pump();
+    });
+  }
+}
+
+function send(file, row) {
+  return new Promise((resolve) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("PUT", `/api/files?name=${encodeURIComponent(file.name)}`);
+    const headers = authHeaders({ "X-KB-Upload": "1", "Content-Type": "application/octet-stream" });
+    for (const [key, value] of Object.entries(headers)) xhr.setRequestHeader(key, value);
+    xhr.upload.onprogress = (event) => {
+      if (event.lengthComputable) setProgress(row, event.loaded / event.total);
+    };
+    xhr.onload = () => {
+      let data = {};
+      try { data = JSON.parse(xhr.responseText); } catch (_) { /* not JSON: use the status */ }
+      finished(row, xhr.status, data);
+      resolve();
+    };
+    xhr.onerror = () => {
+      setUpload(row, "failed", "the connection broke; drop the file again");
+      resolve();
+    };
+    setUpload(row, "sending", "sending…");
+    xhr.send(file);
+  });
+}
+
+function finished(row, status, data) {
+  const outcome = data.outcome;
+  if (outcome && outcome.status === "added") {
+    setUpload(row, "added", `added as ${outcome.doc_id}; build requested (see Builds)`);
+  } else if (outcome) {
+    setUpload(row, outcome.status, `${outcome.status}: ${outcome.reason}`);
+  } else if (data.file) {
+    setUpload(row, data.file.status || "refused", `${data.file.status}: ${data.file.reason}`);
+  } else {
+    setUpload(row, "failed", data.error || `the server answered ${status}`);
+  }
+  refreshAll();
+}
+
+function setUpDrop() {
+  const drop = document.getElementById("drop");
+  const picker = document.getElementById("picker");
+  picker.addEventListener("change", () => { addFiles(picker.files); picker.value = ""; });
+  for (const name of ["dragenter", "dragover"]) {
+    drop.addEventListener(name, (event) => { event.preventDefault(); drop.classList.add("over"); });
+  }
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (event) => {
+    event.preventDefault();
+    drop.classList.remove("over");
+    addFiles(event.dataTransfer.files);
+  });
+  // a file dropped beside the zone must not make the browser navigate away from the page
+  window.addEventListener("dragover", (event) => event.preventDefault());
+  window.addEventListener("drop", (event) => event.preventDefault());
+}
+
+// --- builds --------------------------------------------------------------------------------
+function runLink(run) {
+  return el("a", { href: run.url, target: "_blank", rel: "noopener", class: "run-link" },
+    `run ${run.run_id.slice(0, 8)}`);
+}
+
+function stepTable(run) {
+  const body = el("tbody");
+  for (const step of run.steps) {
+    body.append(el("tr", { "data-step": step.asset, "data-state": step.state },
+      el("td", { text: step.asset }),
+      el("td", {}, el("span", { class: "badge", text: step.state })),
+      el("td", { class: "attempts", text: step.attempts > 1 ? `${step.attempts - 1} retr${step.attempts === 2 ? "y" : "ies"}` : "" }),
+      el("td", { class: "step-reason", text: step.reason })));
+  }
+  return el("table", { class: "steps" },
+    el("thead", {}, el("tr", {}, el("th", { text: "step" }), el("th", { text: "state" }),
+      el("th", { text: "retries" }), el("th", { text: "reason" }))),
+    body);
+}
+
+function buildCard(build) {
+  const latest = build.runs[0];
+  const title = el("h3", {},
+    el("span", { class: "doc-name", text: build.name }),
+    el("span", { class: `badge ${build.status}`, "data-role": "doc-status", text: build.status }));
+  const card = el("article", { class: "build", "data-doc": build.doc_id, "data-status": build.status }, title);
+  if (!latest) {
+    card.append(el("p", { class: "hint waiting" },
+      "added; waiting for its build run (the intake sensor of the Dagster UI requests one within 15 s) ",
+      el("button", { type: "button", class: "build-now",
+        onclick: () => act("POST", `/api/documents/${encodeURIComponent(build.doc_id)}/build`) },
+        "Build now")));
+    return card;
+  }
+  card.dataset.runStatus = latest.status;
+  title.append(el("span", { class: `badge ${latest.status}`, "data-role": "run-status", text: latest.status }),
+    runLink(latest));
+  if (latest.parent_run_id) title.append(el("span", { class: "hint", text: "re-executed from failure" }));
+  else if (latest.rebuild) title.append(el("span", { class: "hint", text: "rebuild" }));
+  const reason = build.reason || latest.reason;
+  if (reason && (build.status === "failed" || latest.status === "failure")) {
+    card.append(el("p", { class: "reason", text: reason }));
+  }
+  card.append(stepTable(latest));
+  if (latest.status === "failure") {
+    const actions = el("p", { class: "actions" },
+      el("button", { type: "button", class: "retry", onclick: () => act("POST", `/api/runs/${latest.run_id}/retry`) },
+        "Retry from the failed step"));
+    for (const step of latest.steps) {
+      if (step.state === "failed" && state.config.rebuildable.includes(step.asset)) {
+        actions.append(el("button", { type: "button", class: "rebuild", "data-asset": step.asset,
+          onclick: () => act("POST", `/api/documents/${encodeURIComponent(build.doc_id)}/rebuild/${step.asset}`) },
+          `Rebuild ${step.asset}`));
+      }
+    }
+    card.append(actions);
+  }
+  if (build.runs.length > 1) {
+    const earlier = el("p", { class: "earlier" }, `${build.runs.length - 1} earlier run(s): `);
+    for (const run of build.runs.slice(1)) earlier.append(runLink(run), ` (${run.status}) `);
+    card.append(earlier);
+  }
+  return card;
+}
+
+async function refreshBuilds() {
+  const data = await api("GET", `/api/builds?hours=${state.config.hours}`);
+  const json = JSON.stringify(data.builds);
+  if (state.shown.builds === json) return;
+  state.shown.builds = json;
+  const box = document.getElementById("builds");
+  box.replaceChildren(...(data.builds.length ? data.builds.map(buildCard)
+    : [el("p", { class: "hint", text: "no builds in this window yet" })]));
+}
+
+async function refreshTasks() {
+  const data = await api("GET", "/api/tasks");
+  const json = JSON.stringify(data.tasks);
+  if (state.shown.tasks === json) return;
+  state.shown.tasks = json;
+  document.getElementById("tasks").replaceChildren(...data.tasks.map((t) =>
+    el("li", { class: "task", "data-state": t.state },
+      `#${t.id} ${t.label}: ${t.state}${t.message ? ` — ${t.message}` : ""}`)));
+}
+
+// --- corpus and requests -------------------------------------------------------------------
+const CORPUS_ACTIONS = [["graph", "Rebuild graph"], ["embeddings", "Re-embed"], ["figures", "Figures"]];
+
+function cell(value) {
+  return el("td", { text: value === null || value === undefined ? "" : value });
+}
+
+// A ready document's figure count links to its gallery on the MCP server.
+function figuresCell(doc) {
+  if (doc.status !== "ready" || !doc.figures || !state.config.gallery_url) return cell(doc.figures);
+  const url = state.config.gallery_url.replace("{doc_id}", encodeURIComponent(doc.doc_id));
+  return el("td", {}, el("a", { href: url, target: "_blank", rel: "noopener", class: "gallery",
+    text: `${doc.figures} (gallery)` }));
+}
+
+function corpusRow(doc) {
+  const path = `/api/documents/${encodeURIComponent(doc.doc_id)}`;
+  const actions = el("td", { class: "actions" });
+  if (doc.status === "ready") {  // a rebuild reads the stored outputs of the other steps
+    for (const [asset, label] of CORPUS_ACTIONS) {
+      actions.append(el("button", { type: "button", "data-asset": asset,
+        onclick: () => act("POST", `${path}/rebuild/${asset}`) }, label));
+    }
+  }
+  actions.append(el("button", { type: "button", class: "danger delete", onclick: () => {
+    if (confirm(`Delete ${doc.name}? Its vectors, graph edges, files and catalog row are removed.`)) {
+      act("DELETE", path);
+    }
+  } }, "Delete"));
+  const status = el("td", {}, el("span", { class: `badge ${doc.status}`, text: doc.status }));
+  if (doc.reason) status.append(el("div", { class: "reason", text: doc.reason }));
+  return el("tr", { "data-doc": doc.doc_id, "data-status": doc.status },
+    cell(doc.name), cell(doc.title), cell(doc.version), cell(doc.pages), cell(doc.chunks),
+    figuresCell(doc), status, actions);
+}
+
+async function refreshCorpus() {
+  const data = await api("GET", "/api/documents");
+  const json = JSON.stringify(data.documents);
+  if (state.shown.corpus === json) return;
+  state.shown.corpus = json;
+  const rows = data.documents.length ? data.documents.map(corpusRow)
+    : [el("tr", {}, el("td", { colspan: 8, class: "hint", text: "no documents yet" }))];
+  document.querySelector("#corpus tbody").replaceChildren(...rows);
+}
+
+function requestRow(request) {
+  const path = `/api/requests/${request.id}`;
+  const actions = el("td", { class: "actions" });
+  if (request.status !== "approved") {
+    if (request.source_url) {
+      actions.append(el("button", { type: "button", class: "approve",
+        onclick: () => act("POST", `${path}/approve`, {}) }, "Approve"));
+    }
+    actions.append(el("button", { type: "button", class: "danger reject", onclick: () => {
+      const reason = prompt(`Why is request #${request.id} rejected?`);
+      if (reason && reason.trim()) act("POST", `${path}/reject`, { reason });
+    } }, "Reject"));
+  }
+  const decision = request.status === "approved" ? request.doc_id : request.failure_reason;
+  const link = request.source_url
+    ? el("td", {}, el("a", { href: request.source_url, rel: "noopener noreferrer", target: "_blank", text: request.source_url }))
+    : el("td", { class: "reason", text: "needs a link" });
+  return el("tr", { "data-request": request.id, "data-status": request.status },
+    cell(request.id), cell(request.title), cell(request.request_count),
+    el("td", {}, el("span", { class: `badge ${request.status}`, text: request.status })),
+    link, cell(request.reason), cell(decision), actions);
+}
+
+async function refreshRequests() {
+  const data = await api("GET", "/api/requests");
+  const json = JSON.stringify(data.requests);
+  if (state.shown.requests === json) return;
+  state.shown.requests = json;
+  const rows = data.requests.length ? data.requests.map(requestRow)
+    : [el("tr", {}, el("td", { colspan: 8, class: "hint", text: "no requests to review" }))];
+  document.querySelector("#requests tbody").replaceChildren(...rows);
+}
+
+// --- start ---------------------------------------------------------------------------------
+function refreshAll() {
+  if (!state.config) return;
+  Promise.all([refreshBuilds(), refreshTasks(), refreshCorpus(), refreshRequests()])
+    .catch((error) => show(error.message));
+}
+
+function poll(refresh, every) {
+  const tick = () => refresh().catch((error) => show(error.message)).finally(() => setTimeout(tick, every));
+  setTimeout(tick, every);
+}
+
+async function start() {
+  try {
+    state.config = await api("GET", "/api/config");
+  } catch (error) {
+    show(error.message);
+    return;
+  }
+  document.getElementById("limit").textContent =
+    `${state.config.suffixes.join(", ")} up to ${bytes(state.config.max_bytes)} each`;
+  document.getElementById("builds-window").textContent = `(last ${state.config.hours} hours)`;
+  const dagster = document.getElementById("dagster-link");
+  dagster.href = state.config.dagster_url;
+  dagster.textContent = `Dagster UI (${state.config.dagster_url})`;
+  document.getElementById("token-form").hidden = true;
+  refreshAll();
+  if (state.polling) return;
+  state.polling = true;
+  poll(refreshBuilds, POLL_MS);
+  poll(refreshTasks, POLL_MS);
+  poll(refreshCorpus, SLOW_POLL_MS);
+  poll(refreshRequests, SLOW_POLL_MS);
+}
+
+document.getElementById("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  state.token = document.getElementById("token").value.trim();
+  sessionStorage.setItem("kb-upload-token", state.token);
+  show("");
+  start();
+});
+setUpDrop();
+start();

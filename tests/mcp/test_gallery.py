@@ -1,0 +1,222 @@
+"""The figure gallery (issue 13): ``/documents/{doc_id}/figures`` and its JSON on the real HTTP
+app under uvicorn — the small corpus of ``tests/mcp/corpus.py`` in Chromium, 404s, the token
+rule — and the sample corpus built by the real pipeline (slow)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kb_mcp.http import build_app
+from kb_mcp.links import file_signature, signing_key
+from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
+from tests.mcp.corpus import HashingEmbedder, corpus_settings
+from tests.mcp.test_display_process import free_port, serving
+
+TOKEN = "gallery-token"
+
+#: Figure 1 of the small corpus: its 80×60 PNG and 40×30 inline copy (``tests/mcp/corpus.py``).
+FIGURE_1_INLINE_WIDTH = 40
+
+
+@pytest.fixture(scope="module")
+def base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
+    """The kb HTTP app on the small corpus, without tokens."""
+    port = free_port()
+    app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
+    with serving(app, port) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def guarded(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
+    """The same app with a bearer token set."""
+    port = free_port()
+    settings = corpus_settings(corpus_home, mcp_port=port, mcp_tokens=TOKEN)
+    app = build_app(settings, embedder=embedder, warm=False)
+    with serving(app, port) as url:
+        yield url
+
+
+def expected_json(base: str, sig: dict[str, str] | None = None) -> dict[str, Any]:
+    """The gallery JSON of retail-rules.pdf served at ``base``; ``sig`` maps a blob key to
+    the ``?sig=`` its link carries."""
+
+    def url(key: str) -> str:
+        return f"{base}/files/{key}" + (f"?sig={sig[key]}" if sig else "")
+
+    return {
+        "doc_id": "retail-rules.pdf",
+        "name": "Retail Rules.pdf",
+        "title": "Retail Market Rules",
+        "version": "Version 2.1",
+        "pages": 3,
+        "url": url("pdfs/retail-rules.pdf"),
+        "figures": [
+            {
+                "id": "retail-rules.pdf#figure-1",
+                "number": 1,
+                "page": 3,
+                "caption": "Life support notification flow from retailer to distributor",
+                "description": (
+                    "Figure 1: Life support notification flow from retailer to distributor"
+                ),
+                "figure_url": url("figures/retail-rules.pdf/figure-1.png"),
+                "thumbnail_url": url("figures/retail-rules.pdf/figure-1.inline.png"),
+                "page_url": url("pdfs/retail-rules.pdf") + "#page=3",
+                "width_px": None,
+                "height_px": None,
+            },
+            {
+                # figure 2 was indexed but its PNG never stored: no image links, the PDF kept
+                "id": "retail-rules.pdf#figure-2",
+                "number": 2,
+                "page": None,
+                "caption": "Organisation chart of the market operator",
+                "description": "Figure 2: Organisation chart of the market operator",
+                "figure_url": None,
+                "thumbnail_url": None,
+                "page_url": url("pdfs/retail-rules.pdf"),
+                "width_px": None,
+                "height_px": None,
+            },
+        ],
+    }
+
+
+def test_gallery_json_lists_the_documents_figures_from_the_index(base: str) -> None:
+    with httpx.Client() as client:
+        api = client.get(f"{base}/api/documents/retail-rules.pdf/figures")
+        page_json = client.get(f"{base}/documents/retail-rules.pdf/figures?format=json")
+        none = client.get(f"{base}/api/documents/dispatch-procedure.pdf/figures")
+    assert api.status_code == 200
+    assert api.json() == expected_json(base)
+    assert page_json.json() == api.json()
+    assert none.json()["figures"] == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/documents/no-such.pdf/figures",
+        "/api/documents/no-such.pdf/figures",
+        "/documents/queued.pdf/figures",  # pending: never served
+        "/api/documents/broken.pdf/figures",  # failed: never served
+    ],
+)
+def test_unknown_or_unready_documents_are_404(base: str, path: str) -> None:
+    with httpx.Client() as client:
+        response = client.get(base + path)
+    assert response.status_code == 404
+    doc_id = path.split("/")[-2]
+    if path.startswith("/api/"):
+        assert response.json() == {"error": f"no ready document has doc_id '{doc_id}'"}
+    else:
+        assert response.headers["content-type"].startswith("text/html")
+        assert f"no ready document has doc_id &#x27;{doc_id}&#x27;" in response.text
+
+
+def test_tokens_guard_the_gallery_and_its_links_are_signed(guarded: str) -> None:
+    key = signing_key([TOKEN])
+    assert key is not None
+    with httpx.Client() as client:
+        for path in ("/documents/retail-rules.pdf/figures", "/api/documents/retail-rules.pdf/figures"):
+            assert client.get(guarded + path).status_code == 401
+        api = client.get(
+            f"{guarded}/api/documents/retail-rules.pdf/figures",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )
+        assert api.status_code == 200
+        keys = (
+            "pdfs/retail-rules.pdf", "figures/retail-rules.pdf/figure-1.png",
+            "figures/retail-rules.pdf/figure-1.inline.png",
+        )
+        assert api.json() == expected_json(guarded, {k: file_signature(key, k) for k in keys})
+        # the signed image link opens in a browser without the token
+        image = client.get(api.json()["figures"][0]["figure_url"])
+    assert (image.status_code, image.headers["content-type"]) == (200, "image/png")
+
+
+def test_the_gallery_page_shows_figures_with_working_links_in_chromium(
+    browser_page: Any, base: str  # noqa: F811
+) -> None:
+    page = browser_page
+    response = page.goto(f"{base}/documents/retail-rules.pdf/figures")
+    assert response is not None and response.status == 200
+    assert page.title() == "Figures — Retail Market Rules"
+    cards = page.locator("li")
+    assert cards.count() == 2
+    first = page.locator('li[id="retail-rules.pdf#figure-1"]')
+    image = first.locator("img")
+    image.evaluate("img => img.decode()")
+    assert image.evaluate("img => img.naturalWidth") == FIGURE_1_INLINE_WIDTH
+    files = f"{base}/files"
+    assert image.get_attribute("src") == f"{files}/figures/retail-rules.pdf/figure-1.inline.png"
+    assert first.locator("a.full").get_attribute("href") == (
+        f"{files}/figures/retail-rules.pdf/figure-1.png"
+    )
+    assert first.locator("a.source").text_content() == "Source page 3"
+    assert first.locator("a.source").get_attribute("href") == f"{files}/pdfs/retail-rules.pdf#page=3"
+    assert "Life support notification flow" in first.text_content()
+    second = page.locator('li[id="retail-rules.pdf#figure-2"]')
+    assert second.locator("img").count() == 0
+    assert "page unknown" in second.text_content()
+    assert page.kb_errors == []
+    # the full-resolution link opens the PNG (Chromium then asks for /favicon.ico: not ours)
+    first.locator("a.full").click()
+    page.wait_for_url(f"{files}/figures/retail-rules.pdf/figure-1.png")
+    assert page.locator("img").evaluate("img => img.naturalWidth") == 80
+
+
+# ---------------------------------------------------------------------------------------------
+# The sample corpus, built by the real pipeline
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sample_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The kb HTTP app (real embedder) on the sample PDF built by the real pipeline."""
+    from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf  # noqa: PLC0415
+    from kb_shared.settings import Settings  # noqa: PLC0415
+    from tests.mcp.pipeline import build_corpus  # noqa: PLC0415
+
+    home = tmp_path_factory.mktemp("gallery-sample")
+    pdf = build_sample_pdf(home / "incoming" / SAMPLE_FILENAME)
+    # the session's Chromium keeps Playwright's event loop running in this thread: build in another
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(build_corpus, home, [pdf]).result()
+    port = free_port()
+    app = build_app(Settings(home=home, mcp_port=port), warm=False)
+    with serving(app, port) as url:
+        yield url, home
+
+
+@pytest.mark.slow
+def test_the_sample_corpus_figure_is_in_its_gallery(
+    browser_page: Any, sample_base: tuple[str, Path]  # noqa: F811
+) -> None:
+    from kb_assets.sample_pdf import FIGURE_PAGE  # noqa: PLC0415
+
+    base, home = sample_base
+    doc = "sample-retail-market-procedure.pdf"
+    page = browser_page
+    assert page.goto(f"{base}/documents/{doc}/figures").status == 200
+    cards = page.locator("li")
+    assert cards.count() >= 1
+    first = cards.first
+    image = first.locator("img")
+    image.evaluate("img => img.decode()")
+    assert image.evaluate("img => img.naturalWidth") > 0
+    files = f"{base}/files"
+    assert first.locator("a.full").get_attribute("href") == f"{files}/figures/{doc}/figure-1.png"
+    assert (home / "blobs" / "figures" / doc / "figure-1.png").is_file()
+    assert "Notification flow" in first.text_content()
+    assert first.locator("a.source").get_attribute("href") == (
+        f"{files}/pdfs/{doc}#page={FIGURE_PAGE}"
+    )
+    assert page.kb_errors == []
