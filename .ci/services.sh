@@ -12,7 +12,8 @@
 # fresh, owned by the `postgres` user when run as root, since Postgres refuses to run as
 # root), the Neo4j store, their logs. Ports are free ports picked by the OS (bind to port 0).
 # Nothing is installed by kb_services_start; kb_postgres_install and kb_chromium_install (apt,
-# root only) and kb_neo4j_fetch (Maven Central) do that and are called by .ci/run.
+# root only), kb_neo4j_fetch (Maven Central) and kb_conformance_install (npm) do that and are
+# called by .ci/run.
 #
 # This file sets no shell options, so sourcing it into an interactive shell changes nothing
 # but these functions and the KB_* variables; every function returns non-zero on failure.
@@ -104,6 +105,31 @@ kb_chromium_install() {
         apt-get update -q || return 1
         apt-get install -y -q --no-install-recommends chromium || return 1
     fi
+}
+
+# The official MCP conformance suite (npm @modelcontextprotocol/conformance, pinned by
+# .ci/conformance/package-lock.json) for tests/mcp/test_conformance.py: `npm ci` into
+# .ci/conformance/node_modules (gitignored) unless it already holds this lock file's install.
+# Needs Node 20 or later (the pinned 0.1.10 is the last release that runs on Node 20; Debian 12's
+# own nodejs is 18, so Node comes with the machine, not from apt here).
+kb_conformance_install() {
+    local dir="$KB_REPO_ROOT/.ci/conformance" want major
+    command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+        || { _kb_log "node and npm not found: the MCP conformance suite needs Node 20 or later"; return 1; }
+    major="$(node -p 'process.versions.node.split(".")[0]')" || return 1
+    if (( major < 20 )); then
+        _kb_log "node $(node --version) is too old: the MCP conformance suite needs Node 20 or later"
+        return 1
+    fi
+    want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)" || return 1
+    if [[ -f "$dir/node_modules/.lock.sha256" && "$(cat "$dir/node_modules/.lock.sha256")" == "$want" ]]; then
+        _kb_log "MCP conformance suite already installed in $dir/node_modules"
+        return 0
+    fi
+    (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) \
+        || { _kb_log "npm ci failed in $dir"; return 1; }
+    echo "$want" >"$dir/node_modules/.lock.sha256"
+    _kb_log "MCP conformance suite $(node -p "require('$dir/node_modules/@modelcontextprotocol/conformance/package.json').version") installed (node $(node --version))"
 }
 
 # Fetch the Neo4j jars into $KB_NEO4J_JARS unless a complete copy for this pom is there.

@@ -38,6 +38,8 @@ _CHUNK_SCHEMA = pa.schema(
         ("page_start", pa.int32()),
         ("page_end", pa.int32()),
         ("kind", pa.string()),
+        ("page_label_start", pa.string()),
+        ("page_label_end", pa.string()),
     ]
 )
 
@@ -55,6 +57,8 @@ def chunks_to_parquet(chunks: list[Chunk]) -> bytes:
                 "page_start": c.page_start,
                 "page_end": c.page_end,
                 "kind": c.kind,
+                "page_label_start": c.page_label_start,
+                "page_label_end": c.page_label_end,
             }
             for c in chunks
         ],
@@ -78,6 +82,8 @@ def chunks_from_parquet(data: bytes) -> list[Chunk]:
             page_start=r["page_start"],
             page_end=r["page_end"],
             kind=r["kind"],
+            page_label_start=r.get("page_label_start") or "",  # absent in older files
+            page_label_end=r.get("page_label_end") or "",
         )
         for r in rows
     ]

@@ -4,12 +4,25 @@ Every build goes through ``dagster.execute_job`` on the code location's own job,
 document's run is a real run in the instance under ``KB_HOME/dagster``: the Dagster UI
 shows it, its event log records every step, and a failed run can be re-executed from the
 failed step (``retry_failed``) without re-running the steps before it.
+
+A build stops on SIGTERM or SIGINT (``stop_guard``): Dagster interrupts the running step
+when Python next gets control, and ``build_documents`` starts no further document; when the
+step sits in a long native call (MuPDF layout, a model) that ignores the signal for
+``STOP_GRACE_SECONDS``, a watchdog process ends the build process, which is then resumable
+like a crashed one (``kb build`` again).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,6 +51,98 @@ from kb_shared.stores.catalog import DocumentRow
 #: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
 #: each failure's reason, and the full event log stays in the instance (Dagster UI).
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+#: Run tag naming the process that executes a build run (``host:pid``), so a later build can
+#: tell a run whose process is gone (killed or crashed) from one still going.
+PROCESS_TAG = "kb/process"
+
+#: Seconds a stop signal leaves the running step to end by itself before the watchdog kills
+#: the build process (issue 16: ``kb build`` stops within 10 s of SIGTERM at any step;
+#: benchmarks/results/pdf-limits-2026-12-01.md).
+STOP_GRACE_SECONDS = 5.0
+
+#: The reason of a document whose build a stop signal ended.
+STOPPED_REASON = (
+    "the build was stopped (SIGTERM or Ctrl-C) before it finished; run `kb build` again"
+)
+
+#: The watchdog (``stop_guard``), run as ``python -I -S -c WATCHDOG PID GRACE`` with the read
+#: end of the build process's signal wakeup pipe as its stdin: on a SIGTERM/SIGINT byte it
+#: waits GRACE seconds for the pipe to close (the build stopped) and else SIGKILLs PID. It
+#: ignores SIGINT/SIGTERM itself (Ctrl-C and ``kill -- -PGID`` reach the whole group).
+WATCHDOG = """
+import os, select, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+pid, grace = int(sys.argv[1]), float(sys.argv[2])
+stops = {int(signal.SIGTERM), int(signal.SIGINT)}
+while True:
+    got = os.read(0, 64)
+    if not got:
+        sys.exit(0)
+    if stops & set(got):
+        break
+deadline = time.monotonic() + grace
+while (left := deadline - time.monotonic()) > 0:
+    if select.select([0], [], [], left)[0] and not os.read(0, 64):
+        sys.exit(0)
+sys.stderr.write(
+    f"kb: the running step did not stop within {grace:g} s of the signal; ended the build "
+    "process. Run `kb build` again to finish.\\n"
+)
+sys.stderr.flush()
+os.kill(pid, signal.SIGKILL)
+"""
+
+
+@dataclass
+class StopFlag:
+    """Set by ``stop_guard``'s handler when SIGTERM/SIGINT arrives between runs.
+
+    Attributes:
+        signal: the signal number received, or ``None``.
+    """
+
+    signal: int | None = None
+
+
+@contextlib.contextmanager
+def stop_guard(grace: float = STOP_GRACE_SECONDS) -> Iterator[StopFlag]:
+    """Make SIGTERM and SIGINT stop a build within ``grace`` seconds, in the main thread
+    (elsewhere it yields a flag that never sets: signals reach only the main thread).
+
+    While inside: the signals set the yielded flag (Dagster swaps in its own handlers while
+    a run executes, and puts these back after); every signal is also written to a wakeup
+    pipe (``signal.set_wakeup_fd``, done by the C-level handler even while a native call
+    holds the GIL) read by the ``WATCHDOG`` process, which kills this process ``grace``
+    seconds after a stop signal unless the guard was left by then. Handlers and the wakeup
+    fd are restored on exit.
+    """
+    flag = StopFlag()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    watchdog = subprocess.Popen(  # noqa: S603 - our own interpreter and fixed code
+        [sys.executable, "-I", "-S", "-c", WATCHDOG, str(os.getpid()), str(grace)],
+        stdin=read_end,
+    )
+    os.close(read_end)
+
+    def record(signum: int, _frame: object) -> None:
+        flag.signal = signum
+
+    previous = {sig: signal.signal(sig, record) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    try:
+        yield flag
+    finally:
+        signal.set_wakeup_fd(previous_fd)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        os.close(write_end)
+        watchdog.wait()
 
 
 @dataclass
@@ -107,13 +212,55 @@ def run_build(
             "stores": {"config": launch},
             "providers": {"config": launch},
         }
+    close_abandoned_runs(instance, doc_id)
     return dg.execute_job(
         dg.reconstructable(job),
         instance=instance,
         run_config=run_config,
-        tags={PARTITION_TAG: doc_id},
+        tags={PARTITION_TAG: doc_id, PROCESS_TAG: this_process()},
         asset_selection=[dg.AssetKey(name) for name in selected],
     )
+
+
+def this_process() -> str:
+    """``PROCESS_TAG``'s value for this process: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _process_is_gone(tag: str) -> bool:
+    host, _, pid = tag.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another machine's run: not ours to judge
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def close_abandoned_runs(instance: dg.DagsterInstance, doc_id: str) -> list[str]:
+    """Mark failed the document's runs still "started" whose process (``PROCESS_TAG``, on this
+    host) no longer exists: a build killed mid-run (the stop watchdog, SIGKILL, a crash)
+    leaves its run started for ever otherwise. Returns their run ids."""
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(
+            tags={PARTITION_TAG: doc_id},
+            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING],
+        )
+    )
+    closed = []
+    for run in runs:
+        tag = run.tags.get(PROCESS_TAG, "")
+        if tag and _process_is_gone(tag):
+            instance.report_run_failed(
+                run,
+                f"the build process ({tag}) ended before this run finished (stopped or "
+                "crashed); a later `kb build` builds the document again",
+            )
+            closed.append(run.run_id)
+    return closed
 
 
 def retry_failed(
@@ -135,7 +282,9 @@ def retry_failed(
         dg.reconstructable(job),
         instance=instance,
         run_config=parent.run_config or QUIET_LOGGERS,
-        tags={PARTITION_TAG: partition} if partition else None,
+        tags={PARTITION_TAG: partition, PROCESS_TAG: this_process()}
+        if partition
+        else {PROCESS_TAG: this_process()},
         reexecution_options=dg.ReexecutionOptions.from_failure(run_id, instance),
     )
 
@@ -186,24 +335,36 @@ def build_documents(
 
     A document without a Dagster partition (the instance was reset) is not run: its outcome
     says to run ``kb repair``.
+
+    SIGTERM or SIGINT stops the build (``stop_guard``): the document in progress gets
+    ``STOPPED_REASON`` and no further document is started; the outcomes so far are returned.
     """
     catalog = stores.catalog()
     known = set(instance.get_dynamic_partitions(DOCUMENTS))
     outcomes: list[BuildOutcome] = []
     force = tuple(force)
-    for doc_id in doc_ids:
-        row = catalog.find_by_doc_id(doc_id)
-        name = row.name if row else doc_id
-        if doc_id not in known:
-            outcome = BuildOutcome(
-                doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="", seconds=0.0,
-                reason="it has no Dagster partition (was KB_HOME/dagster reset?); run `kb repair`",
-            )
-        else:
-            outcome = _build_one(stores, instance, doc_id, assets=assets, force=force)
-        outcomes.append(outcome)
-        if on_done is not None:
-            on_done(outcome)
+    with stop_guard(STOP_GRACE_SECONDS) as stop:
+        for doc_id in doc_ids:
+            if stop.signal is not None:
+                break
+            row = catalog.find_by_doc_id(doc_id)
+            name = row.name if row else doc_id
+            if doc_id not in known:
+                outcome = BuildOutcome(
+                    doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
+                    seconds=0.0,
+                    reason=(
+                        "it has no Dagster partition (was KB_HOME/dagster reset?); "
+                        "run `kb repair`"
+                    ),
+                )
+            else:
+                outcome = _build_one(stores, instance, doc_id, assets=assets, force=force)
+            outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
+            if outcome.reason == STOPPED_REASON:
+                break
     return outcomes
 
 
@@ -236,17 +397,43 @@ def _build_one(
             figures=row.figure_count if row else None,
             **common,
         )
-    reason = row.failure_reason if row and row.failure_reason else failure_reason(result)
+    if was_interrupted(result):
+        reason = STOPPED_REASON
+    else:
+        reason = row.failure_reason if row and row.failure_reason else failure_reason(result)
     return BuildOutcome(status=DocumentStatus.FAILED, reason=reason, **common)
 
 
+def was_interrupted(result: dg.JobExecutionResult) -> bool:
+    """Whether a stop signal ended the run: a step failed with Dagster's
+    ``DagsterExecutionInterruptedError`` (what its handler raises in a step), or the run was
+    canceled."""
+    if result.dagster_run.status == dg.DagsterRunStatus.CANCELED:
+        return True
+    return any(
+        event.step_failure_data.error is not None
+        and event.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
+        for event in result.get_step_failure_events()
+    )
+
+
 def documents_to_build(stores: StoresResource, *, everything: bool = False) -> list[str]:
-    """Ids of pending and failed documents (or every document with ``everything``)."""
-    rows = stores.catalog().list_documents()
+    """Ids of pending and failed documents, and of ready ones whose newest version is
+    pending (``kb add --new-version`` waits for a build); every document with
+    ``everything``."""
+    catalog = stores.catalog()
+    versions = catalog.all_versions()
+
+    def new_version_waits(doc_id: str) -> bool:
+        history = versions.get(doc_id) or []
+        return bool(history) and history[-1].version > 1 and history[-1].status == "pending"
+
     return [
         r.doc_id
-        for r in rows
-        if everything or r.status in (DocumentStatus.PENDING, DocumentStatus.FAILED)
+        for r in catalog.list_documents()
+        if everything
+        or r.status in (DocumentStatus.PENDING, DocumentStatus.FAILED)
+        or new_version_waits(r.doc_id)
     ]
 
 
@@ -321,6 +508,13 @@ def delete_document(
     for key in figure_keys:
         blobs.delete(key)
     count += len(figure_keys)
+    relationships, entities = removed.relationships, removed.entities
+    for version in stores.catalog().versions(doc)[1:]:  # versions 2+ have their own keys
+        vectors += index.delete_document(version.key) if index is not None else 0
+        more = graph.delete_document(version.key)
+        relationships, entities = relationships + more.relationships, entities + more.entities
+        count += int(blobs.delete(version.blob_key))
+        count += blobs.delete_prefix(layout.figures_prefix(version.key))
     stores.catalog().delete(doc)
     had_partition = instance.has_dynamic_partition(DOCUMENTS, doc)
     if had_partition:
@@ -329,8 +523,8 @@ def delete_document(
         doc_id=doc,
         name=row.name,
         vectors=vectors,
-        relationships=removed.relationships,
-        orphan_entities=removed.entities,
+        relationships=relationships,
+        orphan_entities=entities,
         blobs=count,
         partition=had_partition,
     )

@@ -29,6 +29,10 @@ table rows, even inside a fenced code block (the converter writes markers betwee
 regardless of what is open). Content before the first marker counts as page 1 when the
 Markdown has markers; with no markers at all every chunk has ``page_start = page_end = None``.
 A chunk's span is the smallest and largest page of the lines its text came from.
+A marker may carry the page's printed label (``/PageLabels``) when it differs from the
+physical number: ``<!-- page 6 (p. iv) -->`` (``page_marker``). The chunk then carries the
+labels of its first and last page (``page_label_start`` / ``page_label_end``; ``""`` where a
+page has none), so citations can read "p. iv (PDF page 6)" while links keep ``#page=6``.
 
 **Blocks.** Lines are grouped into blocks: a heading line (always its own block); a fenced
 code block; a pipe table (see below); otherwise a run of non-blank lines (a paragraph or a
@@ -86,7 +90,8 @@ own, whatever its size, and the chunk in progress before it is closed first.
 ``-``/``:`` cells containing ``|``). Body rows follow: non-blank lines containing ``|``. After
 blank lines and at least one page marker (and nothing else), the table continues when the next
 line starts with ``|`` and is either a row without an alignment row under it, or a header row
-identical (trimmed) to this table's header followed by an alignment row: a table the converter
+equal to this table's header (cells compared without emphasis marks, case-folded, whitespace
+collapsed) followed by an alignment row: a table the converter
 cut at a page break is merged back into one logical table, and the repeated header and
 alignment rows are dropped (every part repeats them anyway). A table is never mixed with prose:
 the chunk in progress is closed and every table part is its own chunk of kind ``"table"``,
@@ -131,7 +136,10 @@ PATH_SEPARATOR = " › "
 MIN_ROWS_TO_SPLIT = 3
 
 _WORD = re.compile(r"[^\s|]+")
-_PAGE_MARKER = re.compile(r"^\s*<!--\s*page\s+(\d+)\s*-->\s*$", re.IGNORECASE)
+_PAGE_MARKER = re.compile(
+    r"^\s*<!--\s*page\s+(\d+)(?:\s+\(p\.\s+(.*?)\))?\s*-->\s*$", re.IGNORECASE
+)
+_DASH_RUN = re.compile(r"-{2,}")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE_OPEN = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
@@ -145,6 +153,8 @@ _PIPE_ROW_START = re.compile(r"^ {0,3}\|")
 _LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]*_]*(\s+)[\"“‘'(\[*_]*([^\W_])")
 _EMPHASIS_WRAPPERS = ("**", "__", "*", "_")
+_EMPHASIS_MARKS = re.compile(r"\*\*|__|(?<!\w)[*_]|[*_](?!\w)")
+_CELL_SEPARATOR = re.compile(r"(?<!\\)\|")
 #: A heading title that carries its own number ("3.4 Conditions", "A.2", "Appendix B"):
 #: a sibling, never a sub-part, of the heading before it.
 _NUMBERED_TITLE = re.compile(
@@ -152,6 +162,19 @@ _NUMBERED_TITLE = re.compile(
     r"|(?:appendix|annex|schedule|attachment|part|chapter|section)\b)",
     re.IGNORECASE,
 )
+
+
+def page_marker(number: int, label: str = "") -> str:
+    """The marker converters write before page ``number`` (1-based) with its printed
+    ``label`` when that differs (``(6, "iv")`` -> ``"<!-- page 6 (p. iv) -->"``, ``(3, "3")``
+    -> ``"<!-- page 3 -->"``); label whitespace collapsed, ``--`` runs made ``-`` so it cannot
+    end the comment. Raises ``ValueError`` for ``number`` < 1."""
+    if number < 1:
+        raise ValueError(f"page numbers are 1-based, got {number}")
+    label = _DASH_RUN.sub("-", " ".join(label.split()))
+    if not label or label == str(number):
+        return f"<!-- page {number} -->"
+    return f"<!-- page {number} (p. {label}) -->"
 
 
 def count_words(text: str) -> int:
@@ -173,6 +196,7 @@ class Chunk:
         page_start / page_end: 1-based page span from ``<!-- page N -->`` markers; ``None`` when
             the Markdown has no markers.
         kind: ``"text"`` or ``"table"``.
+        page_label_start / page_label_end: first/last page's printed label, ``""`` if none.
     """
 
     id: str
@@ -183,6 +207,8 @@ class Chunk:
     page_start: int | None
     page_end: int | None
     kind: str
+    page_label_start: str = ""
+    page_label_end: str = ""
 
 
 # --------------------------------------------------------------------------- parsing
@@ -233,6 +259,7 @@ class _Lines:
         self.raw = markdown.split("\n")
         self.marker: list[bool] = []
         self.page: list[int | None] = []
+        self.labels: dict[int, str] = {}  # page -> its printed label, from labelled markers
         has_markers = any(_PAGE_MARKER.match(line) for line in self.raw)
         page: int | None = 1 if has_markers else None
         for number, line in enumerate(self.raw, start=1):
@@ -244,6 +271,8 @@ class _Lines:
                         f"page markers are 1-based, but line {number} is {line.strip()!r}; "
                         "the converter must number pages from 1"
                     )
+                if match.group(2):
+                    self.labels[page] = match.group(2).strip()
             self.marker.append(match is not None)
             self.page.append(page)
         self.text = [line.rstrip() for line in self.raw]
@@ -396,6 +425,13 @@ def _parse_prose(lines: _Lines, i: int, blocks: list[_Block], in_list: bool) -> 
     return j
 
 
+def _row_key(row: str) -> tuple[str, ...]:
+    """A row's cells without emphasis marks, case-folded, whitespace collapsed: ``"| **Code**
+    | Party |"`` and ``"|Code|party|"`` are one header."""
+    cells = _CELL_SEPARATOR.split(row.strip().strip("|"))
+    return tuple(" ".join(_EMPHASIS_MARKS.sub("", c).casefold().split()) for c in cells)
+
+
 def _parse_table(lines: _Lines, i: int, blocks: list[_Block]) -> int:
     header = lines.text[i]
     block = _Block("table", [header, lines.text[i + 1]], [lines.page[i], lines.page[i + 1]])
@@ -411,7 +447,7 @@ def _parse_table(lines: _Lines, i: int, blocks: list[_Block]) -> int:
             break
         if saw_marker and _PIPE_ROW_START.match(lines.text[k]):
             if lines.table_start(k):
-                if lines.text[k].strip() != header.strip():
+                if _row_key(lines.text[k]) != _row_key(header):
                     break  # a different table begins on the next page
                 j = k + 2  # the same table continued: drop its repeated header rows
                 continue
@@ -511,9 +547,10 @@ class _Piece:
 class _Builder:
     """Packs pieces into chunks and numbers them."""
 
-    def __init__(self, document: str, budget: int) -> None:
+    def __init__(self, document: str, budget: int, labels: dict[int, str]) -> None:
         self.document = document
         self.budget = budget
+        self.labels = labels  # page -> printed label
         self.chunks: list[Chunk] = []
         self.pending: list[_Piece] = []
         self.words = 0
@@ -618,6 +655,8 @@ class _Builder:
 
     def _emit(self, text: str, path: tuple[str, ...], pages: list[int], kind: str) -> None:
         index = len(self.chunks)
+        first = min(pages) if pages else None
+        last = max(pages) if pages else None
         self.chunks.append(
             Chunk(
                 id=chunk_id(self.document, index),
@@ -625,9 +664,11 @@ class _Builder:
                 index=index,
                 text=text,
                 heading_path=path,
-                page_start=min(pages) if pages else None,
-                page_end=max(pages) if pages else None,
+                page_start=first,
+                page_end=last,
                 kind=kind,
+                page_label_start=self.labels.get(first or 0, ""),  # no page 0: no label
+                page_label_end=self.labels.get(last or 0, ""),
             )
         )
 
@@ -656,10 +697,11 @@ def chunk_markdown(markdown: str, document: str, budget_words: int = 300) -> lis
     markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")
     if not markdown.strip():
         return []
-    builder = _Builder(document, budget_words)
+    lines = _Lines(markdown)
+    builder = _Builder(document, budget_words, lines.labels)
     headings: list[tuple[int, str]] = []
     path: tuple[str, ...] = ()
-    for block in _parse(_Lines(markdown)):
+    for block in _parse(lines):
         if block.kind == "table":
             builder.table(block, path)
             continue

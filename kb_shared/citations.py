@@ -9,6 +9,9 @@ re-derives a title, a version or a page span. A header reads::
 Parts that are unknown are left out rather than shown empty; the title falls back to the
 file name; a bare version number reads "Version N"; a first heading that repeats the title
 is not repeated in the section. Page ranges use an en dash (``pp. 12–13``), a single page ``p. 12``.
+A page whose printed label (``/PageLabels``) differs from its physical number is cited by the
+label with the physical page beside it: ``p. iv (PDF page 6)``, ``pp. iv–2 (PDF pages 6–9)``;
+links keep ``#page=<physical>`` (issue 16, "Printed page labels").
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ FIGURE_EMBED_KEY = "figure_embed_key"
 BBOX = "bbox"
 WIDTH_PX = "width_px"
 HEIGHT_PX = "height_px"
+#: Printed page labels of the first/last page; written only when a label exists, so older
+#: payloads (and documents without labels) read as "no labels".
+PAGE_LABEL_START = "page_label_start"
+PAGE_LABEL_END = "page_label_end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +85,8 @@ class PointPayload:
         pdf_key, markdown_key: blob keys (``kb_shared.layout``); URLs are made at serve time.
         fingerprint: hash of what was embedded, for skipping unchanged work (or ``None``).
         figure: the figure fields for figure points, ``None`` for chunks.
+        page_label_start, page_label_end: printed labels of the first/last page (``"iv"``),
+            ``""`` when the page has none (``chunking.Chunk``'s fields of the same names).
     """
 
     doc_id: str
@@ -92,6 +101,8 @@ class PointPayload:
     markdown_key: str | None = None
     fingerprint: str | None = None
     figure: FigurePayload | None = None
+    page_label_start: str = ""
+    page_label_end: str = ""
 
     def __post_init__(self) -> None:
         if self.page_start is not None and self.page_end is None:
@@ -142,6 +153,9 @@ class PointPayload:
         }
         if self.fingerprint is not None:
             payload[FINGERPRINT] = self.fingerprint
+        if self.page_label_start or self.page_label_end:
+            payload[PAGE_LABEL_START] = self.page_label_start
+            payload[PAGE_LABEL_END] = self.page_label_end
         if self.figure is not None:
             payload.update(
                 {
@@ -187,6 +201,8 @@ class PointPayload:
             markdown_key=payload.get(MARKDOWN_KEY) or None,
             fingerprint=payload.get(FINGERPRINT) or None,
             figure=figure,
+            page_label_start=str(payload.get(PAGE_LABEL_START) or ""),
+            page_label_end=str(payload.get(PAGE_LABEL_END) or ""),
         )
 
 
@@ -199,7 +215,7 @@ def citation_payload(
     Args:
         fields: ``PointPayload.build``'s: ``doc_id``, ``name``, ``title``, ``version``,
             ``page_start``, ``page_end`` (defaults to ``page_start``), ``heading_path``,
-            ``chunk_index``, ``pdf_key``, ``markdown_key``.
+            ``chunk_index``, ``pdf_key``, ``markdown_key``, ``page_label_start``/``_end``.
         extra: more keys (figure blob keys, a fingerprint); they may not override the above.
 
     Raises:
@@ -213,13 +229,24 @@ def citation_payload(
     return payload
 
 
-def format_pages(page_start: int | None, page_end: int | None) -> str:
-    """``"p. 12"``, ``"pp. 12–13"`` or ``""`` when the page is unknown."""
+def format_pages(
+    page_start: int | None, page_end: int | None, label_start: str = "", label_end: str = ""
+) -> str:
+    """``"p. 12"``, ``"pp. 12–13"`` or ``""`` when the page is unknown; with printed labels
+    that differ from the physical pages, the labels first and the physical pages beside them:
+    ``"p. iv (PDF page 6)"``, ``"pp. iv–2 (PDF pages 6–9)"`` (an end without a label shows its
+    physical number)."""
     if page_start is None:
         return ""
-    if page_end is None or page_end == page_start:
-        return f"p. {page_start}"
-    return f"pp. {page_start}\u2013{page_end}"
+    end = page_start if page_end is None else page_end
+    first = label_start.strip() or str(page_start)
+    last = label_end.strip() or str(end)
+    if first == str(page_start) and last == str(end):
+        return f"p. {page_start}" if end == page_start else f"pp. {page_start}\u2013{end}"
+    if end == page_start:
+        return f"p. {first} (PDF page {page_start})"
+    printed = first if first == last else f"{first}\u2013{last}"
+    return f"pp. {printed} (PDF pages {page_start}\u2013{end})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +260,8 @@ class Citation:
     page_start: int | None
     page_end: int | None
     section: str
+    page_label_start: str = ""
+    page_label_end: str = ""
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Citation:
@@ -246,12 +275,27 @@ class Citation:
             page_start=_as_page(payload.get(PAGE_START)),
             page_end=_as_page(payload.get(PAGE_END)),
             section=str(payload.get(SECTION) or "").strip(),
+            page_label_start=str(payload.get(PAGE_LABEL_START) or "").strip(),
+            page_label_end=str(payload.get(PAGE_LABEL_END) or "").strip(),
         )
 
     @property
     def pages(self) -> str:
-        """``format_pages`` of this citation."""
-        return format_pages(self.page_start, self.page_end)
+        """``format_pages`` of this citation (printed labels included)."""
+        return format_pages(
+            self.page_start, self.page_end, self.page_label_start, self.page_label_end
+        )
+
+    @property
+    def first_page_reference(self) -> str:
+        """How the first page is called in a link's text: ``"iv (PDF page 6)"`` when its
+        printed label differs, else ``"6"``; ``""`` when the page is unknown."""
+        if self.page_start is None:
+            return ""
+        label = self.page_label_start
+        if not label or label == str(self.page_start):
+            return str(self.page_start)
+        return f"{label} (PDF page {self.page_start})"
 
     @property
     def version_label(self) -> str:

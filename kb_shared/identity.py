@@ -11,6 +11,10 @@ The rules come from ``DESIGN.md`` ("Identity"):
   separate namespaces (``#`` never occurs in a ``doc_id``), so adding figures never moves a
   chunk id; a registered reference page is ``reference_id(n) = f"#reference-{n}"``.
 * Stores that need UUID point ids use ``uuid5(KB_NAMESPACE, string_id)``.
+* Version ``n`` of a document is stored under ``version_key(doc_id, n)``: the ``doc_id`` for
+  version 1, ``f"{doc_id}@v{n}"`` after (issue 12, "New versions of a document"). It is the
+  ``document`` of its points and edges and the ``doc`` of its blob keys, and its chunk and
+  figure ids are built from it, so two versions never share an id.
 """
 
 from __future__ import annotations
@@ -99,6 +103,33 @@ def doc_id(name: str) -> str:
     return slug
 
 
+#: Between a ``doc_id`` and a version number in a ``version_key`` (``@`` never occurs in a
+#: ``doc_id``).
+VERSION_SEPARATOR = "@v"
+
+
+def version_key(document: str, version: int) -> str:
+    """Where version ``version`` of ``document`` (a ``doc_id``) is stored: ``document`` itself
+    for version 1, so stores written before versions existed need no change, else
+    ``f"{document}@v{version}"``. Its chunk ids are ``chunk_id(key, i)`` and its figure ids
+    ``figure_id(key, n)``, distinct from every other version's.
+
+    Raises:
+        ValueError: a version below 1.
+    """
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"versions start at 1, got {version!r}")
+    return document if version == 1 else f"{document}{VERSION_SEPARATOR}{version}"
+
+
+def split_version_key(key: str) -> tuple[str, int]:
+    """``(doc_id, version)`` of a ``version_key``; a plain ``doc_id`` is version 1."""
+    document, separator, number = key.rpartition(VERSION_SEPARATOR)
+    if separator and number.isdigit() and number.isascii() and int(number) >= 2:
+        return document, int(number)
+    return key, 1
+
+
 def is_doc_id(value: str) -> bool:
     """True when ``value`` has the shape ``doc_id`` produces (no commas, no slashes)."""
     return bool(_DOC_ID.match(value)) and len(value) <= MAX_DOC_ID_LENGTH
@@ -179,3 +210,34 @@ def sha256_file(path: str | Path) -> str:
     """Lower-case hex SHA-256 of a file's content."""
     with open(path, "rb") as handle:
         return sha256_stream(handle)
+
+
+#: Longest document file name, in UTF-8 bytes: what common file systems hold (ext4 and APFS
+#: ``NAME_MAX`` = 255 bytes), so a name always fits a file on disk.
+MAX_NAME_BYTES = 255
+
+
+def check_file_name(name: str) -> str:
+    """``name`` trimmed, when it can be a document's file name (intake checks every name with
+    this before it touches a disk or a store).
+
+    Raises:
+        IdentityError: empty; ``.``, ``..`` or only dots; a path (``/`` or ``\\``); a
+            control character (Unicode category Cc: NUL, newline, ...); or over
+            ``MAX_NAME_BYTES`` bytes in UTF-8. The message names the problem.
+    """
+    clean = name.strip()
+    if not clean:
+        raise IdentityError("a document name cannot be empty or whitespace")
+    if not clean.strip(".") or "/" in clean or "\\" in clean:
+        raise IdentityError(f"{name!r} is not a file name")
+    control = next((ch for ch in clean if unicodedata.category(ch) == "Cc"), None)
+    if control is not None:
+        raise IdentityError(f"{clean!r} holds a control character (U+{ord(control):04X})")
+    size = len(clean.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise IdentityError(
+            f"the name is {size} bytes long in UTF-8, over the {MAX_NAME_BYTES} a file name "
+            "may have"
+        )
+    return clean

@@ -14,13 +14,22 @@ cross-reference table *and* there is no ``%%EOF`` in the last 1,024 bytes); pass
 OCR is never run) and an unreadable text layer (at least :data:`UNMAPPED_SHARE_LIMIT` of the
 characters have no Unicode mapping): :func:`unmapped_characters` counts, and
 :func:`check_text_layer` decides. The cloud converter does not: Claude reads page images.
+
+**Bounded work** (:func:`check_limits`, run by the ``markdown`` asset before either converter
+and by :func:`open_pdf` when given :class:`PdfLimits`): too many pages; a stream that inflates
+past its cap (read through a capped inflater, never whole); a page with more text than a page
+holds (layout time grows with its square). Caps are ``KB_PDF_MAX_*`` settings; their defaults
+are explained in ``benchmarks/results/pdf-limits-2026-12-01.md``.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 import unicodedata
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +37,7 @@ from dataclasses import dataclass
 import pymupdf
 
 from kb_shared.errors import ConversionError
+from kb_shared.settings import Settings
 
 #: How far into the file the ``%PDF-`` header may start (PDF 32000-1:2008 Annex H:
 #: Acrobat accepts the header anywhere in the first 1,024 bytes).
@@ -127,19 +137,20 @@ def _describe_start(pdf: bytes) -> str:
     return f"{head!r}, plain text"
 
 
-def open_pdf(pdf: bytes, filename: str) -> pymupdf.Document:
+def open_pdf(pdf: bytes, filename: str, limits: PdfLimits | None = None) -> pymupdf.Document:
     """Open PDF bytes, refusing what cannot be converted.
 
     Args:
         pdf: the file's bytes.
         filename: used in messages only.
+        limits: also refuse what is over these caps (``check_limits``); ``None`` = no caps.
 
     Returns:
         An open ``pymupdf.Document`` with at least one page (caller closes it).
 
     Raises:
-        ConversionError: empty, not a PDF, damaged, truncated, password-protected or
-            without pages; the message says which and what to do.
+        ConversionError: empty, not a PDF, damaged, truncated, password-protected,
+            without pages or over ``limits``; the message says which and what to do.
     """
     if not pdf:
         raise ConversionError(f"{filename} is empty (0 bytes); upload the PDF again")
@@ -170,10 +181,228 @@ def open_pdf(pdf: bytes, filename: str) -> pymupdf.Document:
             )
         if doc.page_count == 0:
             raise ConversionError(f"{filename} has no pages; check the export")
+        if limits is not None:
+            check_limits(doc, filename, limits)
     except BaseException:
         doc.close()
         raise
     return doc
+
+
+# --------------------------------------------------------------------------------------
+# Bounded work: page count, inflated streams, characters per page
+# --------------------------------------------------------------------------------------
+_MIB = 1024 * 1024
+
+#: Stream filters that only re-encode bytes (PDF 32000-1:2008 §7.4.2-3): decoded in memory,
+#: they shrink, so they need no cap of their own.
+_ASCII_FILTERS = {"/ASCIIHexDecode", "/AHx", "/ASCII85Decode", "/A85"}
+
+#: Image codecs (§7.4.6-10): their output is bounded by the image's declared size, and MuPDF
+#: decodes them only to render; a stream ending in one is not inflated here.
+_IMAGE_FILTERS = {"/DCTDecode", "/DCT", "/JPXDecode", "/JBIG2Decode", "/CCITTFaxDecode", "/CCF"}
+
+_FILTER_NAME = re.compile(r"/[A-Za-z0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class PdfLimits:
+    """Caps on the work one PDF may cause (issue 16, "Work per input is bounded").
+
+    Attributes:
+        max_pages: pages.
+        max_page_characters: non-space text characters on one page (``page.get_text``).
+        max_stream_bytes: bytes one stream may inflate to.
+        max_inflated_bytes: bytes all streams but images and attachments inflate to together.
+
+    The defaults are the ``Settings`` defaults (``KB_PDF_MAX_*``, README's settings table).
+    """
+
+    max_pages: int = Settings.model_fields["pdf_max_pages"].default
+    max_page_characters: int = Settings.model_fields["pdf_max_page_characters"].default
+    max_stream_bytes: int = Settings.model_fields["pdf_max_stream_bytes"].default
+    max_inflated_bytes: int = Settings.model_fields["pdf_max_inflated_bytes"].default
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PdfLimits:
+        """The caps ``settings`` give (``KB_PDF_MAX_PAGES`` and the rest)."""
+        return cls(
+            max_pages=settings.pdf_max_pages,
+            max_page_characters=settings.pdf_max_page_characters,
+            max_stream_bytes=settings.pdf_max_stream_bytes,
+            max_inflated_bytes=settings.pdf_max_inflated_bytes,
+        )
+
+
+def _inflate_capped(data: bytes, cap: int) -> bytes | None:
+    """``data`` FlateDecode-inflated, or ``None`` as soon as the output passes ``cap`` bytes:
+    zlib's ``max_length`` hands out at most 1 MiB per call, so a bomb is never held whole. A
+    damaged stream gives what inflated before the damage (MuPDF reads the same)."""
+    inflater = zlib.decompressobj()
+    parts: list[bytes] = []
+    size = 0
+    pending = data
+    try:
+        while pending and not inflater.eof:
+            piece = inflater.decompress(pending, _MIB)
+            size += len(piece)
+            if size > cap:
+                return None
+            parts.append(piece)
+            pending = inflater.unconsumed_tail
+    except zlib.error:
+        pass
+    return b"".join(parts)
+
+
+def _lzw_capped(data: bytes, cap: int) -> bytes | None:
+    """``data`` LZWDecode-decoded (§7.4.4: MSB-first codes of 9 to 12 bits, 256 = clear,
+    257 = end, EarlyChange 1), or ``None`` once the output passes ``cap`` bytes."""
+    table = [bytes([i]) for i in range(256)] + [b"", b""]
+    out = bytearray()
+    width, buffer, bits, previous = 9, 0, 0, b""
+    for byte in data:
+        buffer, bits = (buffer << 8) | byte, bits + 8
+        while bits >= width:
+            bits -= width
+            code = (buffer >> bits) & ((1 << width) - 1)
+            if code == 256:
+                del table[258:]
+                width, previous = 9, b""
+                continue
+            if code == 257:
+                return bytes(out)
+            if code < len(table):
+                entry = table[code]
+            elif previous:
+                entry = previous + previous[:1]
+            else:
+                return bytes(out)  # damaged: MuPDF stops here too
+            if previous:
+                table.append(previous + entry[:1])
+            out += entry
+            if len(out) > cap:
+                return None
+            previous = entry
+            if len(table) + 1 >= 1 << width and width < 12:
+                width += 1
+    return bytes(out)
+
+
+def _run_length_capped(data: bytes, cap: int) -> bytes | None:
+    """``data`` RunLengthDecode-decoded (§7.4.5), or ``None`` once past ``cap`` bytes."""
+    out = bytearray()
+    i = 0
+    while i < len(data) and data[i] != 128:
+        length = data[i]
+        if length < 128:
+            out += data[i + 1 : i + 2 + length]
+            i += 2 + length
+        else:
+            out += data[i + 1 : i + 2] * (257 - length)
+            i += 2
+        if len(out) > cap:
+            return None
+    return bytes(out)
+
+
+def _decode_ascii(name: str, data: bytes) -> bytes:
+    text = re.sub(rb"\s+", b"", data)
+    try:
+        if name in ("/ASCIIHexDecode", "/AHx"):
+            text = text.split(b">", 1)[0]
+            return binascii.unhexlify(text + b"0" * (len(text) % 2))
+        return base64.a85decode(text.removeprefix(b"<~").split(b"~>", 1)[0])
+    except ValueError:
+        return b""
+
+
+def stream_inflated_size(doc: pymupdf.Document, xref: int, cap: int) -> int | None:
+    """Bytes stream ``xref`` decodes to through its ``/Filter`` chain, or ``None`` when that
+    passes ``cap``; never holds more than ``cap`` + 1 MiB of output. The chain stops at an image
+    codec (``_IMAGE_FILTERS``) or a filter MuPDF does not know; its size there is counted."""
+    data = doc.xref_stream_raw(xref)  # decrypted, not decoded
+    kind, value = doc.xref_get_key(xref, "Filter")
+    names = _FILTER_NAME.findall(value) if kind in ("name", "array") else []
+    for name in names:
+        if name in _ASCII_FILTERS:
+            data = _decode_ascii(name, data)
+        elif name in ("/FlateDecode", "/Fl"):
+            decoded = _inflate_capped(data, cap)
+        elif name in ("/LZWDecode", "/LZW"):
+            decoded = _lzw_capped(data, cap)
+        elif name in ("/RunLengthDecode", "/RL"):
+            decoded = _run_length_capped(data, cap)
+        else:
+            break
+        if name not in _ASCII_FILTERS:
+            if decoded is None:
+                return None
+            data = decoded
+    return len(data) if len(data) <= cap else None
+
+
+def _skipped_stream(doc: pymupdf.Document, xref: int) -> bool:
+    """Images (decoded only to render, to their declared size) and attached files (never
+    read: JavaScript and attachments are not kb's business)."""
+    return (
+        doc.xref_get_key(xref, "Subtype")[1] == "/Image"
+        or doc.xref_get_key(xref, "Type")[1] == "/EmbeddedFile"
+    )
+
+
+def check_limits(doc: pymupdf.Document, filename: str, limits: PdfLimits) -> None:
+    """Refuse a PDF that would cost unbounded work, before anything reads it whole: first the
+    page count, then every stream but images and attachments through a capped inflater, then
+    the text characters of each page.
+
+    Raises:
+        ConversionError: "N pages, over the M-page limit"; "object X inflates past N MiB"
+            (a decompression bomb); "its streams inflate past N MiB in all"; "page N has M
+            characters of text, over the K-character limit". Each names its setting.
+    """
+    if doc.page_count > limits.max_pages:
+        raise ConversionError(
+            f"{filename} has {doc.page_count:,} pages, over the {limits.max_pages:,}-page "
+            "limit (KB_PDF_MAX_PAGES); split it into parts and add those"
+        )
+    total = 0
+    for xref in range(1, doc.xref_length()):
+        if not doc.xref_is_stream(xref) or _skipped_stream(doc, xref):
+            continue
+        size = stream_inflated_size(doc, xref, limits.max_stream_bytes)
+        if size is None:
+            raise ConversionError(
+                f"{filename}: stream object {xref} inflates past the "
+                f"{limits.max_stream_bytes // _MIB:,} MiB limit (KB_PDF_MAX_STREAM_BYTES), "
+                "so it was not read: a decompression bomb or a damaged file; export it again"
+            )
+        total += size
+        if total > limits.max_inflated_bytes:
+            raise ConversionError(
+                f"{filename}: its streams inflate past the "
+                f"{limits.max_inflated_bytes // _MIB:,} MiB limit in all "
+                "(KB_PDF_MAX_INFLATED_BYTES), so it was not read; split or re-export it"
+            )
+    for page in doc:
+        characters = len("".join(page.get_text("text", flags=0).split()))
+        if characters > limits.max_page_characters:
+            raise ConversionError(
+                f"{filename}: page {page.number + 1} has {characters:,} characters of text, "
+                f"over the {limits.max_page_characters:,}-character limit per page "
+                "(KB_PDF_MAX_PAGE_CHARACTERS; a dense page has about 5,000); "
+                "export it with fewer characters per page"
+            )
+
+
+def check_pdf(pdf: bytes, filename: str, limits: PdfLimits) -> None:
+    """``open_pdf`` with ``limits``, then close: the ``markdown`` asset's pre-flight, so the
+    caps of the run's settings bound whichever converter runs next.
+
+    Raises:
+        ConversionError: as ``open_pdf``.
+    """
+    open_pdf(pdf, filename, limits).close()
 
 
 def _font_has_no_mapping(doc: pymupdf.Document, xref: int, font_type: str, encoding: str) -> bool:
@@ -435,13 +664,17 @@ __all__ = [
     "HEADER_SEARCH_BYTES",
     "MARKDOWN_MARKS",
     "MIN_INVISIBLE_TEXT_CHARS",
+    "PdfLimits",
     "UNMAPPED_SHARE_LIMIT",
     "VERSION_SEARCH_PAGES",
     "TextLayerStats",
+    "check_limits",
+    "check_pdf",
     "check_text_layer",
     "extract_title",
     "extract_version",
     "is_unmapped_char",
     "open_pdf",
+    "stream_inflated_size",
     "unmapped_characters",
 ]

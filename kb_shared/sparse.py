@@ -19,7 +19,11 @@ The rules of ``tokenize``, in order:
 3. The hyphen look-alikes U+2010-U+2013 (hyphen, non-breaking hyphen, figure dash, en dash)
    become ``-`` so ``IN008‑24`` from a PDF equals ``IN008-24`` typed by a person. The em dash
    (U+2014) stays a separator: it joins clauses, not codes. The Arabic tatweel (U+0640, a
-   stretching stroke with no meaning) is dropped.
+   stretching stroke with no meaning) is dropped, and so is the soft hyphen (U+00AD, a
+   possible line break inside a word), so ``cli\u00admate`` is ``climate``. A hyphenated
+   compound (``well-known``) is a compound under rule 5, so a query for it or for either part
+   finds it; the converter decides at a line-end break whether a hyphen is part of the word
+   (``providers.markdown_cleanup.resolve_break``).
 4. Word characters are the Unicode categories L* (letters), M* (marks, so Arabic harakat and
    Indic vowel signs stay inside their word) and N* (digits). ``-``, ``_``, ``.`` and ``/``
    are *joiners*: between two word characters they keep the token whole (``3.1.5``,
@@ -81,7 +85,7 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*\s*/?>")
 _MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|~<>])")
 _HYPHEN_LIKE = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-"})
-_DROPPED = str.maketrans("", "", "\u0640")  # Arabic tatweel
+_DROPPED = str.maketrans("", "", "\u0640\u00ad")  # Arabic tatweel, soft hyphen
 # After cleaning, the text holds only word characters, joiners and spaces (see _clean), so a
 # token is a run of non-space non-joiner characters, optionally chained by single joiners.
 _TOKEN = re.compile(r"[^\s\-_./]+(?:[\-_./][^\s\-_./]+)*")

@@ -5,17 +5,25 @@ registration decorator that applies ``kb_mcp.errors.tool_errors``, and the query
 The tool modules do not use ``from __future__ import annotations``: their signatures carry
 bounds taken from settings (the query length), which pydantic must resolve from the enclosing
 function's locals, and string annotations would be resolved in module globals only.
+
+Argument bounds (issue 16, "Bad input"): the input schema publishes every bound (``maximum``,
+``enum``, ``maxItems``, …) so a client can see it, but the bounds of ``top_k``, ``offset``,
+``hops``, the chunk list and the query are checked by the tool itself (``check_range``,
+``check_choice``, ``check_search_query``), so a value out of range gets one plain sentence
+naming the argument, the range and what was sent instead of pydantic's validation report.
 """
 
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Collection
 from typing import Annotated, Any, TypeAlias, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from kb_mcp.errors import reported
+from kb_mcp.errors import ToolProblem, reported
 from kb_mcp.state import ServerState
+from kb_shared.retrieval import check_query
 
 #: The kb server: its lifespan yields a ``ServerState``.
 KbServer: TypeAlias = MCPServer[ServerState]
@@ -85,3 +93,83 @@ def query_type(max_chars: int) -> Any:
             json_schema_extra={"maxLength": max_chars, "minLength": 1},
         ),
     ]
+
+
+#: The advice every refused query ends with.
+QUERY_HINT = "pass the words, clause number or code to look for"
+
+
+def check_search_query(query: str, max_chars: int) -> str:
+    """The stripped ``query`` when it has something to search for.
+
+    ``kb_shared.retrieval.check_query`` refuses an empty query and one over ``max_chars``;
+    this also refuses one made only of control or invisible characters (Unicode categories
+    ``C*`` and whitespace) and one with no letter or digit (categories ``L*``/``N*``), which
+    no index can match.
+
+    Raises:
+        QueryError: empty or too long (``check_query``).
+        ToolProblem: only control characters, or no letters or digits.
+    """
+    text = check_query(query, max_chars)
+    categories = [unicodedata.category(ch) for ch in text if not ch.isspace()]
+    if all(category.startswith("C") for category in categories):
+        raise ToolProblem(
+            "the query holds only control or invisible characters (such as NUL, ESC or a "
+            f"zero-width space), so there is nothing to search for; {QUERY_HINT}"
+        )
+    if not any(category[0] in "LN" for category in categories):
+        raise ToolProblem(
+            "the query has no letters or digits, only punctuation or symbols, so there is "
+            f"nothing to search for; {QUERY_HINT}"
+        )
+    return text
+
+
+def bounded_int(low: int, high: int, description: str) -> Any:
+    """An integer argument whose range ``low``..``high`` the input schema publishes
+    (``minimum``/``maximum``) and the tool checks with ``check_range`` (module docstring)."""
+    return Annotated[
+        int,
+        Field(description=description, json_schema_extra={"minimum": low, "maximum": high}),
+    ]
+
+
+def check_range(name: str, value: int, low: int, high: int, hint: str = "") -> int:
+    """``value`` when ``low <= value <= high``.
+
+    Raises:
+        ToolProblem: "top_k must be between 1 and 25; you sent 500", then the sentence
+            ``hint`` when given.
+    """
+    if low <= value <= high:
+        return value
+    raise ToolProblem(
+        f"{name} must be between {low:,} and {high:,}; you sent {value:,}" + _then(hint)
+    )
+
+
+def choice_int(choices: Collection[int], description: str) -> Any:
+    """An integer argument that takes one of ``choices``, published as the schema's ``enum``
+    and checked by the tool with ``check_choice`` (module docstring)."""
+    return Annotated[
+        int, Field(description=description, json_schema_extra={"enum": list(choices)})
+    ]
+
+
+def check_choice(name: str, value: int, choices: Collection[int], hint: str = "") -> int:
+    """``value`` when it is one of ``choices``.
+
+    Raises:
+        ToolProblem: "hops must be 1 or 2; you sent 3", then the sentence ``hint`` when given.
+    """
+    if value in choices:
+        return value
+    *rest, last = [f"{choice:,}" for choice in choices]
+    allowed = f"{', '.join(rest)} or {last}" if rest else last
+    raise ToolProblem(f"{name} must be {allowed}; you sent {value:,}" + _then(hint))
+
+
+def _then(hint: str) -> str:
+    """``hint`` as the sentence after an error's first one ("" when there is none)."""
+    return f". {hint}" if hint else ""

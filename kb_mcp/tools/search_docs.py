@@ -16,6 +16,9 @@ from kb_mcp.tools import (
     MAX_NAME_CHARS,
     KbContext,
     KbServer,
+    bounded_int,
+    check_range,
+    check_search_query,
     kb_tool,
     query_type,
     state_of,
@@ -27,6 +30,13 @@ from kb_shared.stores.catalog.documents import CATEGORY_MAX
 MAX_TOP_K = 25
 MAX_OFFSET = 200
 MAX_DOCUMENT_FILTER = 20
+
+#: What the out-of-range errors of top_k and offset add (``kb_mcp.tools.check_range``).
+TOP_K_HINT = "For more results, page on with offset=next_offset."
+OFFSET_HINT = (
+    "Pass the next_offset of the previous page; to reach further, narrow the query or filter "
+    "by documents or category."
+)
 
 DESCRIPTION = """\
 Search the indexed regulatory documents for passages that answer a question, with page-level
@@ -59,9 +69,7 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
     def search_docs(
         query: query_arg,
         ctx: KbContext,
-        top_k: Annotated[
-            int, Field(ge=1, le=MAX_TOP_K, description="Results per page.")
-        ] = 8,
+        top_k: bounded_int(1, MAX_TOP_K, "Results per page.") = 8,
         documents: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]] | None,
             Field(
@@ -73,17 +81,16 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
             Literal["text", "table", "figure"] | None,
             Field(description="Only prose ('text'), tables ('table') or figures ('figure')."),
         ] = None,
-        offset: Annotated[
-            int,
-            Field(ge=0, le=MAX_OFFSET, description="Results to skip: the previous next_offset."),
-        ] = 0,
+        offset: bounded_int(0, MAX_OFFSET, "Results to skip: the previous next_offset.") = 0,
         category: Annotated[
             str | None,
             Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
         ] = None,
     ) -> Annotated[CallToolResult, SearchDocsOutput]:
+        text = check_search_query(query, max_query_chars)
+        check_range("top_k", top_k, 1, MAX_TOP_K, TOP_K_HINT)
+        check_range("offset", offset, 0, MAX_OFFSET, OFFSET_HINT)
         state = state_of(ctx)
-        text = retrieval.check_query(query, max_query_chars)
         scope = search_scope(state.catalog, documents, category)
         answer = retrieval.search_docs(
             state.vectors(),

@@ -2,7 +2,7 @@
 (``kb_mcp.graph_search``), from documents that may be served only.
 No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.types import CallToolResult
 from pydantic import Field
@@ -11,12 +11,25 @@ from kb_mcp import graph_search, render
 from kb_mcp.documents import category_documents, category_prefix, served_documents
 from kb_mcp.links import Links
 from kb_mcp.schemas import SearchGraphOutput
-from kb_mcp.tools import CATEGORY_HELP, KbContext, KbServer, kb_tool, query_type, state_of
-from kb_shared.retrieval import check_query
+from kb_mcp.tools import (
+    CATEGORY_HELP,
+    KbContext,
+    KbServer,
+    bounded_int,
+    check_choice,
+    check_range,
+    check_search_query,
+    choice_int,
+    kb_tool,
+    query_type,
+    state_of,
+)
 from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: Most relationships one call returns (input schema ``maximum``).
 MAX_GRAPH_TOP_K = 30
+#: How far the walk may go from a seed entity (input schema ``enum``).
+HOPS = (1, 2)
 
 DESCRIPTION = """\
 Search the knowledge graph extracted from the documents: entities (defined terms, roles,
@@ -45,20 +58,19 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
     def search_graph(
         query: query_arg,
         ctx: KbContext,
-        hops: Annotated[
-            Literal[1, 2],
-            Field(description="1 = relationships of the seed entities; 2 = one edge further."),
-        ] = 1,
-        top_k: Annotated[
-            int, Field(ge=1, le=MAX_GRAPH_TOP_K, description="Relationships to return.")
-        ] = 10,
+        hops: choice_int(
+            HOPS, "1 = relationships of the seed entities; 2 = one edge further."
+        ) = 1,
+        top_k: bounded_int(1, MAX_GRAPH_TOP_K, "Relationships to return.") = 10,
         category: Annotated[
             str | None,
             Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
         ] = None,
     ) -> Annotated[CallToolResult, SearchGraphOutput]:
+        text = check_search_query(query, max_query_chars)
+        check_choice("hops", hops, HOPS, "hops=2 reaches one edge further than hops=1.")
+        check_range("top_k", top_k, 1, MAX_GRAPH_TOP_K)
         state = state_of(ctx)
-        text = check_query(query, max_query_chars)
         only = served_documents(state.catalog).only
         if category_prefix(category) is not None:
             only = category_documents(state.catalog, category or "")

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pymupdf
 
+from kb_shared.chunking import page_marker
 from kb_shared.errors import ConversionError, ProviderError
 from kb_shared.models import CLAUDE_DOCUMENT_MODEL
 from kb_shared.pdf import extract_title, extract_version, open_pdf
@@ -210,7 +211,11 @@ class ClaudeMarkdownConverter(CloudProvider, MarkdownConverter):
                     (doc.metadata or {}).get("title") or "", _page_text(markdown, 1), doc[0]
                 )
                 version = extract_version(doc) or _version(markdown)
+                labels = _printed_labels(doc)
         figures = tuple(_figure_regions(markdown))
+        markdown = _PAGE_MARKER.sub(
+            lambda m: page_marker(int(m[1]), labels[int(m[1]) - 1]), markdown
+        )
         seconds = time.perf_counter() - started
         after = self.meter.snapshot()
         spent: dict[str, float] = {
@@ -351,6 +356,18 @@ def renumber_pages(text: str, first_page: int, page_count: int, where: str) -> s
         body = f"{page_text}\n\n" if page_text else ""
         pieces.append(f"<!-- page {first_page + k - 1} -->\n\n{body}")
     return "".join(pieces)
+
+
+def _printed_labels(doc: pymupdf.Document) -> list[str]:
+    """Each page's ``/PageLabels`` label (``""`` when it has none or it cannot be read): the
+    markers carry it as ``<!-- page 6 (p. iv) -->`` (``kb_shared.chunking.page_marker``)."""
+    labels = []
+    for page in doc:
+        try:
+            labels.append(page.get_label() or "")
+        except Exception:  # a malformed /PageLabels tree: labels are a nicety, not a refusal
+            labels.append("")
+    return labels
 
 
 def _has_text(markdown: str) -> bool:

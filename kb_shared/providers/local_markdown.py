@@ -19,10 +19,14 @@ Pipeline for one PDF (``convert``):
    ``providers.markdown_regions``, whose docstrings give the rules): page furniture
    (running headers/footers, page numbers, repeated logos) removed, numbered section
    headings kept where their section begins; tables of contents removed; tables layout
-   missed recovered; ``[Figure: …]`` markers with a ``FigureRegion`` each; pipe tables and
-   text tidied.
+   missed recovered; ``[Figure: …]`` markers with a ``FigureRegion`` each; a table (or a code
+   listing) cut by a page break made one; the outline's headings and levels used; words
+   hyphenated at a line end joined or kept hyphenated; code boxes fenced safely; pipe tables
+   and text tidied.
 4. **Markdown**: ``<!-- page N -->`` (1-based) on its own line before each page's content,
-   blocks separated by blank lines.
+   with the page's printed label when ``/PageLabels`` gives it one that differs
+   (``<!-- page 6 (p. iv) -->``, ``kb_shared.chunking.page_marker``); blocks separated by
+   blank lines.
 5. **Title and version**: ``kb_shared.pdf.extract_title`` and ``extract_version``.
 
 Speed, measured on the 12 convertible corpus PDFs on 2 cores shared with other jobs (load
@@ -44,6 +48,7 @@ from collections.abc import Iterator
 import pymupdf
 import pymupdf4llm
 
+from kb_shared.chunking import page_marker
 from kb_shared.errors import ConversionError
 from kb_shared.pdf import (
     check_text_layer,
@@ -54,12 +59,23 @@ from kb_shared.pdf import (
 )
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
 from kb_shared.providers.markdown_cleanup import (
+    apply_outline,
+    break_words,
+    document_vocabulary,
+    english_words,
     page_markdown,
     pages_from_chunks,
     remove_contents,
     remove_furniture,
+    resolve_line_breaks,
 )
-from kb_shared.providers.markdown_regions import add_figures, add_missed_tables
+from kb_shared.providers.markdown_regions import (
+    add_figures,
+    add_missed_tables,
+    code_tables_to_code,
+    join_split_code,
+    join_split_tables,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +135,32 @@ def _layout_chunks(doc: pymupdf.Document, filename: str) -> list[dict]:
 
 
 # --------------------------------------------------------------------------------------
+# Page labels and outline
+# --------------------------------------------------------------------------------------
+def page_labels(doc: pymupdf.Document) -> list[str]:
+    """Each page's printed label from the PDF's ``/PageLabels`` (``"iv"``, ``"A-3"``), ``""``
+    for a page without one (or when the labels cannot be read: they are a nicety, never a
+    reason to refuse a PDF)."""
+    labels = []
+    for page in doc:
+        try:
+            labels.append(page.get_label() or "")
+        except Exception:  # a malformed /PageLabels tree
+            logger.debug("page %d: unreadable page label", page.number + 1, exc_info=True)
+            labels.append("")
+    return labels
+
+
+def _outline(doc: pymupdf.Document) -> list[list]:
+    """The outline as ``doc.get_toc()`` rows, ``[]`` when there is none or it is unreadable."""
+    try:
+        return doc.get_toc(simple=True)
+    except Exception:  # a malformed /Outlines tree
+        logger.debug("unreadable outline", exc_info=True)
+        return []
+
+
+# --------------------------------------------------------------------------------------
 # The converter
 # --------------------------------------------------------------------------------------
 class PymupdfMarkdownConverter(MarkdownConverter):
@@ -135,8 +177,10 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     #: stored Markdown only while it matches. The ``rN`` suffix is the revision of the rules
     #: in this module and ``markdown_cleanup``: bump it when a rule changes the output, so
     #: documents are converted again (r2: dropped tables of contents, number-free furniture
-    #: keys; r3: a numbered heading atop every page of its part is kept where it begins).
-    name = "pymupdf4llm-layout-r3"
+    #: keys; r3: a numbered heading atop every page of its part is kept where it begins;
+    #: r4: printed page labels in markers, split tables joined, outline headings, line-end
+    #: hyphenation resolved, code fenced safely).
+    name = "pymupdf4llm-layout-r4"
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
         """Convert one PDF.
@@ -182,10 +226,18 @@ class PymupdfMarkdownConverter(MarkdownConverter):
                 pdf_page = doc[page.number - 1]
                 paths = pdf_page.get_drawings()
                 add_missed_tables(page, pdf_page, paths)
+                code_tables_to_code(page, pdf_page)
                 figures.extend(add_figures(page, pdf_page, paths))
+            join_split_tables(pages)
+            join_split_code(pages)
+            apply_outline(pages, _outline(doc))
+            vocabulary = document_vocabulary(t for pdf_page in doc for t in break_words(pdf_page))
+            for page in pages:
+                resolve_line_breaks(page, doc[page.number - 1], vocabulary, english_words())
+            labels = page_labels(doc)
             bodies = [page_markdown(page) for page in pages]
             markdown = "\n\n".join(
-                f"<!-- page {page.number} -->" + (f"\n\n{body}" if body else "")
+                page_marker(page.number, labels[page.number - 1]) + (f"\n\n{body}" if body else "")
                 for page, body in zip(pages, bodies)
             )
             title = extract_title(metadata_title, bodies[0], doc[0])
@@ -203,4 +255,4 @@ class PymupdfMarkdownConverter(MarkdownConverter):
         )
 
 
-__all__ = ["CONVERTER_NAME", "PymupdfMarkdownConverter"]
+__all__ = ["CONVERTER_NAME", "PymupdfMarkdownConverter", "page_labels"]

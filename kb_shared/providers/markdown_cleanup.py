@@ -18,24 +18,39 @@ bbox, span of Markdown) to the steps here, in this order:
    removed, so a cover title that is also the running header survives once.
 3. :func:`remove_contents`: tables of contents and lists of tables/figures.
 4. Per page, ``markdown_regions.add_missed_tables`` (tables layout returned as one big box)
-   and ``markdown_regions.add_figures`` (``[Figure: …]`` markers and their ``FigureRegion``).
-5. :func:`page_markdown`: the kept blocks joined by blank lines. Tables stay pipe tables with
+   and ``markdown_regions.add_figures`` (``[Figure: …]`` markers and their ``FigureRegion``);
+   then ``markdown_regions.join_split_tables`` (a table cut by a page break is one table).
+5. :func:`apply_outline`: when the PDF has an outline (bookmarks), its entries' headings and
+   levels are used.
+6. :func:`resolve_line_breaks`: words hyphenated at a line end are joined or keep their hyphen
+   (:func:`resolve_break`).
+7. :func:`page_markdown`: the kept blocks joined by blank lines. Tables stay pipe tables with
    ``<br>`` inside cells replaced by a space and rows split at a wrapped cell merged back;
    private-use glyphs and U+FFFD are dropped; ``<u>``/``<mark>`` tags are unwrapped;
-   pymupdf4llm's image links and picture-text comments are removed.
+   pymupdf4llm's image links and picture-text comments are removed. Code (monospaced) boxes
+   are fenced so that no line inside can close the fence (:func:`fence_code`) and their lines
+   are kept verbatim; a listing cut by a page break is one fence (:func:`split_fence`).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import json
+import logging
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pymupdf
 
+from kb_shared.models import SPACY_MODEL_PACKAGE, SPACY_MODEL_VERSION
 from kb_shared.pdf import MARKDOWN_MARKS, is_unmapped_char
+
+logger = logging.getLogger(__name__)
 
 #: A box counts as furniture only if it repeats on at least this share of the pages.
 FURNITURE_PAGE_SHARE = 0.5
@@ -165,9 +180,9 @@ def _merge_continuation_rows(lines: list[str]) -> list[str]:
     return out
 
 
-def _clean_table(markdown: str) -> str:
+def clean_table(markdown: str) -> str:
     """A pymupdf4llm pipe table: ``<br>`` cell breaks turned into spaces, rows split at a
-    wrapped cell merged back (``_merge_continuation_rows``)."""
+    wrapped cell merged back (``_merge_continuation_rows``); blank lines dropped."""
     lines = [line for line in clean_text(markdown).splitlines() if line.strip()]
     return "\n".join(_merge_continuation_rows(lines))
 
@@ -435,6 +450,294 @@ def remove_contents(pages: Sequence[Page]) -> int:
 
 
 # --------------------------------------------------------------------------------------
+# Outlines
+# --------------------------------------------------------------------------------------
+_QUOTES_AND_DASHES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                                     "\u2013": "-", "\u2014": "-", "\u2010": "-", "\u2011": "-"})
+#: A block matched to an outline entry may hold at most this many characters more than the
+#: entry's title (a heading layout joined with a page number or a trailing mark).
+OUTLINE_TITLE_SLACK = 12
+_TEXT_CLASSES = frozenset(("title", "section-header", "text", "page-header", "list-item"))
+
+
+def _outline_key(text: str) -> str:
+    """Comparison key of a heading and an outline title: marks removed, quotes and dashes
+    plain, case-folded, whitespace collapsed."""
+    return " ".join(plain_text(text).translate(_QUOTES_AND_DASHES).casefold().split())
+
+
+def apply_outline(pages: Sequence[Page], outline: Sequence[Sequence]) -> int:
+    """Use the PDF's outline (``doc.get_toc()``: ``[level, title, page, ...]`` rows, 1-based
+    page, level 1 outermost) for the headings.
+
+    Each entry is looked for on its page among the kept text blocks: the first whose
+    ``_outline_key`` equals the title's, or starts with it and is at most
+    :data:`OUTLINE_TITLE_SLACK` characters longer, becomes an ATX heading of the entry's level
+    (capped at 6) with the block's own text. A heading layout found that is not in the outline
+    is kept but placed under the outline heading in force (its level is raised to at least
+    that heading's level + 1), so the outline's structure is what sections follow. Entries
+    without a page, or whose title is on no block of their page, change nothing.
+
+    Returns:
+        The number of outline entries applied.
+    """
+    by_page: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for entry in outline:
+        level, title, number = int(entry[0]), str(entry[1]), int(entry[2])
+        if level >= 1 and 1 <= number <= len(pages) and _outline_key(title):
+            by_page[number].append((level, _outline_key(title)))
+    if not by_page:
+        return 0
+    applied = 0
+    current = 0  # level of the outline heading in force
+    for page in pages:
+        wanted = list(by_page.get(page.number, ()))
+        for block in page.blocks:
+            if block.removed or block.kind not in _TEXT_CLASSES:
+                continue
+            if _FENCED_BOX.match(block.markdown):
+                continue  # code is never a heading
+            key = _outline_key(block.markdown)
+            match = next(
+                (
+                    (level, title)
+                    for level, title in wanted
+                    if key == title
+                    or (key.startswith(title) and len(key) <= len(title) + OUTLINE_TITLE_SLACK)
+                ),
+                None,
+            )
+            if match is not None:
+                wanted.remove(match)
+                current = min(match[0], 6)
+                block.markdown = "#" * current + " " + plain_text(block.markdown)
+                block.kind = "section-header"
+                applied += 1
+                continue
+            level = _heading_level(block.markdown)
+            if level and current and level <= current:
+                block.markdown = "#" * min(6, current + 1) + block.markdown.lstrip()[level:]
+    return applied
+
+
+# --------------------------------------------------------------------------------------
+# Words broken at a line end
+# --------------------------------------------------------------------------------------
+#: A line's last token ending in a hyphen after a letter ("cli-", "state-of-the-").
+_BROKEN_HEAD = re.compile(r"([^\W\d_]+(?:-[^\W\d_]+)*)-$")
+#: The next line's first token when it starts with a lower-case letter ("mate", "known,").
+_BROKEN_TAIL = re.compile(r"^([^\W\d_][^\W\d_'’-]*)")
+_VOCABULARY_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+
+
+@functools.lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    """Lower-case alphabetic entries of the offline spaCy model's vocabulary
+    (``kb_shared.models.SPACY_MODEL_PACKAGE`` ``vocab/strings.json``, ~49,000 words), read
+    without importing spaCy; empty (with a warning) when the model is not installed, and the
+    document's own vocabulary then decides alone."""
+    spec = importlib.util.find_spec(SPACY_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        logger.warning("%s is not installed: hyphenation uses the document's words only",
+                       SPACY_MODEL_PACKAGE)
+        return frozenset()
+    root = Path(next(iter(spec.submodule_search_locations)))
+    path = root / f"{SPACY_MODEL_PACKAGE}-{SPACY_MODEL_VERSION}" / "vocab" / "strings.json"
+    try:
+        strings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        logger.warning("cannot read %s: hyphenation uses the document's words only", path)
+        return frozenset()
+    return frozenset(w.casefold() for w in strings if isinstance(w, str) and w.isalpha())
+
+
+def document_vocabulary(texts: Iterable[str]) -> Counter[str]:
+    """Case-folded words (letters, hyphenated compounds whole) of ``texts``, counted; the
+    fragments of words broken at a line end are not words and should not be passed in."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(w.casefold() for w in _VOCABULARY_WORD.findall(text))
+    return counts
+
+
+def resolve_break(head: str, tail: str, vocabulary: Counter[str], words: frozenset[str]) -> str:
+    """The word a line-end break ``head`` + "-" / ``tail`` stands for.
+
+    ``head`` is the text before the hyphen ("cli", "well", "state-of-the"), ``tail`` the
+    next line's first word ("mate"). Only the last part of ``head`` and ``tail`` are weighed
+    (``last``, ``tail``). In order: the document's own vocabulary (``vocabulary``, the words
+    outside line breaks) decides when it holds ``last-tail`` or ``lasttail`` (the more
+    frequent wins; a tie keeps the hyphen); else the word list ``words`` (``english_words``):
+    ``lasttail`` a word -> joined ("climate", "procedures"); ``last`` an acronym ("VPP"), or
+    ``last`` and ``tail`` both words, or a prefix whose last vowel the tail repeats ("co" +
+    "optimising": English keeps that hyphen) -> a compound that keeps its hyphen
+    ("VPP-capable", "well-known", "self-assessment", "state-of-the-art"); otherwise joined
+    (a syllable break).
+    """
+    last = head.rsplit("-", 1)[-1]
+    joined, hyphenated = head + tail, f"{head}-{tail}"
+    pair_joined = (last + tail).casefold()
+    seen_joined = vocabulary.get(pair_joined, 0)
+    compounds = {f"{last}-{tail}".casefold(), hyphenated.casefold()}  # "the-art", "state-of-…"
+    seen_hyphenated = sum(vocabulary.get(word, 0) for word in compounds)
+    if seen_joined or seen_hyphenated:
+        return joined if seen_joined > seen_hyphenated else hyphenated
+    if pair_joined in words:
+        return joined
+    acronym = len(last) >= 2 and last.isupper()
+    vowel = last[-1:].casefold()
+    doubled_vowel = vowel in ("a", "e", "i", "o", "u") and tail[:1].casefold() == vowel
+    if acronym or doubled_vowel or (last.casefold() in words and tail.casefold() in words):
+        return hyphenated
+    return joined
+
+
+def _block_lines(pdf_page: pymupdf.Page) -> list[list[tuple[pymupdf.Rect, str]]]:
+    """MuPDF's text lines (bbox, text) per block, without de-hyphenation."""
+    return [
+        [
+            (pymupdf.Rect(line["bbox"]), "".join(span["text"] for span in line["spans"]))
+            for line in block.get("lines", ())
+        ]
+        for block in pdf_page.get_text("dict")["blocks"]
+    ]
+
+
+#: A token that is an address (URL, path, e-mail): a hyphen at its line end is its own.
+_ADDRESS = re.compile(r"/|@|^www\.", re.IGNORECASE)
+
+
+def _break(upper: str, lower: str) -> tuple[str, str, bool] | None:
+    """``(head, tail, literal)`` when line ``upper`` ends in a word broken by a hyphen and
+    ``lower`` goes on with its lower-case rest; ``literal`` when the broken token is an
+    address, whose hyphen is part of it."""
+    tokens = upper.split()
+    head = _BROKEN_HEAD.search(tokens[-1]) if tokens else None
+    tail = _BROKEN_TAIL.match(lower.lstrip())
+    if head and tail and tail.group(1)[0].islower():
+        return head.group(1), tail.group(1), bool(_ADDRESS.search(tokens[-1]))
+    return None
+
+
+def line_breaks(pdf_page: pymupdf.Page) -> list[tuple[pymupdf.Point, str, str, bool]]:
+    """The words broken at a line end on a page: ``(where, head, tail, literal)`` for each
+    text line whose last token ends in a hyphen after a letter and whose next line (same
+    MuPDF block) starts with a lower-case letter; ``where`` is the middle of the broken line
+    (to find its layout box); ``literal`` when the token is a URL, path or e-mail address
+    (its hyphen stays)."""
+    found = []
+    for lines in _block_lines(pdf_page):
+        for (rect, upper), (_, lower) in zip(lines, lines[1:]):
+            pair = _break(upper, lower)
+            if pair is not None:
+                found.append(((rect.tl + rect.br) / 2, *pair))
+    return found
+
+
+def break_words(pdf_page: pymupdf.Page) -> list[str]:
+    """The page's lines with the two fragments of every line-end break left out (what
+    ``document_vocabulary`` should count)."""
+    texts = []
+    for lines in _block_lines(pdf_page):
+        broken = [False] + [_break(a, b) is not None for (_, a), (_, b) in zip(lines, lines[1:])]
+        for index, (_, line) in enumerate(lines):
+            tokens = line.split()
+            if index + 1 < len(broken) and broken[index + 1]:
+                tokens = tokens[:-1]  # its last word goes on on the next line
+            if broken[index]:
+                tokens = tokens[1:]  # its first word is the end of the line before's
+            texts.append(" ".join(tokens))
+    return texts
+
+
+def resolve_line_breaks(
+    page: Page, pdf_page: pymupdf.Page, vocabulary: Counter[str], words: frozenset[str]
+) -> int:
+    """Rewrite each word broken at a line end on ``page`` (``line_breaks``) as
+    ``resolve_break`` decides (an address keeps its hyphen), in the text block that holds the
+    broken line, whichever way pymupdf4llm left it (joined "wellknown", or "a- b" for a short
+    head). Tables, figures and code are not touched.
+
+    Returns:
+        The number of breaks rewritten.
+    """
+    changed = 0
+    offsets: dict[int, int] = {}
+    for where, head, tail, literal in line_breaks(pdf_page):
+        block = next(
+            (
+                b
+                for b in page.blocks
+                if not b.removed and b.kind in _TEXT_CLASSES and b.rect.contains(where)
+                and not _FENCED_BOX.match(b.markdown)
+            ),
+            None,
+        )
+        if block is None:
+            continue
+        pattern = re.compile(
+            rf"(?<![\w-]){re.escape(head)}(?:-[ \t]*\n?[ \t]*|[ \t]+)?{re.escape(tail)}(?![\w-])"
+        )
+        start = offsets.get(id(block), 0)
+        match = pattern.search(block.markdown, start)
+        if match is None:
+            continue
+        word = f"{head}-{tail}" if literal else resolve_break(head, tail, vocabulary, words)
+        block.markdown = block.markdown[: match.start()] + word + block.markdown[match.end() :]
+        offsets[id(block)] = match.start() + len(word)
+        changed += word != match.group()
+    return changed
+
+
+# --------------------------------------------------------------------------------------
+# Code
+# --------------------------------------------------------------------------------------
+#: A code box as pymupdf4llm writes it: a line of three backticks, the lines, the same line
+#: (a box whose closing line is missing is code to its end).
+_FENCED_BOX = re.compile(
+    r"\A\s*```[ \t]*\n(?P<code>.*?)\n?(?:^[ \t]*```[ \t]*)?\s*\Z", re.DOTALL | re.MULTILINE
+)
+_BACKTICK_RUN = re.compile(r"`+")
+
+
+def code_box(markdown: str) -> str | None:
+    """The code lines of a monospaced box as pymupdf4llm wrote it (fenced with three
+    backticks, possibly unclosed), ``None`` for any other block."""
+    match = _FENCED_BOX.match(markdown)
+    return None if match is None else match.group("code")
+
+
+def split_fence(parts: Sequence[Block]) -> None:
+    """Write the code boxes ``parts`` (one listing cut by page breaks, in order) as one fence:
+    one fence length for all (``fence_code``), opened in the first part only and closed in
+    the last only. Their kind becomes ``"code"``, which ``page_markdown`` writes as is."""
+    codes = [code_box(block.markdown) or "" for block in parts]
+    fence = fence_code("\n".join(codes)).split("\n", 1)[0]
+    for index, (block, code) in enumerate(zip(parts, codes)):
+        lines = fence_code(code).split("\n")[1:-1]
+        if index == 0:
+            lines.insert(0, fence)
+        if index == len(parts) - 1:
+            lines.append(fence)
+        block.markdown = "\n".join(lines)
+        block.kind = "code"
+
+
+def fence_code(code: str) -> str:
+    """``code`` (lines of a monospaced box) as a fenced block that nothing inside can close or
+    reopen: the fence is one backtick longer than the longest backtick run in the code, and at
+    least three (CommonMark 0.31, section 4.5). Lines are kept verbatim except that trailing
+    whitespace and unmapped glyphs are dropped, so a ``#`` line stays code."""
+    lines = ["".join(ch for ch in line if not is_unmapped_char(ch)).rstrip()
+             for line in code.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([fence, *lines, fence])
+
+
+# --------------------------------------------------------------------------------------
 # Assembly
 # --------------------------------------------------------------------------------------
 def page_markdown(page: Page) -> str:
@@ -443,10 +746,13 @@ def page_markdown(page: Page) -> str:
     for block in page.blocks:
         if block.removed:
             continue
+        code = code_box(block.markdown)
         if block.kind == "table":
-            text = _clean_table(block.markdown)
-        elif block.kind == "figure":
+            text = clean_table(block.markdown)
+        elif block.kind in ("figure", "code"):
             text = block.markdown
+        elif code is not None:
+            text = fence_code(code)
         else:
             text = clean_text(block.markdown)
         if text:
@@ -457,10 +763,22 @@ def page_markdown(page: Page) -> str:
 __all__ = [
     "FURNITURE_PAGE_SHARE",
     "MARGIN_BAND",
+    "OUTLINE_TITLE_SLACK",
     "Block",
     "Page",
+    "apply_outline",
+    "break_words",
     "contents_entries",
+    "clean_table",
     "clean_text",
+    "code_box",
+    "document_vocabulary",
+    "english_words",
+    "fence_code",
+    "line_breaks",
+    "resolve_break",
+    "resolve_line_breaks",
+    "split_fence",
     "furniture_key",
     "in_margin_band",
     "is_numbered_heading",

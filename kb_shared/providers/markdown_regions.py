@@ -16,12 +16,20 @@ Step 4 of the clean-up (``markdown_cleanup`` module docstring), per page:
   axis-parallel: an arrowhead, a curve, a diagonal, which table grids lack), outside tables,
   pictures and the margin bands and not touching the page edge (cover art, backgrounds),
   also get a marker. Each marker is returned as a ``FigureRegion``.
+
+* :func:`code_tables_to_code`: monospaced text layout took for a table is code again.
+
+And once every page is done, :func:`join_split_tables`: a table cut by a page break, with its
+header row repeated on the next page or not, with running headers/footers or a "continued"
+note between the parts, becomes one table (its rule in the docstring); and
+:func:`join_split_code`: a code listing cut by a page break stays one fenced block.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections import defaultdict
 from collections.abc import Sequence
 
 import pymupdf
@@ -31,9 +39,13 @@ from kb_shared.providers.base import FigureRegion
 from kb_shared.providers.markdown_cleanup import (
     Block,
     Page,
+    clean_table,
     clean_text,
+    code_box,
+    furniture_key,
     in_margin_band,
     plain_text,
+    split_fence,
 )
 
 logger = logging.getLogger(__name__)
@@ -339,4 +351,283 @@ def add_missed_tables(page: Page, pdf_page: pymupdf.Page, paths: Sequence[dict])
     return added
 
 
-__all__ = ["add_figures", "add_missed_tables"]
+# --------------------------------------------------------------------------------------
+# Monospaced text layout took for a table
+# --------------------------------------------------------------------------------------
+_CODE_CELL = re.compile(r"^\s*(?:`[^`]*`\s*)+$")
+
+
+def _monospaced_lines(pdf_page: pymupdf.Page, rect: pymupdf.Rect) -> list[str] | None:
+    """The text lines inside ``rect`` with their indentation (in character widths from the
+    leftmost line), or ``None`` when any span there is not monospaced."""
+    rows: list[tuple[float, float, str, float]] = []
+    for block in pdf_page.get_text("dict", clip=rect)["blocks"]:
+        for line in block.get("lines", ()):
+            spans = [s for s in line["spans"] if s["text"].strip()]
+            if not spans:
+                continue
+            if not all(s["flags"] & pymupdf.TEXT_FONT_MONOSPACED for s in spans):
+                return None
+            text = "".join(s["text"] for s in line["spans"]).rstrip()
+            width = spans[0]["size"] * 0.6  # a monospaced glyph's advance (Courier: 600/1000 em)
+            rows.append((line["bbox"][1], line["bbox"][0], text.lstrip(), width))
+    if not rows:
+        return None
+    left = min(x for _, x, _, _ in rows)
+    rows.sort()
+    return [" " * round((x - left) / width) + text for _, x, text, width in rows]
+
+
+def code_tables_to_code(page: Page, pdf_page: pymupdf.Page) -> int:
+    """Give back monospaced text that layout returned as a table (aligned columns of code,
+    every cell in backticks) as the code block it is: its lines, indentation kept, fenced
+    (``markdown_cleanup.fence_code`` fences it when the page is assembled), so a ``#`` in it
+    is never a heading and it is never split like table rows.
+
+    Returns:
+        The number of tables turned back into code.
+    """
+    changed = 0
+    for block in page.blocks:
+        if block.removed or block.kind != "table":
+            continue
+        cells = [
+            c
+            for line in clean_table(block.markdown).splitlines()
+            if line.strip() and not re.fullmatch(r"[\s|:\-]+", line)
+            for c in line.strip().strip("|").split("|")
+            if c.strip()
+        ]
+        if not cells or not all(_CODE_CELL.match(c) for c in cells):
+            continue
+        lines = _monospaced_lines(pdf_page, block.rect)
+        if lines is None:
+            continue
+        block.kind = "text"
+        block.markdown = "```\n" + "\n".join(lines) + "\n```"
+        changed += 1
+    return changed
+
+
+# --------------------------------------------------------------------------------------
+# Tables cut by a page break
+# --------------------------------------------------------------------------------------
+#: The first part of a split table ends below this share of its page's height ... (these
+#: four are judgement, checked on the split tables built in tests/test_pdf_tables.py and on
+#: the loss-factor report's Queensland tables, which run over pages 8-10)
+SPLIT_TABLE_BOTTOM_SHARE = 0.6
+#: ... and the next part starts above this share of the next page's height.
+SPLIT_TABLE_TOP_SHARE = 0.4
+#: The parts' left and right edges differ by at most this share of the page width.
+SPLIT_TABLE_EDGE_SHARE = 0.05
+#: A "continued" note between the parts has at most this many words.
+CONTINUED_NOTE_WORDS = 16
+
+_CONTINUED = re.compile(
+    r"\b(?:continued|continues|cont['’]?d|fortsetzung|fortgesetzt|forts)\b", re.IGNORECASE
+)
+_BOLD_CELL = re.compile(r"^\s*(\*\*|__).+\1\s*$")
+_CELL_SEPARATOR = re.compile(r"(?<!\\)\|")
+
+
+def _rows(markdown: str) -> list[str]:
+    return [line for line in markdown.split("\n") if line.strip()]
+
+
+def _cells(line: str) -> list[str]:
+    """A pipe-table row's cells (empty ones kept; ``\\|`` is not a separator)."""
+    cells = _CELL_SEPARATOR.split(line.strip())
+    return cells[1:-1] if len(cells) > 2 else cells
+
+
+def _row_key(line: str) -> tuple[str, ...]:
+    """A row's cells as plain, case-folded text: a repeated header matches however it is
+    emphasised."""
+    return tuple(" ".join(plain_text(c).casefold().split()) for c in _cells(line))
+
+
+def _is_continued_note(block: Block) -> bool:
+    text = plain_text(block.markdown)
+    return bool(_CONTINUED.search(text)) and len(text.split()) <= CONTINUED_NOTE_WORDS
+
+
+def _is_furniture_like(block: Block, page: Page) -> bool:
+    return block.kind in ("page-header", "page-footer") or in_margin_band(block.rect, page.rect)
+
+
+#: A running header outside the margin bands sits within this many points of the same
+#: place on another page.
+RUNNING_POSITION_PT = 3.0
+
+
+def _running_blocks(pages: Sequence[Page]) -> set[int]:
+    """``id``s of the kept non-table blocks that repeat as running headers/footers: their
+    ``furniture_key`` occurs on another page too, and they are furniture candidates (margin
+    band, ``page-header``/``page-footer``) or sit at the same height
+    (:data:`RUNNING_POSITION_PT`) as an occurrence on another page."""
+    places: list[tuple[str, int, int, Block, bool]] = []
+    pages_of: dict[str, set[int]] = defaultdict(set)
+    at: dict[tuple[str, int], set[int]] = defaultdict(set)  # (key, height bucket) -> pages
+    for page in pages:
+        for block in page.blocks:
+            if block.removed or block.kind in ("table", "figure"):
+                continue
+            key = furniture_key(block.markdown)
+            if key:
+                bucket = round(block.rect.y0 / RUNNING_POSITION_PT)
+                places.append((key, bucket, page.number, block, _is_furniture_like(block, page)))
+                pages_of[key].add(page.number)
+                at[key, bucket].add(page.number)
+    running: set[int] = set()
+    for key, bucket, number, block, furniture in places:
+        if len(pages_of[key]) < 2:
+            continue
+        near = at[key, bucket - 1] | at[key, bucket] | at[key, bucket + 1]
+        if furniture or near - {number}:
+            running.add(id(block))
+    return running
+
+
+def _body_edge(
+    page: Page, running: set[int], *, last: bool, code: bool = False
+) -> tuple[Block | None, list[Block]]:
+    """The table (``code``: the code box) that ends (``last``) or starts the page's body, and
+    the blocks passed over to reach it: "continued" notes and running headers/footers
+    (``running``, block ids). ``(None, [])`` when the first/last other block is not one."""
+    blocks = [b for b in page.blocks if not b.removed]
+    passed: list[Block] = []
+    for block in reversed(blocks) if last else blocks:
+        if (code_box(block.markdown) is not None) if code else block.kind == "table":
+            return block, passed
+        if _is_continued_note(block) or id(block) in running:
+            passed.append(block)
+            continue
+        return None, []
+    return None, []
+
+
+def _bold(line: str) -> bool:
+    cells = [c for c in _cells(line) if c.strip()]
+    return bool(cells) and all(_BOLD_CELL.match(c) for c in cells)
+
+
+def _continues(
+    before: Page, upper: Block, after: Page, lower: Block, *, right_edge: bool
+) -> bool:
+    """``lower`` (atop ``after``) can go on from ``upper`` (at the foot of ``before``): left
+    (and with ``right_edge`` right) edges within :data:`SPLIT_TABLE_EDGE_SHARE` of the page
+    width, ``upper`` ending below :data:`SPLIT_TABLE_BOTTOM_SHARE` of its page and ``lower``
+    starting above :data:`SPLIT_TABLE_TOP_SHARE` of its own."""
+    slack = SPLIT_TABLE_EDGE_SHARE * before.rect.width
+    return (
+        abs(upper.rect.x0 - lower.rect.x0) <= slack
+        and (not right_edge or abs(upper.rect.x1 - lower.rect.x1) <= slack)
+        and upper.rect.y1 >= before.rect.y0 + SPLIT_TABLE_BOTTOM_SHARE * before.rect.height
+        and lower.rect.y0 <= after.rect.y0 + SPLIT_TABLE_TOP_SHARE * after.rect.height
+    )
+
+
+def join_split_tables(pages: Sequence[Page]) -> int:
+    """Make each table that a page break cut into parts one table (issue 16).
+
+    A table that ends a page's body (only "continued" notes and repeated running
+    headers/footers below it) and a table that starts the next page's body are parts of one
+    table when they have as many columns, their left and right edges are within
+    :data:`SPLIT_TABLE_EDGE_SHARE` of the page width, the first ends below
+    :data:`SPLIT_TABLE_BOTTOM_SHARE` of its page and the second starts above
+    :data:`SPLIT_TABLE_TOP_SHARE` of its own. Then: the notes and running headers/footers
+    between them (``_running_blocks``) are removed (they repeat what is kept elsewhere; the
+    first occurrence of a running header is kept unless it is itself between two parts);
+    a first row equal to the
+    header (cells compared as plain case-folded text) becomes the header's exact text, so the
+    chunker (``kb_shared.chunking``, "Tables") merges the parts and drops it; a first row
+    that is not the header was taken for one by layout and becomes the first data row under
+    the real header, unless it is all bold while the table's rows are not (the header of a
+    different table); a first row that is only the wrapped end of the last row's cell
+    (``markdown_cleanup.clean_table``'s rule) joins that row. Each row stays on the page
+    where it starts, so it cites the page it is printed on.
+
+    Returns:
+        The number of parts joined to the part before them.
+    """
+    running = _running_blocks(pages)
+    joined = 0
+    for before, after in zip(pages, pages[1:]):
+        upper, passed_upper = _body_edge(before, running, last=True)
+        lower, passed_lower = _body_edge(after, running, last=False)
+        if upper is None or lower is None:
+            continue
+        head, under = _rows(clean_table(upper.markdown)), _rows(clean_table(lower.markdown))
+        if len(head) < 2 or len(under) < 2 or len(_row_key(head[0])) != len(_row_key(under[0])):
+            continue
+        if not _continues(before, upper, after, lower, right_edge=True):
+            continue
+        if _row_key(under[0]) == _row_key(head[0]):
+            rows = under[2:]
+        elif _bold(under[0]) and not _bold(head[-1]):
+            continue  # a new table with its own header
+        else:
+            rows = [under[0], *under[2:]]
+        merged = _rows(clean_table("\n".join([*head, *rows])))
+        if rows and len(merged) < len(head) + len(rows):  # a row the page break cut in two
+            upper.markdown = "\n".join(merged[: len(head)])
+            rows = merged[len(head) :]
+        lower.markdown = "\n".join([head[0], head[1], *rows])
+        for block in passed_upper + passed_lower:
+            block.removed = True
+        joined += 1
+    return joined
+
+
+def join_split_code(pages: Sequence[Page]) -> int:
+    """Keep a code listing that a page break cut in two one fenced block (issue 16: code is
+    never split). A code box ending a page's body and one starting the next page's (passing
+    over running headers/footers and "continued" notes, which are removed), with left edges
+    in line (``_continues``; the right edge follows the longest line, so it is not compared),
+    become one fence: the first part is written unclosed and the second unopened
+    (``markdown_cleanup.split_fence``), so the page marker between them falls inside the
+    fence, which the chunker allows (``kb_shared.chunking``, "Page markers"; the blank lines
+    around the marker stay in the code as the page break), and every line cites its own page.
+    A listing over three or more pages is chained the same way.
+
+    Returns:
+        The number of parts joined to the part before them.
+    """
+    running = _running_blocks(pages)
+    joined = 0
+    chain: list[Block] = []
+    for before, after in zip(pages, pages[1:]):
+        upper, passed_upper = _body_edge(before, running, last=True, code=True)
+        lower, passed_lower = _body_edge(after, running, last=False, code=True)
+        if upper is None or lower is None or not _continues(
+            before, upper, after, lower, right_edge=False
+        ):
+            if len(chain) > 1:
+                split_fence(chain)
+            chain = []
+            continue
+        if not chain or chain[-1] is not upper:
+            if len(chain) > 1:
+                split_fence(chain)
+            chain = [upper]
+        chain.append(lower)
+        for block in passed_upper + passed_lower:
+            block.removed = True
+        joined += 1
+    if len(chain) > 1:
+        split_fence(chain)
+    return joined
+
+
+__all__ = [
+    "CONTINUED_NOTE_WORDS",
+    "RUNNING_POSITION_PT",
+    "SPLIT_TABLE_BOTTOM_SHARE",
+    "SPLIT_TABLE_EDGE_SHARE",
+    "SPLIT_TABLE_TOP_SHARE",
+    "add_figures",
+    "add_missed_tables",
+    "code_tables_to_code",
+    "join_split_code",
+    "join_split_tables",
+]

@@ -52,7 +52,9 @@ CONVERTER_NAME = "text-passthrough-r1"
 
 _PDF_SIGNATURE = b"%PDF-"
 #: A line the chunker would read as a page marker (``kb_shared.chunking``'s rule, any case).
-_PAGE_MARKER_LIKE = re.compile(r"^(\s*)(<!--\s*page\s+\d+\s*-->\s*)$", re.IGNORECASE)
+_PAGE_MARKER_LIKE = re.compile(
+    r"^(\s*)(<!--\s*page\s+\d+(?:\s+\(p\.\s+.*?\))?\s*-->\s*)$", re.IGNORECASE
+)
 #: Plain-text line starts that Markdown reads as structure: ATX heading, fence, HTML comment.
 _STRUCTURE_START = re.compile(r"^([ \t]*)(?=#|`{3}|~{3}|<!--)")
 #: A table alignment row (``|---|:--:|``, ``--- | ---``): only ``|``, ``-``, ``:`` and blanks.

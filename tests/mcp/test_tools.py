@@ -53,7 +53,7 @@ async def test_tools_are_read_only_with_bounded_inputs_and_output_schemas(server
     async with Client(server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert sorted(tools) == [
-        "add_reference", "echo", "find_reference", "list_documents", "read_doc",
+        "add_reference", "display_process", "echo", "find_reference", "list_documents", "read_doc",
         "request_document", "search_aer_performance", "search_compliance", "search_docs",
         "search_graph",
     ]
@@ -329,7 +329,7 @@ async def test_read_doc_reports_missing_numbers_and_bad_requests(server) -> None
     )
     too_many = await call(server, "read_doc", document="retail-rules.pdf", chunk_numbers=[0, 1, 2, 3, 4, 5])
     assert too_many.is_error is True
-    assert "List should have at most 5 items" in text_of(too_many)
+    assert "read_doc reads at most 5 chunks per call; you sent 6 chunk numbers." in text_of(too_many)
 
 
 async def test_list_documents_shows_ready_documents_and_the_others_counts(server) -> None:
@@ -350,7 +350,7 @@ async def test_documents_resource_is_compact_json(server) -> None:
     async with Client(server) as client:
         listed = (await client.list_resources()).resources
         result = await client.read_resource("kb://documents")
-    assert [str(r.uri) for r in listed] == ["kb://documents"]
+    assert [str(r.uri) for r in listed] == ["ui://kb/display-process/v1", "kb://documents"]
     content = result.contents[0]
     assert content.mime_type == "application/json"
     assert "\n" not in content.text and ", " not in content.text and '": ' not in content.text
