@@ -170,7 +170,9 @@ def open_vector_index(settings: Settings) -> VectorIndex:
     return SqliteVectorIndex(path)
 
 
-def open_graph_store(settings: Settings, engine: Engine | None = None) -> GraphStore:
+def open_graph_store(
+    settings: Settings, engine: Engine | None = None, *, read_only: bool = False
+) -> GraphStore:
     """Neo4j (``Neo4jGraphStore``) when ``neo4j_uri`` is set, else the SQL graph
     (``SqlGraphStore``) in the catalog database.
 
@@ -178,12 +180,17 @@ def open_graph_store(settings: Settings, engine: Engine | None = None) -> GraphS
         settings: where things live.
         engine: the catalog engine to share (e.g. ``catalog.engine``); default a new engine
             on ``resolved_database_url``.
+        read_only: Neo4j sessions in READ access mode, so the server refuses writes (the
+            MCP server; its SQL graph is read-only through the ``kb_reader`` engine it passes).
     """
     if settings.neo4j_uri:
         from kb_shared.stores.graph_neo4j import Neo4jGraphStore  # noqa: PLC0415
 
         return Neo4jGraphStore(
-            _neo4j_driver(settings), database=settings.neo4j_database, owns_driver=True
+            _neo4j_driver(settings),
+            database=settings.neo4j_database,
+            owns_driver=True,
+            read_only=read_only,
         )
 
     return SqlGraphStore(engine if engine is not None else open_engine(settings))

@@ -43,7 +43,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pysqlite3.dbapi2 as sqlite3
@@ -437,6 +437,45 @@ class SqliteVectorIndex(VectorIndex):
         with self._errors("sparse search"):
             rows = self._connection().execute(sql, (match, *params, limit)).fetchall()
         return [Hit(point=_stored(row[:5]), score=-float(row[5])) for row in rows]
+
+    def export_points(self, after: str | None = None, limit: int = 500) -> list[ExportedPoint]:
+        """Up to ``limit`` stored points with id greater than ``after`` (``None``: from the
+        first), in id order, each with its dense vector and its FTS5 terms: what a copy to
+        another backend needs without re-embedding (``kb_shared.stores.migrate``).
+
+        Raises:
+            ValueError: ``limit`` < 1.
+            StoreError: before ``open``, or SQLite failed.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        self._require_open()
+        with self._errors("exporting points"):
+            rows = (
+                self._connection()
+                .execute(
+                    f"SELECT p.id, p.document, p.kind, p.text, p.payload, v.embedding, f.terms "
+                    f"FROM {self._points} AS p JOIN {self._vec} AS v ON v.rowid = p.rowid "
+                    f"JOIN {self._fts} AS f ON f.rowid = p.rowid "
+                    "WHERE p.id > ? ORDER BY p.id LIMIT ?",
+                    ("" if after is None else after, limit),
+                )
+                .fetchall()
+            )
+        return [
+            ExportedPoint(_stored(row[:5]), np.frombuffer(row[5], dtype=np.float32), row[6])
+            for row in rows
+        ]
+
+
+class ExportedPoint(NamedTuple):
+    """A point as ``SqliteVectorIndex.export_points`` reads it: the stored point, its dense
+    vector (float32, shape ``(dimension,)``, unit length as stored) and its FTS5 terms
+    (``kb_shared.sparse.fts_document`` of the text its sparse side indexed)."""
+
+    point: StoredPoint
+    dense: np.ndarray
+    terms: str
 
 
 class _Row:

@@ -1,0 +1,142 @@
+"""``kb migrate`` — copy the corpus of the current ``KB_HOME`` (its embedded stores) into
+server backends: ``--to-catalog`` (Postgres), ``--to-qdrant`` (a Qdrant server URL, or a
+folder for Qdrant's local mode), ``--to-neo4j`` and ``--to-blobs`` (any fsspec URL), any
+subset of them. The copy is ``kb_shared.stores.migrate.migrate``: idempotent, resumable,
+verified by counts afterwards; docs/deploy.md "From an embedded corpus to the servers".
+
+Credentials come from the settings, never from the command line: the Neo4j target logs in
+with ``KB_NEO4J_USER`` / ``KB_NEO4J_PASSWORD`` (database ``KB_NEO4J_DATABASE``) and a Qdrant
+server with ``KB_QDRANT_API_KEY`` (collection ``KB_QDRANT_COLLECTION``); a Postgres URL
+carries its own. Exit status: 0 copied and every count matches; 1 the copy failed or a count
+differs (the message says which); 2 nothing to do, or a target holds other data and
+``--replace`` was not given (nothing was written).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kb_shared.errors import KbError, MigrationRefusedError
+from kb_shared.settings import Settings
+from kb_shared.stores.migrate import BATCH, MigrationReport, MigrationTargets, migrate
+
+#: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+#: The setting that points kb at each moved store, for the closing hint.
+SETTING_OF = {
+    "catalog": "KB_DATABASE_URL",
+    "vectors": "KB_QDRANT_URL",
+    "graph": "KB_NEO4J_URI",
+    "blobs": "KB_BLOB_URL",
+}
+
+
+def migrate_command(
+    to_catalog: Annotated[
+        str | None,
+        typer.Option("--to-catalog", help="Target catalog URL (postgresql://user:pw@host/db)."),
+    ] = None,
+    to_qdrant: Annotated[
+        str | None,
+        typer.Option("--to-qdrant", help="Target Qdrant: server URL, or a folder (local mode)."),
+    ] = None,
+    to_neo4j: Annotated[
+        str | None,
+        typer.Option("--to-neo4j", help="Target Neo4j Bolt URI (login: KB_NEO4J_USER/PASSWORD)."),
+    ] = None,
+    to_blobs: Annotated[
+        str | None, typer.Option("--to-blobs", help="Target blob root (any fsspec URL).")
+    ] = None,
+    replace: Annotated[
+        bool,
+        typer.Option("--replace", help="Overwrite target data that differs from the source."),
+    ] = False,
+    batch: Annotated[int, typer.Option(min=1, help="Rows/points per write.")] = BATCH,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Copy the embedded stores of KB_HOME into server backends (any subset), then verify
+    the counts. Running it again copies only what is missing."""
+    settings = Settings()
+    targets = MigrationTargets(
+        catalog_url=to_catalog,
+        qdrant=to_qdrant,
+        qdrant_api_key=_secret(settings.qdrant_api_key),
+        qdrant_collection=settings.qdrant_collection,
+        neo4j_uri=to_neo4j,
+        neo4j_user=settings.neo4j_user,
+        neo4j_password=_secret(settings.neo4j_password),
+        neo4j_database=settings.neo4j_database,
+        blob_url=to_blobs,
+    )
+    if targets.empty:
+        err.print("name a target: --to-catalog, --to-qdrant, --to-neo4j and/or --to-blobs")
+        raise typer.Exit(2)
+    # Neo4j warns about property keys an empty database has not seen yet; not news here.
+    logging.getLogger("neo4j.notifications").setLevel(logging.ERROR)
+    try:
+        report = migrate(
+            settings,
+            targets,
+            replace=replace,
+            batch=batch,
+            progress=lambda line: err.print(escape(line)),
+        )
+    except MigrationRefusedError as refused:
+        err.print(escape(str(refused)))
+        raise typer.Exit(2) from refused
+    except KbError as failed:
+        err.print(f"migration failed: {escape(str(failed))}")
+        raise typer.Exit(1) from failed
+    if as_json:
+        console.print_json(json.dumps(_as_dict(report)))
+        return
+    console.print(_table(report))
+    for store, where in report.targets.items():
+        local_qdrant = store == "vectors" and not (to_qdrant or "").startswith("http")
+        hint = (
+            "Qdrant local mode: for checking; kb serves from a Qdrant server"
+            if local_qdrant
+            else f"point kb at it with {SETTING_OF[store]}"
+        )
+        written = report.written.get(store, 0)
+        console.print(f"{store}: {written} written to {escape(where)} ({hint})")
+
+
+def _secret(value: object) -> str | None:
+    """The plain text of a ``SecretStr`` setting (``None`` when unset)."""
+    return None if value is None else value.get_secret_value()  # type: ignore[attr-defined]
+
+
+def _table(report: MigrationReport) -> Table:
+    """The verification table: store, item, source count, target count, match."""
+    table = Table(title="kb migrate: counts after copying")
+    for column in ("store", "item", "source", "target", "match"):
+        table.add_column(column, justify="right" if column in ("source", "target") else "left")
+    for line in report.counts:
+        table.add_row(
+            line.store, line.item, str(line.source), str(line.target), "✓" if line.ok else "✗"
+        )
+    return table
+
+
+def _as_dict(report: MigrationReport) -> dict[str, object]:
+    """The report as JSON-ready data."""
+    return {
+        "counts": [
+            {"store": c.store, "item": c.item, "source": c.source, "target": c.target}
+            for c in report.counts
+        ],
+        "written": report.written,
+        "replaced": report.replaced,
+        "targets": report.targets,
+    }
