@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import quote
 
 import typer
 from rich.console import Console
@@ -20,6 +22,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kb_assets import operations, serve
+from kb_assets.cli_migrate import migrate_command
 from kb_assets.cli_references import references_app
 from kb_assets.cli_requests import requests_app
 from kb_assets.cli_sync import sync_app
@@ -27,6 +30,7 @@ from kb_assets.constants import PARTITION_TAG, REBUILDABLE, DocumentStatus
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeOutcome, IntakeStatus, admit, admit_sources
 from kb_assets.resources import StoresResource
+from kb_shared.access import WILDCARD_HOSTS, bracket_host, exposure_problem
 from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
 from kb_shared.settings import Settings
 
@@ -40,6 +44,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(sync_app, name="sync")
 app.add_typer(requests_app, name="requests")
 app.add_typer(references_app, name="references")
+app.command("migrate")(migrate_command)
 
 #: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -85,6 +90,15 @@ def add(
             "of a folder add their folder path below it (default: that folder path alone).",
         ),
     ] = None,
+    new_version: Annotated[
+        bool,
+        typer.Option(
+            "--new-version",
+            help="A file whose name is already in the corpus, with new content, becomes a new "
+            "version of that document (rebuilt from it; search keeps the current version "
+            "until the new one is ready).",
+        ),
+    ] = False,
 ) -> None:
     """Add documents: identity rules, copy to blobs, add the partition (then `kb build`).
 
@@ -94,11 +108,14 @@ def add(
     is already in the corpus under another name); a name already in the corpus is a
     duplicate, reported but not an error, so adding a folder again is safe. A file found in a
     folder is filed under its folder path below it (`kb add docs/` files docs/aemo/x.pdf
-    under aemo); `kb categorize` moves a document later."""
+    under aemo); `kb categorize` moves a document later. With --new-version a changed file of
+    a catalogued name is added as that document's next version (`kb versions NAME` lists
+    them)."""
     settings, stores = _context()
     try:
         outcomes = admit_sources(
-            paths, stores, dagster_instance(settings), name=name, category=category
+            paths, stores, dagster_instance(settings), name=name, category=category,
+            new_version=new_version,
         )
     except ValueError as error:
         err.print(f"[red]{error}[/red]")
@@ -110,9 +127,13 @@ def add(
     table = _table("kb add", "file", "status", "id", "reason")
     colours = {IntakeStatus.ADDED: "green", IntakeStatus.DUPLICATE: "yellow", IntakeStatus.REFUSED: "red"}
     for o in outcomes:
-        table.add_row(o.name, f"[{colours[o.status]}]{o.status}[/]", o.doc_id or "", o.reason)
+        reason = o.reason or (f"version {o.version}" if o.version and o.version > 1 else "")
+        table.add_row(o.name, f"[{colours[o.status]}]{o.status}[/]", o.doc_id or "", reason)
     if outcomes:
         console.print(table)
+    for o in outcomes:
+        if o.hint:
+            console.print(f"{o.name}: {o.hint}")
     refused = sum(1 for o in outcomes if o.status == IntakeStatus.REFUSED)
     if not outcomes:
         console.print("no documents found in " + ", ".join(str(p) for p in paths))
@@ -202,7 +223,9 @@ def build(
 ) -> None:
     """Materialise every pending or failed document in-process, then print a table.
 
-    Exits 1 when any document failed, naming each with its reason.
+    Exits 1 when any document failed, naming each with its reason. SIGTERM or Ctrl-C stops
+    it within 10 s (``operations.stop_guard``); the next `kb build` builds the document that
+    was in progress again.
     """
     settings, stores = _context()
     try:
@@ -332,6 +355,42 @@ def delete(
 
 
 @app.command()
+def versions(
+    name: Annotated[str, typer.Argument(help="The document, by file name or id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List a document's versions, oldest first: label read from the document, status
+    (serving, superseded, pending, failed with the reason), sha256, added and superseded."""
+    _settings, stores = _context()
+    try:
+        row = stores.catalog().resolve(name)
+        history = stores.catalog().versions(row.doc_id) if row is not None else []
+    finally:
+        stores.close()
+    if row is None:
+        err.print(f"[red]no document {name!r} in the catalog; `kb status` lists them[/red]")
+        raise typer.Exit(1)
+    if as_json:
+        console.print_json(json.dumps([
+            {**asdict(v), "added_at": v.added_at.isoformat(),
+             "superseded_at": v.superseded_at.isoformat() if v.superseded_at else None}
+            for v in history
+        ]))
+        return
+    table = _table(
+        f"kb versions {row.name} ({row.doc_id})", "version", "label", "status", "sha256",
+        "added", "superseded", "file",
+    )
+    for v in history:
+        state = v.status + (f": {v.failure_reason}" if v.failure_reason else "")
+        table.add_row(
+            str(v.version), v.label or "", state, v.sha256[:12], f"{v.added_at:%Y-%m-%d %H:%M}",
+            f"{v.superseded_at:%Y-%m-%d %H:%M}" if v.superseded_at else "", v.name,
+        )
+    console.print(table)
+
+
+@app.command()
 def categorize(
     name: Annotated[str, typer.Argument(help="The document, by file name or id.")],
     category: Annotated[
@@ -431,14 +490,53 @@ def sample_pdf(
     console.print(str(build_sample_pdf(path)))
 
 
+#: Where the upload page listens unless told otherwise (``kb_assets.upload``).
+UPLOAD_HOST, UPLOAD_PORT = "127.0.0.1", 3001
+#: Figure-gallery URLs ``kb demo`` prints (one per ready document, at most this many).
+DEMO_GALLERIES = 5
+
+
 @app.command()
 def ui(
     port: Annotated[int, typer.Option(help="Dagster UI port.")] = 3000,
     host: Annotated[str, typer.Option(help="Dagster UI host.")] = "127.0.0.1",
+    upload_port: Annotated[int, typer.Option(help="Upload page port.")] = UPLOAD_PORT,
+    upload_host: Annotated[str, typer.Option(help="Upload page host.")] = UPLOAD_HOST,
+    upload_public: Annotated[
+        bool,
+        typer.Option(help="Serve the upload page on a non-loopback host without KB_MCP_TOKENS."),
+    ] = False,
 ) -> None:
-    """Serve the Dagster UI and daemon (`dagster dev -w workspace.yaml`) on KB_HOME. SIGINT
-    or SIGTERM to kb stops dagster dev and everything it started."""
-    _serve([serve.dagster_ui(Settings(), host=host, port=port)])
+    """Serve the Dagster UI and daemon (`dagster dev -w workspace.yaml`) on KB_HOME, and beside
+    it the upload page (http://127.0.0.1:3001: add documents from a browser and watch them
+    build). SIGINT or SIGTERM to kb stops both and everything they started."""
+    settings = Settings()
+    dagster_url = _url(host, port)
+    upload = _upload_page(settings, upload_host, upload_port, dagster_url, upload_public)
+    console.print(
+        f"Dagster UI: {dagster_url}\nUpload page: {_url(upload_host, upload_port)}  "
+        "(Ctrl-C stops both)"
+    )
+    _serve([serve.dagster_ui(settings, host=host, port=port), upload])
+
+
+def _url(host: str, port: int) -> str:
+    """``http://host:port`` for a server bound to ``host`` (a wildcard address shown as
+    127.0.0.1, an IPv6 literal in brackets)."""
+    shown = "127.0.0.1" if host in WILDCARD_HOSTS else bracket_host(host)
+    return f"http://{shown}:{port}"
+
+
+def _upload_page(
+    settings: Settings, host: str, port: int, dagster_url: str, public: bool
+) -> serve.ServerCommand:
+    """The upload page's command; exits 2 first when ``host`` may not be served
+    (``kb_shared.access.exposure_problem``), before any server starts."""
+    problem = exposure_problem(host, settings.token_list, public, public_flag="--upload-public")
+    if problem:
+        err.print(f"[red]upload page: {problem}[/red]")
+        raise typer.Exit(2)
+    return serve.upload_page(settings, host=host, port=port, dagster_url=dagster_url, public=public)
 
 
 def _serve(commands: list[serve.ServerCommand]) -> None:
@@ -459,10 +557,12 @@ def demo(
         typer.Option("--serve/--no-serve", help="Serve the Dagster UI and MCP server after."),
     ] = True,
     ui_port: Annotated[int, typer.Option(help="Dagster UI port.")] = 3000,
+    upload_port: Annotated[int, typer.Option(help="Upload page port.")] = UPLOAD_PORT,
 ) -> None:
     """The README's first command: add PDFs (or the sample), build them, then serve the
-    Dagster UI (http://127.0.0.1:3000) and the MCP server (http://127.0.0.1:8765/mcp)
-    until Ctrl-C (or SIGTERM), which stops both and everything they started."""
+    Dagster UI (http://127.0.0.1:3000), the upload page (http://127.0.0.1:3001) and the MCP
+    server (http://127.0.0.1:8765/mcp) until Ctrl-C (or SIGTERM), which stops them all and
+    everything they started."""
     settings, stores = _context()
     if not paths:
         from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
@@ -480,15 +580,30 @@ def demo(
         if not serve_after:
             raise
         err.print(f"some documents failed (exit {stop.exit_code}); serving the rest")
+    ready = [row.doc_id for row in stores.catalog().list_documents("ready")]
     stores.close()
     if not serve_after:
         return
-    console.print(
-        f"MCP server: http://{settings.mcp_host}:{settings.mcp_port}/mcp  "
-        f"(files under /files, health at /healthz)\n"
-        f"Dagster UI: http://127.0.0.1:{ui_port}  (Ctrl-C stops both)"
+    dagster_url = _url(UPLOAD_HOST, ui_port)
+    upload = _upload_page(settings, UPLOAD_HOST, upload_port, dagster_url, False)
+    mcp_base = f"http://{settings.mcp_host}:{settings.mcp_port}"
+    galleries = "".join(
+        f"\n  figures of {doc_id}: {mcp_base}/documents/{quote(doc_id)}/figures"
+        for doc_id in ready[:DEMO_GALLERIES]
     )
-    _serve([serve.mcp_server(settings), serve.dagster_ui(settings, host="127.0.0.1", port=ui_port)])
+    console.print(
+        f"MCP server: {mcp_base}/mcp  (files under /files, health at /healthz)\n"
+        f"Knowledge graph: {mcp_base}/graph\n"
+        f"Figure galleries: {mcp_base}/documents/<doc_id>/figures{galleries}\n"
+        f"Dagster UI: {dagster_url}\n"
+        f"Upload page: {_url(UPLOAD_HOST, upload_port)}  (Ctrl-C stops them all)",
+        soft_wrap=True,
+    )
+    _serve([
+        serve.mcp_server(settings),
+        serve.dagster_ui(settings, host=UPLOAD_HOST, port=ui_port),
+        upload,
+    ])
 
 
 def main() -> None:

@@ -112,25 +112,42 @@ def approve(
         str | None,
         typer.Option("--name", help="The document name (default: the download's own)."),
     ] = None,
+    new_version: Annotated[
+        bool,
+        typer.Option(
+            "--new-version",
+            help="The download is a new version of the document of the same name already in "
+            "the corpus (rebuilt from it; the current version is served until it is ready).",
+        ),
+    ] = False,
 ) -> None:
     """Download, add and build the requested PDF.
 
     The request's URL (or --url) is downloaded through the safe fetcher and added like any
     file (named --name, or as the download is), then built; the request records the document
-    and the run. A refused download or admission marks the request failed with the reason."""
+    and the run. A refused download or admission marks the request failed with the reason.
+    With --new-version a name already in the corpus becomes that document's next version."""
     settings, stores = _context()
     try:
-        _approve(request_id, url, name, settings, stores)
+        _approve(request_id, url, name, settings, stores, new_version=new_version)
     finally:
         stores.close()
 
 
 def _approve(
-    request_id: int, url: str | None, name: str | None, settings: Settings, stores: StoresResource
+    request_id: int,
+    url: str | None,
+    name: str | None,
+    settings: Settings,
+    stores: StoresResource,
+    *,
+    new_version: bool = False,
 ) -> None:
     instance = dagster_instance(settings)
     try:
-        approval = request_jobs.approve_request(request_id, stores, instance, url=url, name=name)
+        approval = request_jobs.approve_request(
+            request_id, stores, instance, url=url, name=name, new_version=new_version
+        )
     except (RequestNotFoundError, RequestRefusedError) as error:
         err.print(f"[red]{escape(str(error))}[/red]")
         raise typer.Exit(2) from error
@@ -143,12 +160,18 @@ def _approve(
             f"[red]request #{request_id} failed[/red] ({escape(approval.url)}): "
             f"{escape(outcome.reason)}"
         )
+        if outcome.hint:
+            err.print(
+                f"to add the download as a new version of {outcome.doc_id}: "
+                f"`kb requests approve {request_id} --new-version`"
+            )
         raise typer.Exit(1)
     doc = outcome.doc_id
     assert doc is not None
+    as_what = f"version {outcome.version} of {doc}" if (outcome.version or 1) > 1 else doc
     console.print(
         f"request #{request_id}: downloaded {escape(approval.url)} and added "
-        f"{escape(outcome.name)} as {doc}; building it"
+        f"{escape(outcome.name)} as {as_what}; building it"
     )
     (built,) = operations.build_documents(stores, instance, [doc])
     request_jobs.record_build(stores.catalog(), request_id, doc, built.run_id)

@@ -16,6 +16,15 @@ Rules (DESIGN.md "Identity"), applied in this order to a batch:
 4. If the duplicate lookup itself fails (the catalog is down), the whole batch is refused:
    ingesting a duplicate would corrupt the existing document's chunks and edges.
 
+New versions (issue 12, "New versions of a document"): with ``new_version``, a file whose
+normalised name is a catalogued document's and whose content differs from every version's is
+added as that document's next version (``Catalog.add_version``: same ``doc_id`` and partition,
+its file under ``layout.pdf_key(version_key(doc_id, n))``); the build makes it, and its
+``record`` step switches the document to it. Identical content is a duplicate; a version still
+waiting to be built is refused (one build per document at a time). A name not yet in the
+catalog is added as a new document, as without the flag. Without the flag the duplicate's
+outcome carries a ``hint`` naming ``kb add --new-version``.
+
 An accepted file gets its catalog row first (the unique indexes settle a race between two
 intakes), then its bytes in blobs (if the copy fails the row is removed again); then every
 added file gets its Dagster partition in one call. If that call fails, the batch's rows and
@@ -45,11 +54,12 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import dagster as dg
 
-from kb_assets.constants import DOCUMENTS
+from kb_assets.partitions import add_document_partitions
 from kb_assets.resources import StoresResource
 from kb_shared import layout
 from kb_shared.errors import (
@@ -60,11 +70,18 @@ from kb_shared.errors import (
     StoreError,
 )
 from kb_shared.fetch import Expectation, Fetched, FetchPolicy, fetch
-from kb_shared.identity import IdentityError, doc_id, normalize_name, sha256_bytes
+from kb_shared.identity import (
+    IdentityError,
+    check_file_name,
+    doc_id,
+    normalize_name,
+    sha256_bytes,
+    version_key,
+)
 from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES, decode_text, is_text_document
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.settings import Settings
-from kb_shared.stores.catalog import Catalog
+from kb_shared.stores.catalog import Catalog, DocumentRow
 from kb_shared.stores.catalog.documents import normalize_category
 
 log = logging.getLogger(__name__)
@@ -89,6 +106,10 @@ class IntakeOutcome:
         status: see ``IntakeStatus``.
         doc_id: the partition key for added files (and the existing one for duplicates).
         reason: human-readable explanation ("" for added).
+        version: the version number an added file became (1 for a new document), else
+            ``None``.
+        hint: what to do instead, when there is something ("" otherwise): a duplicate name
+            with new content can be added as a new version.
     """
 
     path: str
@@ -96,8 +117,10 @@ class IntakeOutcome:
     status: IntakeStatus
     doc_id: str | None = None
     reason: str = ""
+    version: int | None = None
+    hint: str = ""
 
-    def as_dict(self) -> dict[str, str | None]:
+    def as_dict(self) -> dict[str, str | int | None]:
         """JSON-serialisable form."""
         return asdict(self)
 
@@ -122,9 +145,11 @@ class Candidate:
     data: bytes
     category: str | None = None
 
-    def outcome(self, status: IntakeStatus, doc: str | None = None, reason: str = "") -> IntakeOutcome:
-        """This file's outcome."""
-        return IntakeOutcome(str(self.path), self.name, status, doc, reason)
+    def outcome(
+        self, status: IntakeStatus, doc: str | None = None, reason: str = "", **more: Any
+    ) -> IntakeOutcome:
+        """This file's outcome (``more``: ``version``, ``hint``)."""
+        return IntakeOutcome(str(self.path), self.name, status, doc, reason, **more)
 
 
 def is_document_file(path: Path) -> bool:
@@ -194,12 +219,15 @@ def admit(
     instance: dg.DagsterInstance,
     *,
     category: str | None = None,
+    new_version: bool = False,
 ) -> list[IntakeOutcome]:
     """Apply the intake rules to ``paths`` and add the accepted files: catalog row, blob and
     Dagster partition each.
 
     Args:
         category: the base category ("Categories" in the module docstring).
+        new_version: add a catalogued name with new content as a new version ("New
+            versions" in the module docstring).
 
     Returns one outcome per file found, in input order. The added documents are ``pending``;
     a build run makes them ``ready``. A file whose folder path is not a valid category is
@@ -225,8 +253,8 @@ def admit(
         replace(c, category=categories.get(c.path))
         for c in _screen(files, stores.settings.max_upload_bytes, outcomes)
     ]
-    decided = _against_catalog(candidates, stores)
-    added = [o.doc_id for o in decided if o.status == IntakeStatus.ADDED and o.doc_id]
+    decided = _against_catalog(candidates, stores, new_version=new_version)
+    added = [o for o in decided if o.status == IntakeStatus.ADDED and o.doc_id]
     if added:
         _add_partitions(instance, added, stores.catalog(), stores.blobs())
     order = {str(p): i for i, p in enumerate(paths)}
@@ -243,6 +271,7 @@ def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) ->
     for path in files:
         name = path.name.strip()
         try:
+            check_file_name(name)
             normal = normalize_name(name)
             ident = doc_id(name)
         except IdentityError as error:
@@ -300,8 +329,10 @@ def _size_refusal(size: int, max_bytes: int) -> str:
     return ""
 
 
-def _against_catalog(candidates: list[Candidate], stores: StoresResource) -> list[IntakeOutcome]:
-    """Rules 3 and 4, then the rows and blobs of the files that pass."""
+def _against_catalog(
+    candidates: list[Candidate], stores: StoresResource, *, new_version: bool = False
+) -> list[IntakeOutcome]:
+    """Rules 3 and 4 (and "New versions"), then the rows and blobs of the files that pass."""
     if not candidates:
         return []
     try:
@@ -310,7 +341,7 @@ def _against_catalog(candidates: list[Candidate], stores: StoresResource) -> lis
             (
                 catalog.find_by_normalized_name(normalize_name(c.name)),
                 catalog.find_by_doc_id(c.doc_id),
-                catalog.find_by_sha256(c.sha256),
+                catalog.find_by_sha256(c.sha256) or _version_owner(catalog, c.sha256),
             )
             for c in candidates
         ]
@@ -324,12 +355,20 @@ def _against_catalog(candidates: list[Candidate], stores: StoresResource) -> lis
     blobs = stores.blobs()
     outcomes: list[IntakeOutcome] = []
     for candidate, (by_name, by_id, by_content) in zip(candidates, existing, strict=True):
-        if by_name is not None:
+        if by_name is not None and new_version:
+            outcomes.append(_new_version(candidate, by_name, by_content, catalog, blobs))
+        elif by_name is not None:
             outcomes.append(
                 candidate.outcome(
                     IntakeStatus.DUPLICATE, by_name.doc_id,
                     f"already in the corpus as {by_name.name!r}; to replace it, run "
                     f"`kb delete {by_name.doc_id}` first",
+                    hint=(
+                        ""
+                        if by_content is not None and by_content.doc_id == by_name.doc_id
+                        else f"to add it as a new version of {by_name.name!r}, run "
+                        f"`kb add --new-version {candidate.path}`"
+                    ),
                 )
             )
         elif by_id is not None:
@@ -349,6 +388,53 @@ def _against_catalog(candidates: list[Candidate], stores: StoresResource) -> lis
         else:
             outcomes.append(_add_one(candidate, catalog, blobs))
     return outcomes
+
+
+def _version_owner(catalog: Catalog, sha256: str) -> DocumentRow | None:
+    """The document one of whose versions has this content (``None``: none has)."""
+    version = catalog.find_version_by_sha256(sha256)
+    return None if version is None else catalog.find_by_doc_id(version.doc_id)
+
+
+def _new_version(
+    candidate: Candidate,
+    existing: DocumentRow,
+    by_content: DocumentRow | None,
+    catalog: Catalog,
+    blobs: BlobStore,
+) -> IntakeOutcome:
+    """Add ``candidate`` as the next version of ``existing`` (its name's document): the
+    version row (pending), then its file; the row goes again when the copy fails."""
+    if by_content is not None:
+        if by_content.doc_id != existing.doc_id:
+            return candidate.outcome(
+                IntakeStatus.REFUSED, by_content.doc_id,
+                f"identical content is already in the corpus as {by_content.name!r}",
+            )
+        return candidate.outcome(
+            IntakeStatus.DUPLICATE, existing.doc_id,
+            f"identical content to a version of {existing.name!r} already in the corpus; "
+            "nothing new to add",
+        )
+    number = catalog.versions(existing.doc_id)[-1].version + 1
+    key = layout.pdf_key(version_key(existing.doc_id, number))
+    try:
+        catalog.add_version(
+            existing.doc_id, number, candidate.name, candidate.sha256, len(candidate.data), key
+        )
+    except DuplicateDocumentError as error:  # lost a race with another intake
+        return candidate.outcome(IntakeStatus.DUPLICATE, existing.doc_id, str(error))
+    except ValueError as error:  # a version still waiting to be built
+        return candidate.outcome(IntakeStatus.REFUSED, existing.doc_id, str(error))
+    try:
+        blobs.put(key, candidate.data)
+    except Exception as error:
+        catalog.remove_pending_version(existing.doc_id, number)
+        return candidate.outcome(
+            IntakeStatus.REFUSED, None, f"could not copy the file to the blob store: {error}"
+        )
+    log.info("added %s as version %d of %s", candidate.name, number, existing.doc_id)
+    return candidate.outcome(IntakeStatus.ADDED, existing.doc_id, version=number)
 
 
 def _add_one(candidate: Candidate, catalog: Catalog, blobs: BlobStore) -> IntakeOutcome:
@@ -372,23 +458,29 @@ def _add_one(candidate: Candidate, catalog: Catalog, blobs: BlobStore) -> Intake
             IntakeStatus.REFUSED, None, f"could not copy the file to the blob store: {error}"
         )
     log.info("added %s as %s", candidate.name, candidate.doc_id)
-    return candidate.outcome(IntakeStatus.ADDED, candidate.doc_id)
+    return candidate.outcome(IntakeStatus.ADDED, candidate.doc_id, version=1)
 
 
 def _add_partitions(
-    instance: dg.DagsterInstance, doc_ids: list[str], catalog: Catalog, blobs: BlobStore
+    instance: dg.DagsterInstance, added: list[IntakeOutcome], catalog: Catalog, blobs: BlobStore
 ) -> None:
-    """Register the added documents' partitions; on failure remove their rows and blobs.
+    """Register the added documents' partitions (a new version's exists already: adding it
+    again is a no-op); on failure remove the added rows and blobs (of a new version, only
+    that version's).
 
     Raises:
         IntakeError: the Dagster instance refused the partitions.
     """
     try:
-        register_partitions(instance, doc_ids)
+        register_partitions(instance, [o.doc_id for o in added if o.doc_id])
     except Exception as error:
-        for ident in doc_ids:
-            blobs.delete(layout.pdf_key(ident))
-            catalog.delete(ident)
+        for outcome in added:
+            ident, number = outcome.doc_id or "", outcome.version or 1
+            blobs.delete(layout.pdf_key(version_key(ident, number)))
+            if number > 1:
+                catalog.remove_pending_version(ident, number)
+            else:
+                catalog.delete(ident)
         raise IntakeError(
             f"the Dagster instance did not take the new documents' partitions ({error}); "
             "nothing was added. Check DAGSTER_HOME (KB_HOME/dagster) and add the files again."
@@ -398,7 +490,7 @@ def _add_partitions(
 def register_partitions(instance: dg.DagsterInstance, doc_ids: Sequence[str]) -> None:
     """Add the documents' Dagster partitions: the one place kb adds them (``admit``, and
     ``kb repair`` for catalog documents whose partition was lost)."""
-    instance.add_dynamic_partitions(DOCUMENTS, list(doc_ids))
+    add_document_partitions(instance, doc_ids)
 
 
 def _input_position(path: str, order: dict[str, int]) -> tuple[int, str]:
@@ -442,13 +534,12 @@ def url_document_name(name: str) -> str:
     in it (``download.aspx`` → ``download.aspx.pdf``, ``Spec v3.2`` → ``Spec v3.2.pdf``).
 
     Raises:
-        IdentityError: empty, a path rather than a name, or ending in another document
-            suffix (``.md``, ``.txt``): a download is a PDF, and the suffix decides how a
-            document is converted.
+        IdentityError: not a file name (``identity.check_file_name``: empty, only dots, a
+            path, a control character, too long), or ending in another document suffix
+            (``.md``, ``.txt``): a download is a PDF, and the suffix decides how a document
+            is converted.
     """
-    clean = name.strip()
-    if not clean or clean in {".", ".."} or "/" in clean or "\\" in clean:
-        raise IdentityError(f"{name!r} is not a file name")
+    clean = check_file_name(name)
     suffix = PurePosixPath(clean).suffix.lower()
     if suffix == URL_DOCUMENT_SUFFIX:
         return clean
@@ -456,7 +547,7 @@ def url_document_name(name: str) -> str:
         raise IdentityError(
             f"{clean!r} ends in {suffix}, but a download is a PDF; give a name ending in .pdf"
         )
-    return clean + URL_DOCUMENT_SUFFIX
+    return check_file_name(clean + URL_DOCUMENT_SUFFIX)
 
 
 def _shown_name(url: str, name: str | None) -> str:
@@ -475,6 +566,7 @@ def admit_sources(
     *,
     name: str | None = None,
     category: str | None = None,
+    new_version: bool = False,
 ) -> list[IntakeOutcome]:
     """``admit`` for server paths and URLs together: every URL is downloaded first (see the
     module docstring), then the downloads and the files go through ``admit`` as one batch,
@@ -484,6 +576,7 @@ def admit_sources(
         sources: files, folders and URLs; a URL's outcome has the URL as its ``path``.
         name: the document name for the batch's one URL (instead of the download's).
         category: the base category (``admit``); a download gets it as its category.
+        new_version: as ``admit``: a catalogued name with new content is a new version.
 
     Returns:
         One outcome per file or URL, in input order; a refused download is ``refused`` with
@@ -499,7 +592,7 @@ def admit_sources(
         raise ValueError(f"a name goes with exactly one URL; this batch has {len(urls)}")
     normalize_category(category)
     if not urls:
-        return admit(sources, stores, instance, category=category)
+        return admit(sources, stores, instance, category=category, new_version=new_version)
     download = fetcher_for(stores.settings)
     refused: list[IntakeOutcome] = []
     origin: dict[str, str] = {}
@@ -530,7 +623,11 @@ def admit_sources(
             origin[str(local)] = url
             batch.append(local)
             log.info("downloaded %s (%d bytes) as %s", url, len(fetched.data), file)
-        admitted = admit(batch, stores, instance, category=category) if batch else []
+        admitted = (
+            admit(batch, stores, instance, category=category, new_version=new_version)
+            if batch
+            else []
+        )
     outcomes = [_from_url(o, origin) for o in admitted] + refused
     order = {str(s).strip() if is_url(s) else str(s): i for i, s in enumerate(sources)}
     return sorted(outcomes, key=lambda o: _input_position(o.path, order))
@@ -541,4 +638,5 @@ def _from_url(outcome: IntakeOutcome, origin: dict[str, str]) -> IntakeOutcome:
     url = origin.get(outcome.path)
     if url is None:
         return outcome
-    return IntakeOutcome(url, outcome.name, outcome.status, outcome.doc_id, outcome.reason)
+    hint = outcome.hint.replace(outcome.path, url)
+    return replace(outcome, path=url, hint=hint)

@@ -37,17 +37,22 @@ def failure_text(step_key: str, error: BaseException | None) -> str:
 
 @dg.failure_hook(required_resource_keys={"stores"})
 def record_build_failure(context: dg.HookContext) -> None:
-    """Mark the document failed in the catalog with the step and its error (``failure_text``),
-    so ``kb status`` and ``list_documents`` say why a build stopped. Nothing else writes a
-    failure reason."""
+    """Record in the catalog why a build stopped (the step and its error: ``failure_text``),
+    so ``kb status``, ``kb versions`` and ``list_documents`` say so. The version being built
+    (the newest) is marked failed; the document too when none of its versions is served (a
+    first build) or the served one was being rebuilt, else the served version stays served
+    (``Catalog.fail_version``). Nothing else writes a failure reason."""
     run = context.instance.get_run_by_id(context.run_id)
     doc = run.tags.get(PARTITION_TAG) if run else None
     if not doc:
         return
     stores: StoresResource = context.resources.stores
     catalog = stores.catalog()
-    if catalog.find_by_doc_id(doc) is not None:
-        catalog.mark_failed(doc, failure_text(context.step_key, context.op_exception))
+    history = catalog.versions(doc)
+    if history:
+        catalog.fail_version(
+            doc, history[-1].version, failure_text(context.step_key, context.op_exception)
+        )
 
 
 build_documents_job = dg.define_asset_job(
@@ -89,6 +94,14 @@ class AddDocumentsConfig(dg.Config):
             "(without this, that folder path alone is their category)."
         ),
     )
+    new_version: bool = Field(
+        False,
+        description=(
+            "Add a file whose name is already in the corpus, with different content, as a new "
+            "version of that document (rebuilt from it; the current version is served until "
+            "the new one is ready). Without it such a file is reported as a duplicate."
+        ),
+    )
     from_inbox: bool = Field(
         False,
         description=(
@@ -116,7 +129,8 @@ def add_documents_op(
         raise dg.Failure(description=f"category refused: {error}; nothing was added") from error
     try:
         outcomes = admit_sources(
-            config.paths, stores, context.instance, name=config.name, category=config.category
+            config.paths, stores, context.instance, name=config.name, category=config.category,
+            new_version=config.new_version,
         )
     except ValueError as error:
         raise dg.Failure(description=f"{error}; remove name or list exactly one URL") from error
@@ -131,6 +145,10 @@ def add_documents_op(
         line = f"{outcome.status}: {outcome.name}" + (
             f" ({outcome.reason})" if outcome.reason else f" -> {outcome.doc_id}"
         )
+        if outcome.version:
+            line += f" (version {outcome.version})"
+        if outcome.hint:
+            line += f"; {outcome.hint}"
         (context.log.info if outcome.status == IntakeStatus.ADDED else context.log.warning)(line)
     table = "| file | status | id | reason |\n|---|---|---|---|\n" + "\n".join(
         f"| {o.name} | {o.status} | {o.doc_id or ''} | {o.reason} |" for o in outcomes

@@ -74,9 +74,12 @@ def approve_request(
     *,
     url: str | None = None,
     name: str | None = None,
+    new_version: bool = False,
 ) -> Approval:
     """Approve request ``request_id``: download ``url`` (default: the request's source URL)
-    and admit it under ``name`` (default: the download's name). The request becomes
+    and admit it under ``name`` (default: the download's name); with ``new_version`` a name
+    already in the corpus is admitted as that document's next version
+    (``kb_assets.intake``, "New versions"). The request becomes
     ``approved`` with the new ``doc_id``, or ``failed`` with the reason the download or the
     admission gave; the caller builds an added document and records the run
     (``record_build``).
@@ -104,7 +107,7 @@ def approve_request(
     if not is_url(target):
         raise RequestRefusedError(f"{target!r} is not a URL; approving downloads an https URL")
     try:
-        (outcome,) = admit_sources([target], stores, instance, name=name)
+        (outcome,) = admit_sources([target], stores, instance, name=name, new_version=new_version)
     except IntakeError as error:
         _fail_quietly(catalog, request_id, str(error))
         raise
@@ -173,6 +176,14 @@ class ApproveRequestConfig(dg.Config):
             "comes with; .pdf is added if missing)."
         ),
     )
+    new_version: bool = Field(
+        False,
+        description=(
+            "The download is a new version of the document of that name already in the corpus "
+            "(rebuilt from it; the current version is served until the new one is ready). "
+            "Without it such a name fails the request as a duplicate."
+        ),
+    )
 
 
 @dg.op(description="Download the request's PDF through the safe fetcher and admit it.")
@@ -188,7 +199,8 @@ def approve_document_request_op(
     """
     try:
         approval = approve_request(
-            config.request_id, stores, context.instance, url=config.url, name=config.name
+            config.request_id, stores, context.instance, url=config.url, name=config.name,
+            new_version=config.new_version,
         )
     except (RequestNotFoundError, RequestRefusedError, IntakeError) as error:
         raise dg.Failure(description=str(error)) from error

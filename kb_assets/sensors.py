@@ -3,7 +3,7 @@
 Each tick (1) requests one ``add_documents`` run for the documents (.pdf, .md, .txt) that appeared in
 ``KB_HOME/inbox/`` since the last tick — the run admits them and moves them to
 ``inbox/added`` or ``inbox/refused`` — and (2) requests a build run for every pending document
-whose partition exists. The sensor itself writes nothing: no catalog row, no blob, no file
+whose partition exists, and for every document whose newest version is pending. The sensor itself writes nothing: no catalog row, no blob, no file
 move, no partition.
 """
 
@@ -94,5 +94,16 @@ def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -
                 run_key=f"{row.doc_id}:{row.sha256[:16]}:{row.created_at.isoformat()}",
             )
         )
+    # a new version of a ready document (issue 12): its own run key, so each is built once
+    for doc_id, history in stores.catalog().all_versions().items():
+        newest = history[-1]
+        if newest.version > 1 and newest.status == "pending":
+            run_requests.append(
+                dg.RunRequest(
+                    job_name=BUILD_JOB,
+                    partition_key=doc_id,
+                    run_key=f"{doc_id}:{newest.sha256[:16]}:{newest.added_at.isoformat()}",
+                )
+            )
     # every file now in the inbox has been requested; files the runs moved out drop off
     return dg.SensorResult(run_requests=run_requests, cursor=json.dumps({"requested": sorted(present)}))

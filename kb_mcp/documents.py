@@ -10,19 +10,33 @@ for search_graph; read_doc refuses a document that is not ready).
 Categories (issue 12): chunk payloads do not carry a document's category, so a ``category``
 filter is resolved to doc_ids from the catalog on every call (``category_documents``); moving a
 document (``kb categorize``) changes its catalog row and nothing in the vectors or graph.
+
+Versions (issue 12, "New versions of a document"): the stores hold each version of a document
+under its own key (``kb_shared.identity.version_key``: the doc_id for version 1), and a new
+version is built beside the served one. So every filter these functions return is of *serving
+keys*: for each servable document, the key of its catalog ``serving`` version
+(``serving_keys``), read in the same catalog read as the statuses. While any document has
+more than one version, searches are always filtered (``ServedDocuments.only`` is set), so a
+version being built, a failed one, or one superseded a moment ago is never returned.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kb_mcp.errors import ToolProblem
 from kb_shared.errors import EmptyCorpusError, IdentityError, SchemaMissingError
-from kb_shared.identity import chunk_id, normalize_name
+from kb_shared.identity import chunk_id, normalize_name, version_key
 from kb_shared.retrieval import Passage
-from kb_shared.stores.catalog import DocumentRow, DocumentStatus
+from kb_shared.stores.catalog import (
+    DocumentRow,
+    DocumentStatus,
+    DocumentVersionRow,
+    VersionStatus,
+    serving_version,
+)
 from kb_shared.stores.catalog.documents import in_category, normalize_category
 from kb_shared.stores.readers import CatalogReader, VectorReader
 
@@ -93,7 +107,8 @@ def not_ready(rows: Sequence[DocumentRow], action: str) -> ToolProblem:
 
 
 def resolve_documents(catalog: CatalogReader, refs: Sequence[str] | None) -> list[str] | None:
-    """doc_ids for a ``documents`` filter (``None`` = no filter).
+    """Serving keys (``serving_keys``) of the named documents, for a ``documents`` filter
+    (``None`` = no filter).
 
     Raises:
         ToolProblem: any name is unknown (all unknown names are listed), any named document
@@ -122,12 +137,40 @@ def resolve_documents(catalog: CatalogReader, refs: Sequence[str] | None) -> lis
         raise _unknown(catalog, missing, "document" if len(missing) == 1 else "documents")
     if unready:
         raise not_ready(unready, "searched")
-    return found
+    keys = serving_keys(catalog)
+    return [keys.get(doc, doc) for doc in found]
 
 
 # ---------------------------------------------------------------------------------------------
 # What may be served
 # ---------------------------------------------------------------------------------------------
+
+
+def _all_versions(catalog: CatalogReader) -> dict[str, list[DocumentVersionRow]]:
+    """Every document's version history by doc_id (``Catalog.all_versions``); empty for a
+    catalog whose tables were never created."""
+    try:
+        return catalog.all_versions()
+    except SchemaMissingError:
+        return {}
+
+
+def serving_key(row: DocumentRow, history: Sequence[DocumentVersionRow]) -> str:
+    """Where the stores hold the served version of ``row`` (``history`` is its versions):
+    the key of its ``serving`` version, else version 1's (a document built before version
+    history, or marked ready without it)."""
+    served = serving_version(list(history))
+    return version_key(row.doc_id, served.version if served is not None else 1)
+
+
+def serving_keys(catalog: CatalogReader) -> dict[str, str]:
+    """doc_id → serving key (``serving_key``) of every ready document, in one read."""
+    versions = _all_versions(catalog)
+    return {
+        row.doc_id: serving_key(row, versions.get(row.doc_id, ()))
+        for row in _all_rows(catalog)
+        if row.status == READY
+    }
 
 
 def _all_rows(catalog: CatalogReader) -> list[DocumentRow]:
@@ -144,16 +187,18 @@ class ServedDocuments:
     """Which documents a search may return.
 
     Attributes:
-        only: the ready doc_ids when some catalog document is not ready; ``None`` when every
-            document is ready, so searches run unfiltered (the same query plan and tie order
-            as before any document failed).
+        only: the serving keys of the ready documents (``serving_keys``) when some catalog
+            document is not ready or has more than one version; ``None`` when every document
+            is ready with version 1 only, so searches run unfiltered (the same query plan and
+            tie order as before any document failed).
     """
 
     only: frozenset[str] | None
 
-    def serves(self, doc_id: str) -> bool:
-        """Whether passages and graph edges of ``doc_id`` may be returned."""
-        return self.only is None or doc_id in self.only
+    def serves(self, key: str) -> bool:
+        """Whether passages and graph edges stored under ``key`` (a point's ``document``, an
+        edge's ``source_doc``) may be returned."""
+        return self.only is None or key in self.only
 
 
 def served_documents(catalog: CatalogReader) -> ServedDocuments:
@@ -166,8 +211,12 @@ def served_documents(catalog: CatalogReader) -> ServedDocuments:
     rows = _all_rows(catalog)
     if not rows:
         raise EmptyCorpusError("the catalog holds no documents")
-    ready = frozenset(row.doc_id for row in rows if row.status == READY)
-    if len(ready) == len(rows):
+    versions = _all_versions(catalog)
+    ready = frozenset(
+        serving_key(row, versions.get(row.doc_id, ())) for row in rows if row.status == READY
+    )
+    single = all(len(history) == 1 for history in versions.values())
+    if len(ready) == len(rows) and single:
         return ServedDocuments(only=None)
     if not ready:
         counts = [
@@ -196,7 +245,8 @@ def category_prefix(category: str | None) -> str | None:
 
 
 def category_documents(catalog: CatalogReader, category: str) -> frozenset[str]:
-    """The ready doc_ids under the ``category`` prefix (whole segments, case-insensitive:
+    """The serving keys (``serving_keys``) of the ready documents under the ``category``
+    prefix (whole segments, case-insensitive:
     ``in_category``), read from the catalog now.
 
     Raises:
@@ -209,7 +259,12 @@ def category_documents(catalog: CatalogReader, category: str) -> frozenset[str]:
     if not rows:
         raise EmptyCorpusError("the catalog holds no documents")
     ready = [row for row in rows if row.status == READY]
-    inside = frozenset(row.doc_id for row in ready if in_category(row.category, prefix))
+    versions = _all_versions(catalog)
+    inside = frozenset(
+        serving_key(row, versions.get(row.doc_id, ()))
+        for row in ready
+        if in_category(row.category, prefix)
+    )
     if not inside:
         known = sorted({row.category for row in ready if row.category}, key=str.casefold)
         raise ToolProblem(
@@ -227,10 +282,10 @@ def category_documents(catalog: CatalogReader, category: str) -> frozenset[str]:
 def search_scope(
     catalog: CatalogReader, refs: Sequence[str] | None, category: str | None = None
 ) -> list[str] | None:
-    """The ``documents`` filter of a search_docs call: the named documents
-    (``resolve_documents``; each must be ready), else every servable document (``None`` when
-    that is every document); with a ``category``, only those under it
-    (``category_documents``).
+    """The ``documents`` filter of a search_docs call, as serving keys (module docstring): the
+    named documents (``resolve_documents``; each must be ready), else every servable document
+    (``None`` when that is every document, each with one version); with a ``category``, only
+    those under it (``category_documents``).
 
     Raises:
         ToolProblem / EmptyCorpusError: as ``resolve_documents``, ``served_documents`` and
@@ -261,11 +316,13 @@ def search_scope(
 
 @dataclass(frozen=True, slots=True)
 class DocumentList:
-    """The catalog as list_documents shows it: ready documents and the others."""
+    """The catalog as list_documents shows it: ready documents and the others, and each
+    listed document's version history by doc_id (``versions``; oldest first)."""
 
     ready: list[DocumentRow]
     pending: list[DocumentRow]
     failed: list[DocumentRow]
+    versions: dict[str, list[DocumentVersionRow]] = field(default_factory=dict)
 
 
 def document_list(catalog: CatalogReader, category: str | None = None) -> DocumentList:
@@ -278,11 +335,43 @@ def document_list(catalog: CatalogReader, category: str | None = None) -> Docume
     """
     prefix = category_prefix(category)
     rows = [row for row in _all_rows(catalog) if in_category(row.category, prefix)]
+    versions = _all_versions(catalog)
     return DocumentList(
         ready=[r for r in rows if r.status == READY],
         pending=[r for r in rows if r.status == PENDING],
         failed=[r for r in rows if r.status == FAILED],
+        versions={r.doc_id: versions[r.doc_id] for r in rows if r.doc_id in versions},
     )
+
+
+def version_notes(listing: DocumentList) -> list[str]:
+    """One line per listed document that has more than one version, in list order: the
+    served version (its label when it has one) and how many earlier ones exist, then a newer
+    version being built or one that failed, e.g. ``B2B Spec.pdf: version 2 (v3.2) serving, 1
+    earlier`` or ``B2B Spec.pdf: version 2 failed: embeddings: …; version 1 serving``."""
+    lines: list[str] = []
+    for row in [*listing.ready, *listing.pending, *listing.failed]:
+        history = listing.versions.get(row.doc_id, [])
+        if len(history) < 2:
+            continue
+        served = serving_version(history)
+        newest = history[-1]
+        if served is None:
+            served_text = "no version serving"
+        else:
+            label = f" (v{served.label})" if served.label else ""
+            earlier = sum(1 for v in history if v.version < served.version)
+            served_text = f"version {served.version}{label} serving, {earlier} earlier"
+        if newest.status == VersionStatus.FAILED:
+            text = f"version {newest.version} failed: {newest.failure_reason}; " + (
+                served_text.split(",")[0] if served is not None else served_text
+            )
+        elif newest.status == VersionStatus.PENDING:
+            text = f"version {newest.version} is being built; {served_text}"
+        else:
+            text = served_text
+        lines.append(f"{row.name}: {text}")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,7 +391,8 @@ class ReadAnswer:
 def read_doc(
     catalog: CatalogReader, index: VectorReader, document: str, chunk_numbers: Sequence[int]
 ) -> ReadAnswer:
-    """Fetch up to ``MAX_READ_CHUNKS`` chunks of one ready document by 0-based number.
+    """Fetch up to ``MAX_READ_CHUNKS`` chunks of the served version of one ready document by
+    0-based number.
 
     Raises:
         ToolProblem: unknown document; a document that is not ready; too many or negative
@@ -321,7 +411,8 @@ def read_doc(
     row = resolve_document(catalog, document)
     if row.status != READY:
         raise not_ready([row], "read")
-    ids = [chunk_id(row.doc_id, n) for n in numbers]
+    key = serving_keys(catalog).get(row.doc_id, row.doc_id)
+    ids = [chunk_id(key, n) for n in numbers]
     stored = {point.id: point for point in index.fetch(ids)}
     chunks: list[Passage] = []
     missing: list[int] = []

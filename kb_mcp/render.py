@@ -11,6 +11,9 @@ Rules (mcp-utilities README, "What a response costs" and "Figures"; issue 4):
 * A figure result carries a line ``[Open figure](….png) · [Source page N](….pdf#page=N)``
   (no ``#page=`` when the page is unknown). Each inline image (``kb_mcp.images``) follows the
   text, preceded by a text block naming its result number (image content has no caption).
+* A page whose printed label differs is named by the label with the physical page beside it
+  (``p. iv (PDF page 6)``, ``[Source page iv (PDF page 6)](….pdf#page=6)``): links always
+  use the physical page.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from kb_mcp.schemas import (
     SourceRef,
 )
 from kb_shared import citations
-from kb_shared.citations import Citation, format_pages
+from kb_shared.citations import Citation
 from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY, DocsAnswer, Passage
 from kb_shared.stores.catalog import DocumentRow
 
@@ -62,7 +65,7 @@ def result_ref(passage: Passage, links: Links, *, image: bool = False) -> Result
     return ResultRef(
         number=passage.number,
         id=passage.point.id,
-        doc_id=passage.point.document,
+        doc_id=passage.payload.doc_id or passage.point.document,
         kind=passage.point.kind,
         chunk_number=passage.chunk_number,
         figure_number=passage.figure_number,
@@ -98,7 +101,8 @@ def _locator(passage: Passage, links: Links) -> str:
     stored file: ``[Source file](…/guide.md)``."""
     parts = []
     if passage.chunk_number is not None:
-        parts.append(f"chunk {passage.chunk_number} of {passage.point.document}")
+        doc_id = passage.payload.doc_id or passage.point.document
+        parts.append(f"chunk {passage.chunk_number} of {doc_id}")
     parts.append(_source_link(passage, links, unpaged="Source file"))
     return " · ".join(p for p in parts if p)
 
@@ -110,7 +114,7 @@ def _source_link(passage: Passage, links: Links, *, unpaged: str) -> str:
     url = links.page(passage.payload.pdf_key, page)
     if not url:
         return ""
-    label = f"Source page {page}" if page is not None else unpaged
+    label = f"Source page {passage.citation.first_page_reference}" if page is not None else unpaged
     return f"[{label}]({url})"
 
 
@@ -124,7 +128,7 @@ def render_passage(passage: Passage, links: Links) -> str:
         label = f"Figure {number}" if number is not None else "Figure"
         text = passage.point.text.strip()
         suffix = f": {caption}" if caption and caption not in text else ""
-        lines.append(f"{label} of {passage.point.document}{suffix}")
+        lines.append(f"{label} of {passage.payload.doc_id or passage.point.document}{suffix}")
         if text:
             lines.append(text)
         line = figure_line(passage, links)
@@ -142,7 +146,7 @@ def sources(passages: Iterable[Passage], links: Links) -> tuple[list[str], list[
     """The deduplicated source list (``kb_shared.citations.source_list`` lines) and its
     structured form, in first-cited order."""
     items = list(passages)
-    pdf_key = {p.point.document: p.payload.pdf_key for p in reversed(items)}
+    pdf_key = {p.citation.doc_id: p.payload.pdf_key for p in reversed(items)}
 
     def url_for(cite: Citation) -> str | None:
         return links.file(pdf_key.get(cite.doc_id))
@@ -169,7 +173,7 @@ def image_blocks(images: Sequence[tuple[Passage, bytes]]) -> list[ContentBlock]:
     blocks: list[ContentBlock] = []
     for passage, data in images:
         number = passage.figure_number
-        pages = format_pages(passage.citation.page_start, passage.citation.page_end)
+        pages = passage.citation.pages
         label = f"figure {number}" if number is not None else "figure"
         where = f", {pages}" if pages else ""
         blocks.append(

@@ -147,7 +147,7 @@ def open_state(
         ProviderError: a provider is forced to ``cloud`` without its key.
     """
     catalog = stores.open_catalog(settings, reader=True)
-    graph = stores.open_graph_store(settings, engine=catalog.engine)
+    graph = stores.open_graph_store(settings, engine=catalog.engine, read_only=True)
     owned: list[Provider] = []
     if embedder is None:
         embedder = providers.embedder(settings)

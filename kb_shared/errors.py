@@ -212,3 +212,26 @@ class FetchFailedError(FetchError):
     (connect, read or total), ``protocol`` (a malformed HTTP answer), ``network`` (the
     connection broke mid-transfer) or ``status`` (an answer other than 200 or a redirect,
     or a redirect without a Location)."""
+
+
+class ExposureError(KbError):
+    """Refusal to serve a non-loopback address without tokens or ``--public``
+    (``kb_shared.access.exposure_problem``: the MCP server and the upload page)."""
+
+
+class DagsterInstanceError(KbError):
+    """The Dagster instance kb would open does not fit the settings (``kb_assets.instance``,
+    ``kb_assets.pools``): a ``KB_DAGSTER_POSTGRES_URL`` that is not a ``postgresql://`` URL,
+    an edited ``dagster.yaml`` that keeps SQLite storage while that URL is set, or a storage
+    without concurrency pools. Nothing was changed; the message says what to do."""
+
+
+class MigrationError(StoreError):
+    """``kb migrate`` could not copy a store faithfully (``kb_shared.stores.migrate``): the
+    counts after copying differ, a stored item cannot be rebuilt on the target, or a source
+    or target is not one the command supports. The message names the store and the item."""
+
+
+class MigrationRefusedError(MigrationError):
+    """A ``kb migrate`` target already holds data the source does not (other ids, other
+    values, another embedding model); nothing was written. ``--replace`` overwrites it."""

@@ -1,7 +1,9 @@
 """Blob key layout: where the pipeline stores each document's files, relative to the blob root.
 
 The writer (``kb_assets``) and the reader (``kb_mcp``, which serves ``/files/…``) both build keys
-here, so neither spells a prefix by hand. ``doc`` is always a ``doc_id`` (``kb_shared.identity``).
+here, so neither spells a prefix by hand. ``doc`` is a ``doc_id`` (``kb_shared.identity``), or for
+a document's own file and figures the ``version_key`` of one of its versions (``doc_id@v2``), so
+each version keeps its own files; step outputs are per ``doc_id`` (the Dagster partition).
 
     pdfs/{doc}                       the uploaded original: a PDF, or a .md/.txt file (served)
     markdown/{doc}.md, .json         converted Markdown and its metadata sidecar

@@ -118,8 +118,47 @@ class Settings(BaseSettings):
     )
     max_upload_bytes: int = Field(100 * 1024 * 1024, ge=1)
     max_query_chars: int = Field(2000, ge=1)
+    pdf_max_pages: int = Field(
+        5000, ge=1, description="Pages a PDF may have (kb_shared.pdf.check_limits)."
+    )
+    pdf_max_page_characters: int = Field(
+        100_000,
+        ge=1000,
+        description=(
+            "Non-space text characters one PDF page may hold (kb_shared.pdf.check_limits); "
+            "layout time grows with their square: benchmarks/results/pdf-limits-2026-12-01.md."
+        ),
+    )
+    pdf_max_stream_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Bytes one PDF stream may inflate to (decompression bombs; kb_shared.pdf).",
+    )
+    pdf_max_inflated_bytes: int = Field(
+        512 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Bytes a PDF's non-image streams may inflate to in all (kb_shared.pdf).",
+    )
     provider_concurrency: int = Field(4, ge=1, le=64)
     provider_max_retries: int = Field(5, ge=0, le=20)
+
+    # --- Dagster at scale (kb_assets/instance.py, docs/deploy.md) ------------------------
+    dagster_postgres_url: SecretStr | None = Field(
+        None,
+        description=(
+            "postgresql+psycopg2:// URL for Dagster's run, event-log and schedule storage; "
+            "unset = SQLite under {home}/dagster."
+        ),
+    )
+    llm_pool_limit: int | None = Field(
+        None, ge=1, le=1000, description="Concurrent steps in the `llm` pool; unset = no limit."
+    )
+    vectors_pool_limit: int | None = Field(
+        None, ge=1, le=1000, description="Concurrent steps in the `vectors` pool; unset = no limit."
+    )
+    graph_pool_limit: int | None = Field(
+        None, ge=1, le=1000, description="Concurrent steps in the `graph` pool; unset = no limit."
+    )
 
     # --- MCP server --------------------------------------------------------------------
     mcp_host: str = "127.0.0.1"

@@ -9,7 +9,7 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, corpus_asset
+from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
 from kb_assets.constants import CHUNKS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
 from kb_assets.resources import StoresResource
@@ -33,10 +33,12 @@ def chunks(
     stores: StoresResource,
     document: MarkdownDocument,
 ) -> dg.Output[list[Chunk]]:
-    """Chunk the document. Chunking is cheap and deterministic, so it always re-runs."""
+    """Chunk the document. Chunking is cheap and deterministic, so it always re-runs. Chunk
+    ids are built from the version's key (``version_of``), so no two versions share one."""
     budget = stores.settings.chunk_words
+    key = version_of(stores, document).key
     started = time.perf_counter()
-    result = chunk_markdown(document.markdown, document.doc_id, budget_words=budget)
+    result = chunk_markdown(document.markdown, key, budget_words=budget)
     seconds = time.perf_counter() - started
     if not result:
         raise dg.Failure(

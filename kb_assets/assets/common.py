@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -14,11 +15,20 @@ from pydantic import Field
 from kb_assets.constants import BLOB_IO, CORPUS_GROUP
 from kb_assets.outputs import MarkdownDocument
 from kb_assets.partitions import documents_partitions
+from kb_assets.pools import ASSET_POOLS
 from kb_assets.resources import StoresResource
 from kb_shared import layout
+from kb_shared.chunking import Chunk
 from kb_shared.citations import PointPayload
 from kb_shared.providers.base import Provider
-from kb_shared.stores.catalog import DocumentRow
+from kb_shared.stores.catalog import DocumentRow, DocumentVersionRow
+
+#: Partitions per run of a backfill (Launchpad or ``kb`` over many documents). One: the asset
+#: bodies read ``context.partition_key`` and the blob IO manager stores one document per
+#: output, so a run over a partition range would fail. Raising it needs both to take
+#: ``context.partition_keys`` first (docs/deploy.md, "Backfills").
+BACKFILL_PARTITIONS_PER_RUN = 1
+BACKFILL_POLICY = dg.BackfillPolicy.multi_run(max_partitions_per_run=BACKFILL_PARTITIONS_PER_RUN)
 
 
 def corpus_asset(
@@ -33,27 +43,36 @@ def corpus_asset(
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """``@dg.asset`` for one per-document corpus asset: partitioned by ``documents_partitions``,
     in ``CORPUS_GROUP``, its output kept by the blob IO manager (``io_manager.BlobIOManager``)
-    unless ``stored`` is false (``record`` only returns a ``MaterializeResult``).
+    unless ``stored`` is false (``record`` only returns a ``MaterializeResult``). It joins its
+    concurrency pool (``pools.ASSET_POOLS``; none for the cheap steps) and backfills with
+    ``BACKFILL_POLICY``.
 
     Args:
         inputs: parameter name -> name of the upstream asset whose output it receives.
         after: assets it runs after without reading their output (ordering only).
         checks: its blocking asset checks, check name -> description.
     """
-    return dg.asset(
-        name=name,
-        partitions_def=documents_partitions,
-        group_name=CORPUS_GROUP,
-        kinds=kinds,
-        io_manager_key=BLOB_IO if stored else None,
-        ins={param: dg.AssetIn(upstream) for param, upstream in (inputs or {}).items()},
-        deps=list(after) or None,
-        check_specs=[
-            dg.AssetCheckSpec(check, asset=name, blocking=True, description=text)
-            for check, text in (checks or {}).items()
-        ] or None,
-        description=description,
-    )
+    with warnings.catch_warnings():
+        # Dagster 1.13 marks `backfill_policy` beta and would warn on every import of kb
+        warnings.filterwarnings(
+            "ignore", message=r"Parameter `backfill_policy`", category=dg.BetaWarning
+        )
+        return dg.asset(
+            name=name,
+            partitions_def=documents_partitions,
+            group_name=CORPUS_GROUP,
+            kinds=kinds,
+            io_manager_key=BLOB_IO if stored else None,
+            ins={param: dg.AssetIn(upstream) for param, upstream in (inputs or {}).items()},
+            deps=list(after) or None,
+            check_specs=[
+                dg.AssetCheckSpec(check, asset=name, blocking=True, description=text)
+                for check, text in (checks or {}).items()
+            ] or None,
+            description=description,
+            pool=ASSET_POOLS.get(name),
+            backfill_policy=BACKFILL_POLICY,
+        )
 
 
 class BuildConfig(dg.Config):
@@ -104,25 +123,92 @@ def provider_usage(*providers: Provider) -> dict[str, object]:
 
 
 def point_payload(
-    document: MarkdownDocument, *, page_start: int | None, page_end: int | None, **fields: Any
+    document: MarkdownDocument,
+    *,
+    page_start: int | None,
+    page_end: int | None,
+    of_version: DocumentVersionRow | None = None,
+    **fields: Any,
 ) -> PointPayload:
     """The citation payload of one point (chunk or figure) of ``document``: its name, title,
     version and blob keys (``kb_shared.layout``), the page span, and ``fields``
     (``heading_path``, ``chunk_index`` or ``figure``; see ``PointPayload.build``).
 
+    Args:
+        of_version: the document version the point belongs to (``version_of``): its file is
+            the cited PDF (``layout.pdf_key(of_version.key)``), and a version with no label
+            of its own is cited by number from version 2 on ("2" reads "Version 2").
+
     Raises:
         ValueError: ``page_end < page_start``.
     """
+    key = of_version.key if of_version is not None else document.doc_id
+    cited = document.version
+    if not cited and of_version is not None and of_version.version > 1:
+        cited = str(of_version.version)
     return PointPayload.build(
         doc_id=document.doc_id,
         name=document.name,
         title=document.title,
-        version=document.version,
+        version=cited,
         page_start=page_start,
         page_end=page_end,
-        pdf_key=layout.pdf_key(document.doc_id),
+        pdf_key=layout.pdf_key(key),
         markdown_key=layout.markdown_key(document.doc_id),
         **fields,
+    )
+
+
+def version_to_build(stores: StoresResource, doc_id: str) -> DocumentVersionRow:
+    """The version of ``doc_id`` a build makes (the ``markdown`` step asks): its newest one,
+    whatever its status: a pending or failed new version, else the serving one (a rebuild).
+
+    Raises:
+        dagster.Failure: the partition has no catalog row (``require_document``).
+    """
+    require_document(stores, doc_id)
+    return stores.catalog().versions(doc_id)[-1]
+
+
+def check_chunks_of(version: DocumentVersionRow, chunk_list: Sequence[Chunk]) -> None:
+    """Refuse chunks made for another version than ``version`` (each chunk's ``document`` is
+    the version key it was cut for: ``chunks`` asset), so a partial rebuild after a failed
+    new version never files one version's chunks under another's key.
+
+    Raises:
+        dagster.Failure: a chunk of another version; the message says to build every step.
+    """
+    other = sorted({c.document for c in chunk_list if c.document != version.key})
+    if other:
+        raise dg.Failure(
+            description=(
+                f"the stored chunks are of {', '.join(other)}, not of version {version.version} "
+                f"({version.key}) whose Markdown this build has; build every step: "
+                f"`kb build {version.doc_id}`"
+            ),
+            allow_retries=False,
+        )
+
+
+def version_of(stores: StoresResource, document: MarkdownDocument) -> DocumentVersionRow:
+    """The version ``document`` (a stored ``markdown`` output) was converted from, found by
+    its file's SHA-256, so every later step of a build works on the version its Markdown came
+    from, whatever was added since (``kb_shared.identity.version_key`` says where it lives).
+
+    Raises:
+        dagster.Failure: no version of the document has that file (it was deleted and added
+            again); the message says to rebuild from ``markdown``.
+    """
+    require_document(stores, document.doc_id)
+    for version in stores.catalog().versions(document.doc_id):
+        if version.sha256 == document.sha256:
+            return version
+    raise dg.Failure(
+        description=(
+            f"the stored Markdown of {document.doc_id!r} comes from a file that is no version "
+            f"of it; rebuild from the markdown step (`kb build {document.doc_id}`)"
+        ),
+        allow_retries=False,
     )
 
 

@@ -16,17 +16,20 @@ import dagster as dg
 
 from kb_assets.assets.common import (
     BuildConfig,
+    check_chunks_of,
     corpus_asset,
     fingerprint,
     point_payload,
     provider_usage,
     timing,
+    version_of,
 )
 from kb_assets.constants import CHECK_INDEX_MATCHES_CHUNKS, CHUNKS, EMBEDDINGS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import Providers, StoresResource
 from kb_shared.chunking import Chunk, embedding_text
 from kb_shared.citations import PointPayload
+from kb_shared.stores.catalog import DocumentVersionRow
 from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, Point, VectorIndex
 
 
@@ -46,8 +49,14 @@ class ChunkInput:
     payload: PointPayload
 
 
-def chunk_inputs(document: MarkdownDocument, chunk_list: list[Chunk], model: str) -> list[ChunkInput]:
-    """Each chunk with its embedding text and payload, the payload's fingerprint set.
+def chunk_inputs(
+    document: MarkdownDocument,
+    chunk_list: list[Chunk],
+    model: str,
+    of_version: DocumentVersionRow | None = None,
+) -> list[ChunkInput]:
+    """Each chunk with its embedding text and payload (of ``of_version``, see
+    ``common.point_payload``), the payload's fingerprint set.
 
     The fingerprint covers the model, the embedding text and the citation payload, so a
     change to any of them (a new title, a moved page) re-embeds that chunk.
@@ -57,8 +66,11 @@ def chunk_inputs(document: MarkdownDocument, chunk_list: list[Chunk], model: str
         text = embedding_text(chunk, document.title)
         payload = point_payload(
             document,
+            of_version=of_version,
             page_start=chunk.page_start,
             page_end=chunk.page_end,
+            page_label_start=chunk.page_label_start,
+            page_label_end=chunk.page_label_end,
             heading_path=chunk.heading_path,
             chunk_index=chunk.index,
         )
@@ -94,11 +106,15 @@ def embeddings(
     document: MarkdownDocument,
     chunk_list: list[Chunk],
 ):
-    """Embed changed chunks, upsert them, delete stale ids, then check the index."""
+    """Embed changed chunks, upsert them, delete stale ids, then check the index. The points
+    are the version's (``version_of``): ``document`` is its key, so a new version's points
+    sit beside the served version's until ``record`` switches."""
     started = time.perf_counter()
     embedder = providers.embedder()
     index = stores.vectors(embedder.model, embedder.dimension)
-    prepared = chunk_inputs(document, chunk_list, embedder.model)
+    version = version_of(stores, document)
+    check_chunks_of(version, chunk_list)
+    prepared = chunk_inputs(document, chunk_list, embedder.model, version)
 
     stored = {
         p.id: PointPayload.from_payload(p.payload).fingerprint
@@ -126,7 +142,7 @@ def embeddings(
     points = [
         Point(
             id=item.chunk.id,
-            document=document.doc_id,
+            document=version.key,
             kind=item.chunk.kind,
             text=item.chunk.text,
             dense=vector,
@@ -139,11 +155,11 @@ def embeddings(
         index.upsert(points)
 
     wanted = {c.id for c in chunk_list}
-    stale = sorted(indexed_chunk_ids(index, document.doc_id) - wanted)
+    stale = sorted(indexed_chunk_ids(index, version.key) - wanted)
     if stale:
         index.delete_ids(stale)
 
-    after = indexed_chunk_ids(index, document.doc_id)
+    after = indexed_chunk_ids(index, version.key)
     missing = sorted(wanted - after)
     extra = sorted(after - wanted)
     seconds = time.perf_counter() - started
@@ -151,7 +167,7 @@ def embeddings(
         doc_id=document.doc_id,
         counts={"chunks": len(chunk_list), "embedded": len(points), "deleted": len(stale)},
         fingerprint=fingerprint(embedder.model, [item.payload.fingerprint for item in prepared]),
-        details={"model": embedder.model, "dimension": embedder.dimension},
+        details={"model": embedder.model, "dimension": embedder.dimension, "key": version.key},
     )
     yield dg.Output(
         summary,

@@ -23,8 +23,8 @@ from kb_assets.assets.common import (
     fingerprint,
     point_payload,
     provider_usage,
-    require_document,
     timing,
+    version_of,
 )
 from kb_assets.constants import FIGURES, MARKDOWN
 from kb_assets.io_manager import StepRecords
@@ -56,10 +56,12 @@ def figures(
     providers: dg.ResourceParam[Providers],
     document: MarkdownDocument,
 ) -> dg.Output[StepSummary]:
-    """Locate, crop, store and index this document's figures; drop stale ones."""
+    """Locate, crop, store and index the figures of the version being built (``version_of``:
+    ids, points and blob keys use its key); drop stale ones."""
     started = time.perf_counter()
     doc_id = document.doc_id
-    row = require_document(stores, doc_id)
+    row = version_of(stores, document)
+    key = row.key
     locator = providers.figure_locator()
     embedder = providers.embedder()
     index = stores.vectors(embedder.model, embedder.dimension)
@@ -74,7 +76,7 @@ def figures(
         document.version,
     )
     previous = None if config.force else StepRecords(blobs).reusable_summary(
-        FIGURES, doc_id, inputs, "figures", lambda: index.count(doc_id, KIND_FIGURE)
+        FIGURES, doc_id, inputs, "figures", lambda: index.count(key, KIND_FIGURE)
     )
     if previous is not None:
         context.log.info("%s: PDF and figure regions unchanged; keeping figures", doc_id)
@@ -97,7 +99,7 @@ def figures(
             for number, box in enumerate(boxes, start=1):
                 page = pdf_doc[box.page - 1]
                 renders = render_all_sizes(page, box.bbox)
-                keys = layout.figure_keys(doc_id, number)
+                keys = layout.figure_keys(key, number)
                 blobs.put(keys.stored, renders.stored.png)
                 blobs.put(keys.inline, renders.inline.png)
                 blobs.put(keys.embed, renders.embed.png)
@@ -107,6 +109,7 @@ def figures(
                 )
                 payload = point_payload(
                     document,
+                    of_version=row,
                     page_start=box.page,
                     page_end=box.page,
                     figure=FigurePayload(
@@ -123,8 +126,8 @@ def figures(
                 inputs_to_embed.append(FigureInput(text=text, png=renders.embed.png))
                 points.append(
                     Point(
-                        id=figure_id(doc_id, number),
-                        document=doc_id,
+                        id=figure_id(key, number),
+                        document=key,
                         kind=KIND_FIGURE,
                         text=text,
                         dense=(),
@@ -139,19 +142,19 @@ def figures(
         ]
         index.upsert(points)
     keep = {p.id for p in points}
-    stale = [i for i in index.list_ids(doc_id, KIND_FIGURE) if i not in keep]
+    stale = [i for i in index.list_ids(key, KIND_FIGURE) if i not in keep]
     if stale:
         index.delete_ids(stale)
-    for key in blobs.list(layout.figures_prefix(doc_id)):
-        if key not in written:
-            blobs.delete(key)
+    for blob in blobs.list(layout.figures_prefix(key)):
+        if blob not in written:
+            blobs.delete(blob)
     seconds = time.perf_counter() - started
     pages_with_figures = sorted({b.page for b in boxes})
     summary = StepSummary(
         doc_id=doc_id,
         counts={"figures": len(points)},
         fingerprint=inputs,
-        details={"locator": locator.name, "pages": pages_with_figures},
+        details={"locator": locator.name, "pages": pages_with_figures, "key": key},
     )
     return dg.Output(
         summary,

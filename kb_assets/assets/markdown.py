@@ -13,8 +13,8 @@ from kb_assets.assets.common import (
     BuildConfig,
     corpus_asset,
     provider_usage,
-    require_document,
     timing,
+    version_to_build,
 )
 from kb_assets.constants import MARKDOWN
 from kb_assets.io_manager import StepRecords
@@ -22,6 +22,7 @@ from kb_assets.outputs import MarkdownDocument
 from kb_assets.resources import Providers, StoresResource
 from kb_shared import layout
 from kb_shared.errors import ConversionError
+from kb_shared.pdf import PdfLimits, check_pdf
 from kb_shared.providers.base import MarkdownConverter
 from kb_shared.providers.text_markdown import TextMarkdownConverter, is_text_document
 
@@ -32,7 +33,9 @@ from kb_shared.providers.text_markdown import TextMarkdownConverter, is_text_doc
     description=(
         "PDF → Markdown with `<!-- page N -->` before each page, `[Figure: …]` markers, "
         "tables as Markdown tables and page furniture removed; title and version extracted. "
-        "A scanned, encrypted, corrupt, empty or non-PDF file fails here with its reason. "
+        "A scanned, encrypted, corrupt, empty or non-PDF file fails here with its reason, "
+        "and so does one over the work caps (KB_PDF_MAX_*: pages, characters per page, "
+        "inflated stream bytes). "
         "A .md file passes through and a .txt file becomes paragraphs (no pages, no figures)."
     ),
 )
@@ -42,16 +45,16 @@ def markdown(
     stores: StoresResource,
     providers: dg.ResourceParam[Providers],
 ) -> dg.Output[MarkdownDocument]:
-    """Convert the document's PDF (or read its ``.md``/``.txt`` file: ``converter_for``);
-    reuse the stored Markdown when the file and converter are unchanged (no conversion call),
-    unless ``force``.
+    """Convert the file of the version being built (``version_to_build``: the newest) — its
+    PDF, or its ``.md``/``.txt`` file (``converter_for``); reuse the stored Markdown when the
+    file and converter are unchanged (no conversion call), unless ``force``.
 
     Raises:
         dagster.Failure: the PDF cannot be converted (the converter's reason; the run's
             failure hook records it on the catalog row).
     """
     doc_id = context.partition_key
-    row = require_document(stores, doc_id)
+    row = version_to_build(stores, doc_id)
     blobs = stores.blobs()
     converter = converter_for(row.name, providers)
 
@@ -59,11 +62,13 @@ def markdown(
         stored = StepRecords(blobs).previous_markdown(doc_id)
         if stored is not None and stored.sha256 == row.sha256 and stored.provider == converter.name:
             context.log.info("%s: file unchanged since its last conversion; reusing it", doc_id)
-            return dg.Output(stored, metadata=_metadata(stored, reused=True))
+            return dg.Output(stored, metadata=_metadata(stored, reused=True, version=row.version))
 
     data = blobs.get(row.blob_key)
     started = time.perf_counter()
     try:
+        if not is_text_document(row.name):  # bounded work first (issue 16)
+            check_pdf(data, row.name, PdfLimits.from_settings(stores.settings))
         converted = converter.convert(data, row.name)
     except ConversionError as error:
         raise dg.Failure(description=str(error), allow_retries=False) from error
@@ -77,7 +82,11 @@ def markdown(
         seconds=round(time.perf_counter() - started, 3),
     )
     return dg.Output(
-        document, metadata={**_metadata(document, reused=False), **provider_usage(converter)}
+        document,
+        metadata={
+            **_metadata(document, reused=False, version=row.version),
+            **provider_usage(converter),
+        },
     )
 
 
@@ -88,9 +97,10 @@ def converter_for(name: str, providers: Providers) -> MarkdownConverter:
     return TextMarkdownConverter() if is_text_document(name) else providers.converter()
 
 
-def _metadata(document: MarkdownDocument, *, reused: bool) -> dict[str, object]:
+def _metadata(document: MarkdownDocument, *, reused: bool, version: int) -> dict[str, object]:
     seconds = document.seconds if not reused else 0.0
     return {
+        "document_version": version,
         "pages": document.pages,
         "title": document.title,
         "version": document.version,

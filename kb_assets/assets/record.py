@@ -1,15 +1,37 @@
-"""The ``record`` asset: the document's catalog row, marked ready with its counts."""
+"""The ``record`` asset: the document's catalog row, marked ready with its counts, and the
+switch to the version this build made.
+
+Versions (issue 12, "New versions of a document"). Invariant: search serves exactly one
+version of a document, the catalog's ``serving`` one, and its data is complete.
+
+* Every step of a build writes under the version's key (``kb_shared.identity.version_key``):
+  chunk and figure ids, the ``document`` of points, the ``sourceDoc`` of edges, the blob keys
+  of its file and figures. A new version is therefore built beside the served one, and
+  nothing it writes is served: readers filter every search to the catalog's serving keys
+  (``kb_mcp.documents.served_documents``) whenever a document has more than one version.
+* This step is the switch: ``Catalog.record_version`` makes the built version ``serving`` and
+  the previous one ``superseded`` in one transaction, so a reader sees the old version or the
+  new one, never both or neither. Only then are the other versions' points, edges, figures
+  and files removed (their catalog rows stay as history); a pending version is left alone.
+* A build that fails before this step changes nothing that is served: the failure hook
+  (``kb_assets.jobs.record_build_failure``) marks the version ``failed`` with its reason, and
+  the version served before it still is.
+
+A search whose catalog read comes before the switch and whose index read comes after the
+removal (the span of one query) finds no passage of that document; it never mixes versions.
+"""
 
 # No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
 # parameter annotations as classes when it decorates them, to find config and resources.
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, corpus_asset, require_document
+from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
 from kb_assets.constants import EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import StoresResource
 from kb_shared import layout
+from kb_shared.stores.catalog import DocumentVersionRow, VersionStatus
 
 
 @corpus_asset(
@@ -19,7 +41,8 @@ from kb_shared import layout
     stored=False,
     description=(
         "The catalog row: name, doc_id, title, version, pages, chunk/figure/entity/"
-        "relationship counts, size, sha256, blob and Markdown keys, timestamps."
+        "relationship counts, size, sha256, blob and Markdown keys, timestamps. A new version "
+        "of a document is switched to here, and its earlier versions' stored data removed."
     ),
 )
 def record(
@@ -31,8 +54,29 @@ def record(
     graphed: StepSummary,
     figured: StepSummary,
 ) -> dg.MaterializeResult:
-    """Write the ready row (the document becomes visible to ``list_documents``)."""
-    row = require_document(stores, document.doc_id)
+    """Write the ready row and serve the version this build made (the document becomes
+    visible to ``list_documents``, or its new version replaces the old one in search), then
+    remove the other versions' stored data (module docstring).
+
+    Raises:
+        dagster.Failure: a step's stored output (``StepSummary.details["key"]``) is of
+            another version than the Markdown (a partial rebuild after a failed new version).
+    """
+    version = version_of(stores, document)
+    other = [
+        step
+        for step, summary in ((EMBEDDINGS, embedded), (GRAPH, graphed), (FIGURES, figured))
+        if summary.details.get("key", document.doc_id) != version.key
+    ]
+    if other:
+        raise dg.Failure(
+            description=(
+                f"the stored {', '.join(other)} output of {document.doc_id!r} belongs to another "
+                f"version than its Markdown (version {version.version}); build every step: "
+                f"`kb build {document.doc_id}`"
+            ),
+            allow_retries=False,
+        )
     fields = {
         "title": document.title,
         "version": document.version,
@@ -45,13 +89,38 @@ def record(
         "converter": document.converter,
         "embedding_model": embedded.details.get("model", ""),
     }
-    stores.catalog().mark_ready(document.doc_id, **fields)
+    row, others = stores.catalog().record_version(document.doc_id, version.version, **fields)
+    removed = remove_version_data(
+        stores, [v for v in others if v.status != VersionStatus.PENDING]
+    )
+    if removed:
+        context.log.info("%s: removed the stored data of version(s) %s", row.doc_id, removed)
     return dg.MaterializeResult(
         metadata={
             "name": row.name,
             "doc_id": row.doc_id,
             "sha256": row.sha256,
             "size_bytes": row.size_bytes,
+            "document_version": version.version,
             **{k: v for k, v in fields.items() if v is not None},
         }
     )
+
+
+def remove_version_data(stores: StoresResource, versions: list[DocumentVersionRow]) -> str:
+    """Delete the points, edges (then orphan entities), figure renders and file of each of
+    ``versions`` (none of them served); their catalog rows stay. Returns the version numbers
+    that had something to remove, comma-separated ("" when none had)."""
+    index = stores.existing_vectors()
+    graph = stores.graph()
+    graph.ensure_schema(None)
+    blobs = stores.blobs()
+    touched: list[str] = []
+    for version in versions:
+        count = index.delete_document(version.key) if index is not None else 0
+        count += graph.delete_document(version.key).relationships
+        count += blobs.delete_prefix(layout.figures_prefix(version.key))
+        count += int(blobs.delete(version.blob_key))
+        if count:
+            touched.append(str(version.version))
+    return ", ".join(touched)

@@ -11,9 +11,18 @@ from typing import Annotated
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from kb_mcp.tools import KbContext, KbServer, kb_tool, query_type, state_of
-from kb_shared import retrieval
+from kb_mcp.tools import (
+    KbContext,
+    KbServer,
+    bounded_int,
+    check_range,
+    check_search_query,
+    kb_tool,
+    query_type,
+    state_of,
+)
 from kb_shared.errors import EmptyCorpusError
+from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY
 from kb_shared.stores.vectors import KIND_REFERENCE, Hit
 
 #: Most pages one call returns (input schema ``maximum``).
@@ -50,6 +59,13 @@ class FindReferenceOutput(BaseModel):
     """Structured content of find_reference."""
 
     results: list[ReferencePage] = Field(description="Best match first.")
+    low_confidence: bool = Field(
+        False,
+        description=(
+            "No registered page clearly matches: the best similarity is below the threshold "
+            "search_docs uses for 'not covered'. Do not fetch these on the strength of this."
+        ),
+    )
 
 
 def reference_pages(hits: list[Hit]) -> list[ReferencePage]:
@@ -67,12 +83,27 @@ def reference_pages(hits: list[Hit]) -> list[ReferencePage]:
     ]
 
 
+def is_low_confidence(pages: list[ReferencePage]) -> bool:
+    """No page's description is close enough to the question: the best similarity is below
+    ``kb_shared.retrieval.NOTHING_FOUND_SIMILARITY`` (the calibrated "nothing relevant"
+    threshold of search_docs, same embedding model)."""
+    return bool(pages) and pages[0].similarity < NOTHING_FOUND_SIMILARITY
+
+
 def answer_text(question: str, pages: list[ReferencePage]) -> str:
     """The tool's text: numbered pages, each title, URL, description and similarity, then
-    the reminder that kb has only descriptions."""
+    the reminder that kb has only descriptions; a low-confidence answer says so first."""
     if not pages:
         return NONE_REGISTERED
-    lines = [f'Registered reference pages for "{question}", best match first:']
+    if is_low_confidence(pages):
+        lines = [
+            f'No registered reference page clearly matches "{question}" (best similarity '
+            f"{pages[0].similarity:.2f}, below {NOTHING_FOUND_SIMILARITY:.2f}). Tell the user no "
+            "registered page covers it; add_reference can register one. Closest pages, probably "
+            "unrelated:"
+        ]
+    else:
+        lines = [f'Registered reference pages for "{question}", best match first:']
     for n, page in enumerate(pages, start=1):
         lines += [
             f"[{n}] {page.title} — {page.url}",
@@ -95,12 +126,11 @@ def register(server: KbServer, *, max_query_chars: int) -> None:
     def find_reference(
         question: query_type(max_query_chars),
         ctx: KbContext,
-        top_k: Annotated[
-            int, Field(ge=1, le=MAX_TOP_K, description="How many pages to return.")
-        ] = 5,
+        top_k: bounded_int(1, MAX_TOP_K, "How many pages to return.") = 5,
     ) -> Annotated[CallToolResult, FindReferenceOutput]:
+        text = check_search_query(question, max_query_chars)
+        check_range("top_k", top_k, 1, MAX_TOP_K)
         state = state_of(ctx)
-        text = retrieval.check_query(question, max_query_chars)
         try:
             index = state.vectors()
         except EmptyCorpusError:  # no index yet: nothing registered either
@@ -111,5 +141,7 @@ def register(server: KbServer, *, max_query_chars: int) -> None:
         pages = reference_pages(hits)
         return CallToolResult(
             content=[TextContent(type="text", text=answer_text(text, pages))],
-            structured_content=FindReferenceOutput(results=pages).model_dump(mode="json"),
+            structured_content=FindReferenceOutput(
+                results=pages, low_confidence=is_low_confidence(pages)
+            ).model_dump(mode="json"),
         )

@@ -75,7 +75,7 @@ async def test_a_paraphrased_question_finds_the_registered_page(home: Path, mini
         before = await client.call_tool("find_reference", {"question": "anything"})
         queued = [await client.call_tool("add_reference", page) for page in PAGES]
     assert not before.is_error
-    assert before.structured_content == {"results": []}
+    assert before.structured_content == {"results": [], "low_confidence": False}
     assert text_of(before).startswith("No reference pages are registered yet")
     assert [q.structured_content["request_id"] for q in queued] == [1, 2, 3]
     assert text_of(queued[0]) == (
@@ -101,7 +101,16 @@ async def test_a_paraphrased_question_finds_the_registered_page(home: Path, mini
             {"question": "which support must a power company give people who cannot pay their bills",
              "top_k": 1},
         )
+        cake = await client.call_tool(
+            "find_reference", {"question": "chocolate cake recipe with buttercream icing"}
+        )
     assert not found.is_error, text_of(found)
+    assert found.structured_content["low_confidence"] is False
+    assert cake.structured_content["low_confidence"] is True
+    assert text_of(cake).startswith(
+        'No registered reference page clearly matches "chocolate cake recipe with buttercream '
+        'icing" (best similarity '
+    )
     results = found.structured_content["results"]
     assert len(results) == 2
     assert (results[0]["url"], results[0]["reference_id"]) == (PAGES[0]["url"], 1)

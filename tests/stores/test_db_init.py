@@ -24,7 +24,13 @@ from kb_shared.stores.factory import DatabaseInit, init_database
 from kb_shared.stores.sql import make_engine
 from tests.stores.test_catalog_contract import fresh_postgres_database
 
-SQL_FILES = ("001_catalog.sql", "002_graph.sql", "003_reader_role.sql", "004_document_category.sql")
+SQL_FILES = (
+    "001_catalog.sql",
+    "002_graph.sql",
+    "003_reader_role.sql",
+    "004_document_category.sql",
+    "005_document_versions.sql",
+)
 SHA = "e" * 64
 
 

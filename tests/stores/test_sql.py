@@ -20,6 +20,7 @@ from kb_shared.stores.sql import make_engine, safe_url
 
 CATALOG_TABLES = {
     "documents",
+    "document_versions",
     "document_requests",
     "reference_sources",
     "reference_requests",

@@ -2,6 +2,8 @@
 or Postgres) through SQLAlchemy 2 Core.
 
 * ``documents.py``: the ``documents`` table, ``DocumentRow`` and its lifecycle.
+* ``versions.py``: the ``document_versions`` table, each document's version history and the
+  switch from one served version to the next.
 * ``requests.py``: the two intake queues and the reference sources.
 * ``aer.py``: AER retail statistics, their sync and the totals check; ``aer_search.py``:
   their search with exact counts and totals.
@@ -42,6 +44,15 @@ from kb_shared.stores.catalog.documents import (
     documents,
     duplicate_message,
 )
+from kb_shared.stores.catalog.versions import (
+    VERSION_STATUSES,
+    DocumentVersionRow,
+    VersionCatalog,
+    VersionReads,
+    VersionStatus,
+    document_versions,
+    serving_version,
+)
 from kb_shared.stores.catalog.aer import (
     AerCatalog,
     AerSyncCounts,
@@ -76,7 +87,7 @@ from kb_shared.stores.catalog.requests import (
 )
 
 
-class CatalogReader(DocumentReads, AerSearchCatalog, ComplianceSearchCatalog):
+class CatalogReader(DocumentReads, VersionReads, AerSearchCatalog, ComplianceSearchCatalog):
     """The read-only catalog: the documents' reads and the market-data searches, nothing that
     writes. The MCP server holds its catalog as this type (``kb_shared.stores.readers``), so
     "read-only" is stated by the types as well as by the ``kb_reader`` database role.
@@ -86,13 +97,14 @@ class CatalogReader(DocumentReads, AerSearchCatalog, ComplianceSearchCatalog):
 class Catalog(
     CatalogReader,
     DocumentCatalog,
+    VersionCatalog,
     RequestCatalog,
     AerCatalog,
     ComplianceCatalog,
 ):
     """The catalog store over one SQLAlchemy engine (SQLite or Postgres): every method of
-    ``CatalogReader`` plus the writes of ``DocumentCatalog``, ``RequestCatalog``,
-    ``AerCatalog`` and ``ComplianceCatalog``.
+    ``CatalogReader`` plus the writes of ``DocumentCatalog``, ``VersionCatalog``,
+    ``RequestCatalog``, ``AerCatalog`` and ``ComplianceCatalog``.
 
     The constructor does no I/O. ``ensure_schema()`` creates the catalog tables (the factory
     and ``kb db init`` also create the SQL graph's); ``close()`` disposes the engine's pool.
@@ -117,6 +129,7 @@ __all__ = [
     "REQUEST_STATUSES",
     "TITLE_MAX",
     "URL_MAX",
+    "VERSION_STATUSES",
     "AerCatalog",
     "AerMetricInfo",
     "AerPeriod",
@@ -138,11 +151,15 @@ __all__ = [
     "DocumentReads",
     "DocumentRequestRow",
     "DocumentRow",
+    "DocumentVersionRow",
     "Facet",
     "FacetValue",
     "ReferenceRequestRow",
     "ReferenceSourceRow",
     "RequestCatalog",
+    "VersionCatalog",
+    "VersionReads",
+    "VersionStatus",
     "aer_metrics",
     "aer_performance",
     "aer_sync_state",
@@ -150,9 +167,11 @@ __all__ = [
     "compliance_actions",
     "compliance_sync_state",
     "document_requests",
+    "document_versions",
     "documents",
     "duplicate_message",
     "reference_requests",
     "reference_sources",
+    "serving_version",
     "title_key",
 ]

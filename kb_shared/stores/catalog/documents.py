@@ -2,7 +2,9 @@
 
 The constraints keep the data true, not the Python around them: ``doc_id`` primary key,
 ``normalized_name`` and ``sha256`` unique. The intake writes a ``pending`` row first
-(``add_pending``) so these indexes close the race between two uploads of the same document;
+(``add_pending``, with its version 1 in ``document_versions``: ``catalog/versions.py``, whose
+unique ``sha256`` also covers the files of earlier versions) so these indexes close the race
+between two uploads of the same document;
 the pipeline's ``record`` asset then marks it ``ready`` (or ``failed``). A ``failed`` row
 always has a reason and a ``ready`` row always has its page and chunk counts (CHECKs).
 Identity rules: DESIGN.md "Identity", implemented in ``kb_shared.identity``.
@@ -62,7 +64,8 @@ DOCUMENT_STATUSES = tuple(status.value for status in DocumentStatus)
 #: The identities a new document can collide on, in the order they are reported.
 DUPLICATE_FIELDS = ("name", "sha256", "doc_id")
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+#: A content hash as stored: 64 lower-case hex digits.
+SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 
 _COUNT_COLUMNS = ("pages", "chunk_count", "figure_count", "entity_count", "relationship_count")
 
@@ -236,7 +239,12 @@ _DOCUMENT_FIELDS: dict[str, str] = {
 }
 
 
-def _document_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+def document_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` checked as the settable fields of a document (``mark_ready``'s list).
+
+    Raises:
+        ValueError: an unknown field (identity fields never change) or a bad value.
+    """
     unknown = sorted(set(values) - set(_DOCUMENT_FIELDS))
     if unknown:
         raise ValueError(
@@ -259,6 +267,28 @@ def _document_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     return clean
 
 
+def _mirror_first_version(
+    conn: Connection, doc_id: str, status: str, reason: str | None, **label: str | None
+) -> None:
+    """Keep the version row of a document that has only version 1 in step with the document
+    (``mark_ready``: ``serving``, with the version ``label`` when given; ``mark_failed``:
+    ``failed`` unless it is serving). A document with later versions changes them through
+    ``VersionCatalog`` only."""
+    versions = CATALOG_METADATA.tables["document_versions"]
+    later = sa.select(versions.c.version).where(
+        versions.c.doc_id == doc_id, versions.c.version > 1
+    )
+    first = (versions.c.doc_id == doc_id) & (versions.c.version == 1) & ~sa.exists(later)
+    if label:
+        conn.execute(versions.update().where(first).values(**label))
+    keep = ("serving",) if status == "failed" else ()
+    conn.execute(
+        versions.update()
+        .where(first, versions.c.status.not_in([status, *keep]))
+        .values(status=status, failure_reason=reason)
+    )
+
+
 def _not_found(doc_id: str) -> DocumentNotFoundError:
     return DocumentNotFoundError(f"no document with doc_id {doc_id!r} in the catalog")
 
@@ -279,9 +309,10 @@ class DocumentReads(CatalogBase):
         return self._find(documents.c.doc_id == doc_id)
 
     def resolve(self, ref: str) -> DocumentRow | None:
-        """The document a person or model means by ``ref``, or ``None``: a ``doc_id``, else a
-        file name compared by ``normalize_name`` (case and surrounding spaces forgiven), else
-        the same with a missing ``.pdf`` extension. One read; the CLI and the MCP tools both
+        """The document a person or model means by ``ref``, or ``None``: a ``doc_id`` (or the
+        ``version_key`` of one of its versions), else a file name compared by
+        ``normalize_name`` (case and surrounding spaces forgiven), else the same with a
+        missing ``.pdf`` extension. One read; the CLI and the MCP tools both
         resolve through here. An empty ``ref``, or one with no letters or digits, is ``None``.
         """
         ref = ref.strip()
@@ -292,6 +323,7 @@ class DocumentReads(CatalogBase):
             ids = [ref, identity.doc_id(ref), identity.doc_id(ref + ".pdf")]
         except IdentityError:
             return None
+        ids.append(identity.split_version_key(ref)[0])  # a version's key names its document
         keys.append(identity.normalize_name(ref + ".pdf"))
         condition = sa.or_(
             documents.c.doc_id.in_(list(dict.fromkeys(ids))),
@@ -380,7 +412,7 @@ class DocumentCatalog(DocumentReads):
         expected = identity.doc_id(clean)
         if doc_id != expected:
             raise ValueError(f"doc_id {doc_id!r} does not match the name {clean!r} ({expected!r})")
-        if not isinstance(sha256, str) or not _SHA256.match(sha256):
+        if not isinstance(sha256, str) or not SHA256_PATTERN.match(sha256):
             raise ValueError(f"sha256 must be 64 lower-case hex digits, got {sha256!r}")
         size = _count(size_bytes, "size_bytes")
         if size is None:
@@ -405,6 +437,14 @@ class DocumentCatalog(DocumentReads):
                 row = conn.execute(
                     documents.insert().values(**values).returning(*documents.c)
                 ).one()
+                # Version 1 in the same transaction (catalog/versions.py; the table is looked
+                # up by name because that module builds on this one).
+                conn.execute(
+                    CATALOG_METADATA.tables["document_versions"].insert().values(
+                        doc_id=doc_id, version=1, name=clean, sha256=sha256, size_bytes=size,
+                        blob_key=key, status="pending", added_at=now,
+                    )
+                )
         except IntegrityError as exc:
             raise self._duplicate(clean, normal, doc_id, sha256, exc) from exc
         return to_row(DocumentRow, row)
@@ -417,6 +457,11 @@ class DocumentCatalog(DocumentReads):
             "sha256": documents.c.sha256 == sha256,
             "doc_id": documents.c.doc_id == doc_id,
         }
+        versions = CATALOG_METADATA.tables["document_versions"]
+        earlier = (
+            sa.select(versions.c.doc_id).where(versions.c.sha256 == sha256).scalar_subquery()
+        )
+        checks["sha256"] = sa.or_(checks["sha256"], documents.c.doc_id == earlier)
         with self._read() as conn:
             for field in DUPLICATE_FIELDS:
                 found = conn.execute(sa.select(documents).where(checks[field])).first()
@@ -442,7 +487,7 @@ class DocumentCatalog(DocumentReads):
             DocumentNotFoundError: no such document.
             ValueError: an unknown field, a bad value, or missing pages/chunk_count.
         """
-        values = _document_fields(fields)
+        values = document_fields(fields)
         with self._write() as conn:
             current = conn.execute(
                 sa.select(documents.c.pages, documents.c.chunk_count).where(
@@ -455,6 +500,8 @@ class DocumentCatalog(DocumentReads):
             missing = [k for k in ("pages", "chunk_count") if merged.get(k) is None]
             if missing:
                 raise ValueError(f"a ready document needs {' and '.join(missing)}")
+            label = {"label": values["version"]} if "version" in values else {}
+            _mirror_first_version(conn, doc_id, "serving", None, **label)
             return self._set(conn, doc_id, status=DocumentStatus.READY, failure_reason=None, **values)
 
     def mark_failed(self, doc_id: str, reason: str) -> DocumentRow:
@@ -466,6 +513,7 @@ class DocumentCatalog(DocumentReads):
         """
         message = clean_failure(reason)
         with self._write() as conn:
+            _mirror_first_version(conn, doc_id, "failed", message)
             return self._set(conn, doc_id, status=DocumentStatus.FAILED, failure_reason=message)
 
     def update(self, doc_id: str, **fields: Any) -> DocumentRow:
@@ -475,7 +523,7 @@ class DocumentCatalog(DocumentReads):
             DocumentNotFoundError: no such document.
             ValueError: an unknown field or a bad value.
         """
-        values = _document_fields(fields)
+        values = document_fields(fields)
         with self._write() as conn:
             return self._set(conn, doc_id, **values)
 
@@ -504,7 +552,10 @@ class DocumentCatalog(DocumentReads):
         return to_row(DocumentRow, row)
 
     def delete(self, doc_id: str) -> bool:
-        """Delete the catalog row of a document. Returns ``False`` when there was none."""
+        """Delete the catalog row of a document and its version history
+        (``catalog/versions.py``). Returns ``False`` when there was none."""
+        versions = CATALOG_METADATA.tables["document_versions"]
         with self._write() as conn:
+            conn.execute(versions.delete().where(versions.c.doc_id == doc_id))
             result = conn.execute(documents.delete().where(documents.c.doc_id == doc_id))
         return result.rowcount > 0
