@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Report, fresh_dir, log, percentile
-from benchmarks.mcp_server import free_port
+from benchmarks.mcp_server import free_port, serving_in_thread
 
 #: The entity and relationship types synthetic edges take (the spaCy extractor's vocabulary:
 #: ``kb_shared.providers.graph_vocabulary``).
@@ -178,28 +176,13 @@ def build_home(home: Path, edges: int, documents: int) -> Any:
 @contextmanager
 def serving(settings: Any) -> Iterator[str]:
     """The kb HTTP app on ``settings`` under uvicorn in a thread; yields its base URL."""
-    import uvicorn  # noqa: PLC0415
-
     from kb_mcp.http import build_app  # noqa: PLC0415
 
     port = free_port()
     app = build_app(settings.model_copy(update={"mcp_port": port}), warm=False,
                     log_level="WARNING")
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serving_in_thread(app, port) as url:
+        yield url
 
 
 def measure(browser: Any, url: str, fps_seconds: float) -> PageRun:

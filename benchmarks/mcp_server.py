@@ -1,6 +1,7 @@
 """Run ``kb-mcp serve`` (HTTP) as a subprocess: start it on a free loopback port, wait for
-``/healthz``, stop it. Used by the serving benchmark and by the end-to-end and retrieval
-tests, which may import ``benchmarks`` (``benchmarks`` never imports ``tests``)."""
+``/healthz``, stop it; or serve an ASGI app in a thread (``serving_in_thread``). Used by the
+serving and page benchmarks and by the end-to-end, page and retrieval tests, which may import
+``benchmarks`` (``benchmarks`` never imports ``tests``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +35,33 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving_in_thread(app: Any, port: int, *, start_seconds: float = 60) -> Iterator[str]:
+    """Serve the ASGI ``app`` with uvicorn on ``127.0.0.1:port`` in a daemon thread (lifespan
+    on) and yield ``http://127.0.0.1:{port}``; stops it on exit.
+
+    Raises:
+        RuntimeError: uvicorn did not report started within ``start_seconds``.
+    """
+    import uvicorn  # noqa: PLC0415 - only the in-thread servers need it
+
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + start_seconds
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"uvicorn did not start on port {port}")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
 
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:

@@ -11,8 +11,6 @@ fails with the reason the real converter gives, in milliseconds.
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,10 +20,10 @@ from typing import Any
 
 import dagster as dg
 import pytest
-import uvicorn
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
+from benchmarks.mcp_server import free_port, serving_in_thread
 from kb_assets import cli, serve
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, DOCUMENTS
@@ -338,32 +336,15 @@ def test_builds_list_each_step_and_a_retry_resumes_from_the_failed_one(kb: Corpu
 
 
 # --- the page in Chromium -----------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextmanager
 def serving(service: UploadService) -> Iterator[str]:
     """The upload page of ``service`` on a free loopback port (uvicorn in a thread); yields
     its base URL."""
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(build_app(service), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        with serving_in_thread(build_app(service), port) as url:
+            yield url
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
         service.worker.close(timeout=60)
 
 

@@ -37,16 +37,20 @@ import logging
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from mcp import Client
 
-from benchmarks.mcp_server import KB_MCP, STARTUP_SECONDS, free_port, server_env
+from benchmarks.mcp_server import (
+    KB_MCP,
+    STARTUP_SECONDS,
+    free_port,
+    server_env,
+    serving_in_thread,
+)
 from kb_mcp.http import build_app
 from kb_shared import layout
 from kb_shared.identity import doc_id, sha256_bytes
@@ -158,21 +162,8 @@ def http_base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """``http://127.0.0.1:{port}`` of the kb app (stateless JSON) under uvicorn in a thread."""
     port = free_port()
     app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serving_in_thread(app, port) as url:
+        yield url
 
 
 def test_set_level_over_stateless_http_lasts_beyond_its_request(

@@ -8,22 +8,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
+from benchmarks.mcp_server import free_port, serving_in_thread
 from kb_mcp.http import build_app
 from kb_mcp.server import build_server
 from kb_mcp.tools import display_process
@@ -50,33 +46,6 @@ FIGURE_3_TEXT = "Figure 3: Flow of a planned interruption notice"
 #: Sizes of the PNGs this module stores: figure 1 wide (a process diagram), figure 3 small.
 FULL_1, INLINE_1 = (1600, 240), (1024, 154)
 FULL_3, INLINE_3 = (300, 200), (150, 100)
-
-
-def free_port() -> int:
-    """A free TCP port on the loopback interface."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextmanager
-def serving(app: Any, port: int) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a background thread; yield ``http://127.0.0.1:{port}``."""
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +82,7 @@ def live(figure_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     links); yields its base URL, which is also the base of the links the tool hands out."""
     port = free_port()
     app = build_app(corpus_settings(figure_home, mcp_port=port), embedder=embedder, warm=False)
-    with serving(app, port) as base:
+    with serving_in_thread(app, port) as base:
         yield base
 
 

@@ -14,9 +14,6 @@ DEFINES 3, MUST_CONFORM_TO 2.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,9 +21,9 @@ from typing import Any
 import httpx
 import pymupdf
 import pytest
-import uvicorn
 from starlette.testclient import TestClient
 
+from benchmarks.mcp_server import free_port, serving_in_thread
 from kb_mcp.http import build_app
 from kb_mcp.cli import page_lines
 from kb_mcp.links import file_signature, page_signature, signing_key
@@ -272,32 +269,13 @@ def test_edges_of_unready_documents_are_not_shown(
 # -- the page in Chromium --------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """``http://127.0.0.1:{port}`` of the kb app under uvicorn in a thread (links point here)."""
-    port = _free_port()
+    port = free_port()
     app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serving_in_thread(app, port) as url:
+        yield url
 
 
 def open_graph(page: Any, url: str) -> None:

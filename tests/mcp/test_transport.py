@@ -10,17 +10,14 @@ few seconds, not a timing measurement).
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
-import uvicorn
 
+from benchmarks.mcp_server import free_port, serving_in_thread
 from kb_mcp.http import build_app
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
 
@@ -31,33 +28,13 @@ CLIENT_TIMEOUT = httpx.Timeout(5.0)
 CLIENTS = 16
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """``http://127.0.0.1:{port}`` of the kb app served by uvicorn in a background thread."""
-    port = _free_port()
+    port = free_port()
     settings = corpus_settings(corpus_home, mcp_port=port)
-    app = build_app(settings, embedder=embedder, warm=False)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with serving_in_thread(build_app(settings, embedder=embedder, warm=False), port) as url:
+        yield url
 
 
 @pytest.mark.parametrize("accept", ["text/event-stream", "*/*"])
