@@ -108,7 +108,7 @@ def outcome_metadata(outcomes: list[SetOutcome]) -> dict[str, Any]:
     kinds={"python"},
     automation_condition=AFTER_BUILDS,
     description=(
-        "Runs the eval sets that apply to the corpus (KB_EVAL_DIR, default <home>/eval) "
+        "Runs the eval sets that apply to the corpus (KB_EVAL_DIR, default KB_HOME/eval) "
         "through search_docs and records Recall@1/5/10 and MRR per set and per question kind."
     ),
 )

@@ -14,11 +14,17 @@ from dataclasses import dataclass
 from kb_mcp.errors import ToolProblem
 from kb_shared.errors import EmbeddingMismatchError, IdentityError
 from kb_shared.graph_model import Relationship
-from kb_shared.graph_relevance import RelationIntent, name_candidates, relation_intent, relevance
+from kb_shared.graph_relevance import (
+    RelationIntent,
+    asked_types,
+    name_candidates,
+    relation_intent,
+    relevance,
+)
 from kb_shared.identity import chunk_index
 from kb_shared.providers.base import Embedder
 from kb_shared.retrieval import Passage
-from kb_shared.stores.graph import EntityHit, GraphPath
+from kb_shared.stores.graph import EdgeFilter, EntityHit, GraphPath
 from kb_shared.stores.readers import GraphReader, VectorReader
 
 #: Entity seeds per call (mcp-utilities README, search_graph: "seeds from a vector similarity
@@ -150,6 +156,28 @@ def named_seeds(
     return found[:NAMED_SEEDS]
 
 
+#: Edges of each asked type (``graph_relevance.asked_types``) read whatever the seeds reached,
+#: best connected first.
+TYPED_CANDIDATES = 50
+
+
+def typed_paths(graph: GraphReader, intent: RelationIntent) -> tuple[list[GraphPath], list[EntityHit]]:
+    """One-edge paths of the relationship types the question asks for (``asked_types``:
+    "Who must notify whom?" names no party, yet its answer is every MUST_NOTIFY edge), each
+    from its source entity as a seed at ``GRAPH_SEED_MIN_SIMILARITY``; relevance ranks them
+    with the walked ones."""
+    paths: list[GraphPath] = []
+    for kind in asked_types(intent):
+        for rel in graph.overview(TYPED_CANDIDATES, where=EdgeFilter(relationship_type=kind)):
+            paths.append(GraphPath((rel.source, rel.target), (rel,)))
+    sources = list(dict.fromkeys(path.nodes[0] for path in paths))
+    seeds = [
+        EntityHit(entity.key, entity.name, entity.type, GRAPH_SEED_MIN_SIMILARITY)
+        for entity in graph.entities(sources)
+    ]
+    return paths, seeds
+
+
 def served_paths(paths: Sequence[GraphPath], only: frozenset[str] | None) -> list[GraphPath]:
     """``paths`` cut before their first edge whose ``source_doc`` is not in ``only``; paths
     left empty are dropped. ``only=None`` serves every document (``paths`` unchanged)."""
@@ -221,7 +249,12 @@ def search_graph(
     seeds = [s for s in seeds if s.key not in hidden]
     if not seeds:  # every seed is known only from documents that are not served
         return GraphAnswer(seeds=[], relationships=[], excerpts=[], hops=hops)
-    chosen = rank_relationships(seeds, paths, top_k, relation_intent(query))
+    intent = relation_intent(query)
+    typed, typed_seeds = typed_paths(graph, intent)
+    walked_keys = {s.key for s in seeds}
+    rank_seeds = [*seeds, *(s for s in typed_seeds if s.key not in walked_keys)]
+    paths += served_paths(typed, only)
+    chosen = rank_relationships(rank_seeds, paths, top_k, intent)
     keys = list(dict.fromkeys(k for rel, _, _ in chosen for k in (rel.source, rel.target)))
     names = {entity.key: entity.name for entity in graph.entities(keys)}
     chunk_ids = list(dict.fromkeys(rel.chunk_id for rel, _, _ in chosen))

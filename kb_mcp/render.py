@@ -40,6 +40,7 @@ from kb_mcp.schemas import (
 )
 from kb_shared import citations
 from kb_shared.citations import Citation
+from kb_shared.identity import split_version_key
 from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY, DocsAnswer, Passage
 from kb_shared.stores.catalog import DocumentRow
 
@@ -271,7 +272,7 @@ def _relationship_line(rel: RankedRelationship) -> str:
     chunk = rel.chunk_number if rel.chunk_number is not None else edge.chunk_id
     line = (
         f"[R{rel.number}] {rel.source_name} —{edge.type}→ {rel.target_name} "
-        f"({edge.source_doc}, chunk {chunk})"
+        f"({split_version_key(edge.source_doc)[0]}, chunk {chunk})"
     )
     if edge.description.strip():
         line += f": {edge.description.strip()}"
@@ -280,7 +281,7 @@ def _relationship_line(rel: RankedRelationship) -> str:
     return line + (
         f" — supporting excerpt missing: chunk {edge.chunk_id} is not in the vector "
         "index (the document's embeddings and graph are out of step; the operator "
-        f"should run `kb rebuild embeddings {edge.source_doc}`)"
+        f"should run `kb rebuild embeddings {split_version_key(edge.source_doc)[0]}`)"
     )
 
 
@@ -328,7 +329,7 @@ def graph_result(answer: GraphAnswer, links: Links) -> CallToolResult:
                 source=rel.source_name,
                 type=rel.relationship.type,
                 target=rel.target_name,
-                doc_id=rel.relationship.source_doc,
+                doc_id=split_version_key(rel.relationship.source_doc)[0],
                 chunk_id=rel.relationship.chunk_id,
                 hops=rel.hops,
                 seed=rel.seed,

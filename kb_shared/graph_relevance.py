@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 from kb_shared.providers import graph_vocabulary as vocab
+from kb_shared.retrieval_features import definition_terms
 from kb_shared.sparse import tokenize
 
 #: Question words that ask about a duty, by the modal of the relationship types that answer.
@@ -130,7 +131,7 @@ def relation_intent(question: str) -> RelationIntent:
         modal=modal,
         verb=verb,
         responsibility=bool(plain & RESPONSIBILITY_WORDS),
-        definition=bool(plain & DEFINITION_WORDS),
+        definition=bool(plain & DEFINITION_WORDS) or bool(definition_terms(question)),
         reference=bool(plain & REFERENCE_WORDS),
         words=frozenset(_words(question) - _MODAL_FOLDED),
     )
@@ -183,6 +184,22 @@ def _split_type(relationship_type: str) -> tuple[str | None, str | None]:
         if relationship_type.startswith(modal + "_"):
             return modal, relationship_type[len(modal) + 1 :]
     return None, None
+
+
+def asked_types(intent: RelationIntent) -> list[str]:
+    """The relationship types that answer a question naming a duty's verb class or
+    responsibility (``MUST_NOTIFY``, ``SHOULD_NOTIFY``… for "who must notify …"; the asked
+    modal only when it names one), for fetching those edges whatever the seeds reached;
+    ``[]`` for a definition question or any other."""
+    types: list[str] = []
+    if intent.definition and intent.modal is None:  # "What is a notification?" asks a meaning
+        return types
+    if intent.verb is not None:
+        modals = [intent.modal] if intent.modal else [vocab.MUST, vocab.SHOULD, vocab.MAY]
+        types += [f"{m}_{intent.verb}" for m in modals if f"{m}_{intent.verb}" in vocab.RELATIONSHIP_TYPES]
+    if intent.responsibility:
+        types.append(vocab.RESPONSIBLE_FOR)
+    return types
 
 
 def type_score(intent: RelationIntent, relationship_type: str) -> float:

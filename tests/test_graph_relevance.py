@@ -134,3 +134,32 @@ def test_the_relational_set_and_its_hit_rule() -> None:
     assert first_answer(question, [Found("nsp", "aemo", "MUST", "D.pdf", 33, 33)]) is None
     assert first_answer(question, [Found("nsp", "aemo", "MUST_NOTIFY", "D.pdf", 34, 35)]) is None
     assert first_answer(question, [Found("nsp", "aemo", "MUST_NOTIFY", "E.pdf", 33, 33)]) is None
+
+
+def test_a_question_naming_no_party_still_gets_the_duty_it_asks_for(tmp_path: Path) -> None:
+    """"Who must notify whom?" seeds only "Notification"; the MUST_NOTIFY edges are fetched by
+    type (``typed_paths``) and outrank the walked ones."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'graph.sqlite'}")
+    store = SqlGraphStore(engine)
+    store.ensure_schema(2)
+    entities = [Entity(name, kind, "", (1.0, 0.0)) for name, kind in
+                (("Retailer", "Role"), ("Distributor", "Role"), ("Party", "Role"),
+                 ("Notification", "DefinedTerm"))]
+    duty = _rel("retailer", "distributor", "MUST_NOTIFY",
+                "The Retailer must notify the Distributor within 2 business days", "doc.pdf-0")
+    walked = _rel("party", "notification", "MUST", "A party must keep each notification",
+                  "doc.pdf-1")
+    store.replace_document("doc.pdf", entities, [duty, walked])
+    intent = relation_intent("Who must notify whom?")
+    paths, seeds = graph_search.typed_paths(store, intent)
+    assert [p.relationships[0].type for p in paths] == ["MUST_NOTIFY"]
+    assert [(s.key, s.score) for s in seeds] == [("retailer", graph_search.GRAPH_SEED_MIN_SIMILARITY)]
+    notification = EntityHit("notification", "Notification", "DefinedTerm", 0.53)
+    ranked = graph_search.rank_relationships(
+        [notification, *seeds],
+        [GraphPath(("notification", "party"), (walked,)), *paths], 2, intent,
+    )
+    assert [rel.type for rel, _, _ in ranked] == ["MUST_NOTIFY", "MUST"]
+    assert graph_search.typed_paths(store, relation_intent("What is a notification?")) == ([], [])
+    store.close()
+    engine.dispose()

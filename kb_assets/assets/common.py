@@ -136,16 +136,19 @@ def point_payload(
 
     Args:
         of_version: the document version the point belongs to (``version_of``): its file is
-            the cited PDF (``layout.pdf_key(of_version.key)``), and a version with no label
-            of its own is cited by number from version 2 on ("2" reads "Version 2").
+            the cited PDF (``layout.pdf_key(of_version.key)``); from version 2 on it is
+            cited by number: "2" reads "Version 2", and a labelled one "Version 1.1 (kb
+            version 2)".
 
     Raises:
         ValueError: ``page_end < page_start``.
     """
     key = of_version.key if of_version is not None else document.doc_id
     cited = document.version
-    if not cited and of_version is not None and of_version.version > 1:
-        cited = str(of_version.version)
+    if of_version is not None and of_version.version > 1:
+        # from version 2 on the citation names kb's version too: two versions of a document
+        # often print the same label ("1.1"), and a reader must see which one answered
+        cited = f"{cited} (kb version {of_version.version})" if cited else str(of_version.version)
     return PointPayload.build(
         doc_id=document.doc_id,
         name=document.name,

@@ -27,6 +27,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from kb_mcp.documents import serving_keys
 from kb_mcp.links import Links, links_for
 from kb_mcp.state import ServerState, StateHolder
 from kb_mcp.tools import KbServer
@@ -119,13 +120,15 @@ def read_gallery(state: ServerState, doc_id: str, links: Links) -> Gallery | Non
         return None
     if row is None or row.status != DocumentStatus.READY:
         return None
+    # a new version's points and renders live under its version key (``doc@v2``)
+    key = serving_keys(state.catalog).get(doc_id, doc_id)
     try:
         index = state.vectors()
     except EmptyCorpusError:  # a ready text document before any index exists: no figures
         points = []
     else:
-        points = index.fetch(index.list_ids(document=doc_id, kind=KIND_FIGURE))
-    present = set(state.blobs.list(layout.figures_prefix(doc_id))) if points else set()
+        points = index.fetch(index.list_ids(document=key, kind=KIND_FIGURE))
+    present = set(state.blobs.list(layout.figures_prefix(key))) if points else set()
     figures = [
         gallery_figure(p.id, PointPayload.from_payload(p.payload), p.text, links, present)
         for p in points

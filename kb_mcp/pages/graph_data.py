@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kb_mcp.documents import serving_keys
 from kb_mcp.links import Links
 from kb_mcp.state import ServerState
 from kb_shared import layout
@@ -120,7 +121,13 @@ def _documents(
     """
     rows = state.catalog.list_documents()
     ready = [row for row in rows if row.status == DocumentStatus.READY]
-    served = None if len(ready) == len(rows) else frozenset(row.doc_id for row in ready)
+    # edges are stored under each version's key (``doc@v2``): serve the serving ones only
+    keys = serving_keys(state.catalog)
+    versioned = any(key != doc_id for doc_id, key in keys.items())
+    served = (
+        None if len(ready) == len(rows) and not versioned
+        else frozenset(keys.get(row.doc_id, row.doc_id) for row in ready)
+    )
     if doc is None:
         return ready, served, None
     row = state.catalog.resolve(doc)
@@ -128,7 +135,7 @@ def _documents(
         raise ValueError(f"unknown document {doc!r}: give a doc_id or file name")
     if row.status != DocumentStatus.READY:
         raise ValueError(f"document {row.name!r} is {row.status}; only ready documents are shown")
-    return ready, frozenset({row.doc_id}), row.doc_id
+    return ready, frozenset({keys.get(row.doc_id, row.doc_id)}), row.doc_id
 
 
 def _chunk_payloads(
@@ -184,6 +191,8 @@ def graph_view(state: ServerState, query: GraphQuery, links: Links) -> dict[str,
     entities = {entity.key: entity for entity in graph.entities(keys)}
     degrees = graph.degrees(list(entities))
     rows = {row.doc_id: row for row in ready}
+    rows.update({key: rows[doc_id] for doc_id, key in serving_keys(state.catalog).items()
+                 if doc_id in rows})
     payloads = _chunk_payloads(state, shown)
     edges = []
     for rel in shown:
@@ -200,7 +209,7 @@ def graph_view(state: ServerState, query: GraphQuery, links: Links) -> dict[str,
                 "target": rel.target,
                 "type": rel.type,
                 "description": rel.description,
-                "document": rel.source_doc,
+                "document": row.doc_id if row is not None else rel.source_doc,
                 "document_name": row.name if row is not None else rel.source_doc,
                 "page": page,
                 "chunk_id": rel.chunk_id,

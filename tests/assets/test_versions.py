@@ -29,6 +29,9 @@ from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.resources import StoresResource
 from kb_assets.sensors import intake_sensor
 from kb_mcp.documents import document_list, search_scope, served_documents, version_notes
+from kb_mcp.links import links_for
+from kb_mcp.pages.gallery import read_gallery
+from kb_mcp.state import open_state
 from kb_shared.citations import PointPayload
 from kb_shared.errors import DocumentNotFoundError, DuplicateDocumentError
 from kb_shared.fetch import Fetched
@@ -184,6 +187,18 @@ def test_version_2_is_built_beside_version_1_and_served_only_after_record(
     v2_ids = {f"{V2}-0", f"{V2}-1", f"{V2}-2", f"{V2}#figure-1"}
     assert set(search(stores, providers, "reports quarterly register")) == v2_ids
     assert set(search(stores, providers, "reports monthly register")) == v2_ids
+    # both versions print "2.0": the citation also names kb's version
+    assert set(search(stores, providers, "reports quarterly register").values()) == {
+        "2.0 (kb version 2)"
+    }
+    # the figure gallery shows version 2's figure under the document's own doc_id
+    settings = stores.settings
+    state = open_state(settings, embedder=providers.embedder_, use_reranker=False)
+    try:
+        gallery = read_gallery(state, DOC, links_for(settings))
+    finally:
+        state.close()
+    assert [(f.id, f.page) for f in gallery.figures] == [(f"{V2}#figure-1", 2)]
     assert served_edges(stores) == {V2}
     # version 1 is gone from every store; its history row stays
     assert stores.existing_vectors().count(DOC) == 0

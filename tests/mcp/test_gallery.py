@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
+from benchmarks.mcp_server import free_port, serving_in_thread
 from kb_mcp.http import build_app
 from kb_mcp.links import file_signature, signing_key
 from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
-from tests.mcp.test_display_process import free_port, serving
 
 TOKEN = "gallery-token"
 
@@ -29,7 +29,7 @@ def base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """The kb HTTP app on the small corpus, without tokens."""
     port = free_port()
     app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
-    with serving(app, port) as url:
+    with serving_in_thread(app, port) as url:
         yield url
 
 
@@ -39,7 +39,7 @@ def guarded(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     port = free_port()
     settings = corpus_settings(corpus_home, mcp_port=port, mcp_tokens=TOKEN)
     app = build_app(settings, embedder=embedder, warm=False)
-    with serving(app, port) as url:
+    with serving_in_thread(app, port) as url:
         yield url
 
 
@@ -192,7 +192,7 @@ def sample_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         pool.submit(build_corpus, home, [pdf]).result()
     port = free_port()
     app = build_app(Settings(home=home, mcp_port=port), warm=False)
-    with serving(app, port) as url:
+    with serving_in_thread(app, port) as url:
         yield url, home
 
 

@@ -13,6 +13,7 @@ import anyio
 import dagster as dg
 import pytest
 from mcp import Client
+from starlette.testclient import TestClient
 
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, CHUNKS, EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
@@ -21,6 +22,7 @@ from kb_assets.instance import dagster_instance
 from kb_assets.intake import admit
 from kb_assets.jobs import build_documents_job
 from kb_assets.resources import StoresResource
+from kb_mcp.http import build_app
 from kb_mcp.server import build_server
 from tests.assets.fake_providers import FakeProviders
 from tests.fakes import FlakyEmbedder
@@ -124,11 +126,17 @@ async def test_search_read_and_graph_serve_version_1_until_version_2_is_recorded
     read = await call(kb, embedder, "read_doc", document=DOC, chunk_numbers=[0])
     assert "five business days" in text_of(read)
     graph = await call(kb, embedder, "search_graph", query="Retailer notify Distributor")
-    assert {r["doc_id"] for r in graph.structured_content["relationships"]} == {f"{DOC}@v2"}
+    assert {r["doc_id"] for r in graph.structured_content["relationships"]} == {DOC}
     listing = await call(kb, embedder, "list_documents")
     assert text_of(listing).endswith(f"- {NAME}: version 2 serving, 1 earlier")
     (row,) = listing.structured_content["documents"]
     assert row["url"].endswith("/files/pdfs/life-support-rules.md%40v2")
+    # the graph page's document filter finds version 2's edges under the document's doc_id
+    with TestClient(build_app(corpus_settings(kb.home), embedder=embedder, warm=False),
+                    base_url="http://127.0.0.1:8765") as client:
+        view = client.get("/api/graph", params={"doc": DOC}).json()
+    assert view["shown"]["edges"] > 0
+    assert {edge["document"] for edge in view["edges"]} == {DOC}
 
 
 async def test_a_failed_version_2_leaves_version_1_served_and_list_documents_says_why(
