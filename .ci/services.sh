@@ -7,6 +7,8 @@
 #   kb_services_start            # exports KB_TEST_POSTGRES_URL and KB_TEST_NEO4J_URI
 #   .venv/bin/python -m pytest tests/stores -q
 #   kb_services_stop             # stops both servers and deletes their data
+#   kb_postgres_pause / kb_postgres_resume, kb_neo4j_pause / kb_neo4j_resume
+#                                # stop one server and start it again, data and port kept
 #
 # Everything lives in one temporary folder ($KB_SERVICES_DIR): the Postgres cluster (initdb'd
 # fresh, owned by the `postgres` user when run as root, since Postgres refuses to run as
@@ -204,15 +206,40 @@ kb_postgres_start() {
         >"$dir/initdb.log" 2>&1 || { _kb_log "initdb failed:"; tail -20 "$dir/initdb.log" >&2; return 1; }
     rm -f "$dir/pwfile"
     port="$(kb_free_port)" || return 1
-    # A throwaway cluster: durability settings off for speed (nothing here must survive a crash).
-    _kb_as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t "$KB_SERVICE_START_TIMEOUT" \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-        start >/dev/null || { _kb_log "Postgres did not start:"; tail -20 "$dir/postgres.log" >&2; return 1; }
+    _kb_pg_ctl_start "$bindir" "$dir" "$port" || return 1
     export KB_PG_BINDIR="$bindir" KB_PG_DATA="$dir/data" KB_PG_PORT="$port"
     export KB_TEST_POSTGRES_URL="postgresql+psycopg://postgres:$password@127.0.0.1:$port/postgres"
     KB_PG_START_SECONDS="$(_kb_elapsed "$started")"
     export KB_PG_START_SECONDS
     _kb_log "Postgres $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port ready in ${KB_PG_START_SECONDS}s (data $dir/data)"
+}
+
+# pg_ctl start of the cluster in $2/data on 127.0.0.1:$3 (binaries in $1), waiting for it.
+_kb_pg_ctl_start() {
+    local bindir="$1" dir="$2" port="$3"
+    # A throwaway cluster: durability settings off for speed (nothing here must survive a crash).
+    _kb_as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t "$KB_SERVICE_START_TIMEOUT" \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+        start >/dev/null || { _kb_log "Postgres did not start:"; tail -20 "$dir/postgres.log" >&2; return 1; }
+}
+
+# Stop the running cluster but keep its data, port and variables, for kb_postgres_resume
+# (the outage tests: tests/stores/test_outages.py, tests/mcp/test_outages.py).
+kb_postgres_pause() {
+    [[ -n "${KB_PG_DATA:-}" && -d "$KB_PG_DATA" ]] || { _kb_log "no Postgres to pause (kb_postgres_start)"; return 1; }
+    _kb_as_pg "$KB_PG_BINDIR/pg_ctl" -D "$KB_PG_DATA" -m fast -w -t 60 stop >/dev/null \
+        || { _kb_log "pg_ctl stop failed (see $KB_PG_DATA/../postgres.log)"; return 1; }
+    _kb_log "Postgres paused (127.0.0.1:$KB_PG_PORT refuses connections)"
+}
+
+# Start the cluster kb_postgres_pause stopped, on the same port with the same data.
+kb_postgres_resume() {
+    [[ -n "${KB_PG_DATA:-}" && -d "$KB_PG_DATA" ]] || { _kb_log "no Postgres to resume (kb_postgres_start)"; return 1; }
+    if _kb_as_pg "$KB_PG_BINDIR/pg_ctl" -D "$KB_PG_DATA" status >/dev/null 2>&1; then
+        return 0
+    fi
+    _kb_pg_ctl_start "$KB_PG_BINDIR" "$(dirname "$KB_PG_DATA")" "$KB_PG_PORT" || return 1
+    _kb_log "Postgres resumed on 127.0.0.1:$KB_PG_PORT"
 }
 
 kb_postgres_stop() {
@@ -238,14 +265,71 @@ kb_neo4j_launch() {
     dir="$KB_SERVICES_DIR/neo4j"
     mkdir -p "$dir" || return 1
     port="$(kb_free_port)" || return 1
+    _kb_neo4j_java "$dir" "$port"
+    _kb_log "Neo4j launching (pid $KB_NEO4J_PID, port $port, log $dir/launcher.log)"
+}
+
+# Start the launcher JVM on the store in $1/db, Bolt on 127.0.0.1:$2, in the background. Its
+# pid also goes to $1/launcher.pid, so kb_neo4j_stop finds a launcher that kb_neo4j_resume
+# started in another shell (a test's subprocess).
+_kb_neo4j_java() {
+    local dir="$1" port="$2"
     KB_NEO4J_STARTED="$(_kb_now)"
     # shellcheck disable=SC2086 # KB_NEO4J_JAVA_OPTS is a list of JVM flags
     java $KB_NEO4J_JAVA_OPTS -cp "$KB_NEO4J_JARS/*" "$KB_REPO_ROOT/.ci/neo4j/Launcher.java" \
-        "$dir/db" "$port" >"$dir/launcher.log" 2>&1 </dev/null &
+        "$dir/db" "$port" >>"$dir/launcher.log" 2>&1 </dev/null &
     KB_NEO4J_PID=$!
     disown "$KB_NEO4J_PID" 2>/dev/null || true
+    echo "$KB_NEO4J_PID" >"$dir/launcher.pid"
     export KB_NEO4J_PID KB_NEO4J_PORT="$port" KB_NEO4J_DIR="$dir" KB_NEO4J_STARTED
-    _kb_log "Neo4j launching (pid $KB_NEO4J_PID, port $port, log $dir/launcher.log)"
+}
+
+# The pid of the running launcher: $KB_NEO4J_DIR/launcher.pid (newest), else $KB_NEO4J_PID.
+_kb_neo4j_pid() {
+    local file="${KB_NEO4J_DIR:-}/launcher.pid"
+    if [[ -n "${KB_NEO4J_DIR:-}" && -s "$file" ]]; then
+        cat "$file"
+    else
+        echo "${KB_NEO4J_PID:-}"
+    fi
+}
+
+# SIGTERM the launcher $1 and wait for it to exit (SIGKILL after 60 s).
+_kb_neo4j_end() {
+    local pid="$1" i
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null
+    for ((i = 0; i < 120; i++)); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.5
+    done
+    _kb_log "Neo4j (pid $pid) ignored SIGTERM for 60 s; killing it"
+    kill -KILL "$pid" 2>/dev/null
+    sleep 1
+}
+
+# Stop the running Neo4j but keep its store, port and variables, for kb_neo4j_resume (the
+# outage tests).
+kb_neo4j_pause() {
+    local pid
+    pid="$(_kb_neo4j_pid)"
+    [[ -n "$pid" && -n "${KB_NEO4J_DIR:-}" ]] || { _kb_log "no Neo4j to pause (kb_neo4j_start)"; return 1; }
+    _kb_neo4j_end "$pid"
+    _kb_log "Neo4j paused (127.0.0.1:$KB_NEO4J_PORT refuses connections)"
+}
+
+# Relaunch the Neo4j kb_neo4j_pause stopped, on the same port and store; waits for Bolt.
+kb_neo4j_resume() {
+    local pid
+    [[ -n "${KB_NEO4J_DIR:-}" && -n "${KB_NEO4J_PORT:-}" ]] || { _kb_log "no Neo4j to resume (kb_neo4j_start)"; return 1; }
+    pid="$(_kb_neo4j_pid)"
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+        return 0
+    fi
+    _kb_neo4j_java "$KB_NEO4J_DIR" "$KB_NEO4J_PORT"
+    unset KB_TEST_NEO4J_URI   # kb_neo4j_wait skips a URI it has already waited for
+    kb_neo4j_wait || return 1
+    _kb_log "Neo4j resumed (pid $KB_NEO4J_PID)"
 }
 
 # Wait until Bolt answers `verify_connectivity()`; export KB_TEST_NEO4J_URI.
@@ -287,21 +371,14 @@ kb_neo4j_start() { kb_neo4j_launch && kb_neo4j_wait; }
 
 # SIGTERM the launcher (its shutdown hook closes the database), SIGKILL after 60 s.
 kb_neo4j_stop() {
-    local pid="${KB_NEO4J_PID:-}" i
+    local pid
+    pid="$(_kb_neo4j_pid)"
     [[ -n "$pid" ]] || return 0
     if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null
-        for ((i = 0; i < 120; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.5
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            _kb_log "Neo4j (pid $pid) ignored SIGTERM for 60 s; killing it"
-            kill -KILL "$pid" 2>/dev/null
-        else
-            _kb_log "Neo4j stopped"
-        fi
+        _kb_neo4j_end "$pid"
+        _kb_log "Neo4j stopped"
     fi
+    [[ -n "${KB_NEO4J_DIR:-}" ]] && rm -f "$KB_NEO4J_DIR/launcher.pid"
     unset KB_NEO4J_PID KB_NEO4J_PORT KB_TEST_NEO4J_URI
 }
 

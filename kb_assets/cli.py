@@ -228,6 +228,7 @@ def build(
     was in progress again.
     """
     settings, stores = _context()
+    operations.recover_interrupted(stores, dagster_instance(settings))  # a killed kb's leftovers
     try:
         doc_ids = (
             [operations.resolve_document(stores, n).doc_id for n in names]

@@ -39,14 +39,15 @@ from kb_assets.constants import (
     RECORD,
     DocumentStatus,
 )
+from kb_assets.assets.record import remove_version_data
 from kb_assets.definitions import build_job
 from kb_assets.intake import register_partitions
 from kb_assets.io_manager import StepRecords
 from kb_assets.partitions import documents_partitions
 from kb_assets.resources import SettingsResource, StoresResource
 from kb_shared import layout
-from kb_shared.errors import DocumentNotFoundError
-from kb_shared.stores.catalog import DocumentRow
+from kb_shared.errors import DocumentNotFoundError, KbError, StoreError
+from kb_shared.stores.catalog import DocumentRow, VersionStatus
 
 #: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
 #: each failure's reason, and the full event log stays in the instance (Dagster UI).
@@ -240,13 +241,14 @@ def _process_is_gone(tag: str) -> bool:
     return False
 
 
-def close_abandoned_runs(instance: dg.DagsterInstance, doc_id: str) -> list[str]:
-    """Mark failed the document's runs still "started" whose process (``PROCESS_TAG``, on this
-    host) no longer exists: a build killed mid-run (the stop watchdog, SIGKILL, a crash)
-    leaves its run started for ever otherwise. Returns their run ids."""
+def close_abandoned_runs(instance: dg.DagsterInstance, doc_id: str | None = None) -> list[str]:
+    """Mark failed the document's runs (every document's with ``doc_id`` ``None``) still
+    "started" whose process (``PROCESS_TAG``, on this host) no longer exists: a build killed
+    mid-run (the stop watchdog, SIGKILL, a crash) leaves its run started for ever otherwise.
+    Returns their run ids."""
     runs = instance.get_runs(
         filters=dg.RunsFilter(
-            tags={PARTITION_TAG: doc_id},
+            tags={PARTITION_TAG: doc_id} if doc_id is not None else {},
             statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING],
         )
     )
@@ -261,6 +263,33 @@ def close_abandoned_runs(instance: dg.DagsterInstance, doc_id: str) -> list[str]
             )
             closed.append(run.run_id)
     return closed
+
+
+def recover_interrupted(stores: StoresResource, instance: dg.DagsterInstance) -> list[str]:
+    """Finish what a killed ``kb`` process left half done (issue 16, crash recovery); ``kb
+    build`` calls it first. Closes every run whose process is gone (``close_abandoned_runs``),
+    and removes the stored data of each superseded version, and failed version older than
+    the served one, whose file is still stored: a new version's switch (``record``) killed
+    after the catalog switched and before the removal ended, which deletes the file last.
+    A store it cannot reach leaves that for the next build. Returns the cleaned version keys.
+    """
+    close_abandoned_runs(instance)
+    try:
+        blobs = stores.blobs()
+        leftover = []
+        for history in stores.catalog().all_versions().values():
+            serving = next((v.version for v in history if v.status == VersionStatus.SERVING), 0)
+            leftover += [
+                v for v in history
+                if v.version < serving
+                and v.status in (VersionStatus.SUPERSEDED, VersionStatus.FAILED)
+                and blobs.exists(v.blob_key)
+            ]
+        if leftover:
+            remove_version_data(stores, leftover)
+    except StoreError:
+        return []
+    return [v.key for v in leftover]
 
 
 def retry_failed(
@@ -289,8 +318,21 @@ def retry_failed(
     )
 
 
+def _kb_error_names() -> set[str]:
+    """Class names of ``KbError`` and all its subclasses (imported so far)."""
+    names, todo = set(), [KbError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return names
+
+
 def failure_reason(result: dg.JobExecutionResult) -> str:
-    """The first failed step's message (a ``Failure`` description when there is one)."""
+    """The first failed step's message (a ``Failure`` description when there is one): the
+    deepest cause's, or the first kb error's on the way down (its message names the store or
+    input and what to do, where the driver error under it does not)."""
+    kb_errors = _kb_error_names()
     for event in result.get_step_failure_events():
         data = event.step_failure_data
         if data.user_failure_data is not None and data.user_failure_data.description:
@@ -298,10 +340,13 @@ def failure_reason(result: dg.JobExecutionResult) -> str:
         if data.error is not None:
             message = data.error.message.strip().splitlines()[-1] if data.error.message else ""
             cause = data.error.cause
-            while cause is not None and cause.cause is not None:
+            while cause is not None and cause.cause is not None and cause.cls_name not in kb_errors:
                 cause = cause.cause
             if cause is not None and cause.message:
                 message = cause.message.strip().splitlines()[-1]
+                qualified, _, text = message.partition(": ")
+                if cause.cls_name in kb_errors and qualified.endswith("." + cause.cls_name):
+                    message = f"{cause.cls_name}: {text}"  # as ``jobs.failure_text`` writes it
             return f"{event.step_key}: {message}"
     for check in result.get_asset_check_evaluations():
         if not check.passed:
@@ -339,7 +384,6 @@ def build_documents(
     SIGTERM or SIGINT stops the build (``stop_guard``): the document in progress gets
     ``STOPPED_REASON`` and no further document is started; the outcomes so far are returned.
     """
-    catalog = stores.catalog()
     known = set(instance.get_dynamic_partitions(DOCUMENTS))
     outcomes: list[BuildOutcome] = []
     force = tuple(force)
@@ -347,7 +391,7 @@ def build_documents(
         for doc_id in doc_ids:
             if stop.signal is not None:
                 break
-            row = catalog.find_by_doc_id(doc_id)
+            row = _find_row(stores, doc_id)
             name = row.name if row else doc_id
             if doc_id not in known:
                 outcome = BuildOutcome(
@@ -379,7 +423,7 @@ def _build_one(
     started = time.perf_counter()
     result = run_build(instance, doc_id, assets=assets, force=force, settings=stores)
     seconds = round(time.perf_counter() - started, 2)
-    row = stores.catalog().find_by_doc_id(doc_id)
+    row = _find_row(stores, doc_id)
     common: dict[str, Any] = {
         "doc_id": doc_id,
         "name": row.name if row else doc_id,
@@ -402,6 +446,15 @@ def _build_one(
     else:
         reason = row.failure_reason if row and row.failure_reason else failure_reason(result)
     return BuildOutcome(status=DocumentStatus.FAILED, reason=reason, **common)
+
+
+def _find_row(stores: StoresResource, doc_id: str) -> DocumentRow | None:
+    """The document's catalog row, or ``None`` when it is unknown or the catalog cannot be
+    read (a database outage: the run itself then fails with the catalog's reason)."""
+    try:
+        return stores.catalog().find_by_doc_id(doc_id)
+    except StoreError:
+        return None
 
 
 def was_interrupted(result: dg.JobExecutionResult) -> bool:
@@ -485,8 +538,8 @@ def delete_document(
     stores: StoresResource, instance: dg.DagsterInstance, ref: str
 ) -> DeleteReport:
     """Remove a document everywhere: vectors, graph edges (then orphan entities), blobs,
-    the catalog row, and the Dagster partition. The catalog row goes last, so a delete that
-    fails half-way can simply be run again.
+    the Dagster partition and the catalog row. The catalog row goes last, so a delete that
+    fails or is killed half-way can simply be run again.
 
     Raises:
         DocumentNotFoundError: unknown name or id.
@@ -515,10 +568,10 @@ def delete_document(
         relationships, entities = relationships + more.relationships, entities + more.entities
         count += int(blobs.delete(version.blob_key))
         count += blobs.delete_prefix(layout.figures_prefix(version.key))
-    stores.catalog().delete(doc)
     had_partition = instance.has_dynamic_partition(DOCUMENTS, doc)
-    if had_partition:
+    if had_partition:  # before the row, so a delete killed after it can be run again
         instance.delete_dynamic_partition(DOCUMENTS, doc)
+    stores.catalog().delete(doc)
     return DeleteReport(
         doc_id=doc,
         name=row.name,

@@ -4,6 +4,18 @@
 ``/healthz``); ``kb-mcp serve --transport stdio`` serves one client over stdin/stdout. Settings
 come from the environment (``KB_*``, see ``kb_shared.settings``); the options override them.
 
+``kb-mcp serve --workers N`` (``KB_MCP_WORKERS``) runs N worker processes on one port under
+uvicorn's supervisor (``uvicorn.supervisors.Multiprocess``): the parent reserves the port and
+spawns each worker (``multiprocessing`` "spawn": a fresh interpreter, nothing shared); each
+worker listens on its own ``SO_REUSEPORT`` socket (``WorkerListener``), builds the app with
+``WorkerApp`` (``kb_mcp.http.build_app`` on the same settings), and opens its own stores and
+loads its own embedding model in its lifespan. The server is stateless JSON
+(``kb_mcp.http``), so whichever worker the kernel gives a connection answers it. The
+supervisor pings every worker over a pipe and replaces one that dies or stops answering; a
+worker that fails during start-up stops the whole server. SIGTERM or SIGINT to ``kb-mcp`` stops
+every worker: each gets SIGTERM, may finish requests for ``GRACEFUL_SECONDS`` and is killed if
+still alive ``STOP_SECONDS`` after the signal.
+
 On stdio, stdout carries only JSON-RPC: logging goes to stderr (the SDK installs a Rich
 handler on stderr) and the SDK points file descriptor 1 at stderr while it serves, so stray
 output from a library cannot corrupt the stream; kb_mcp itself never prints.
@@ -11,11 +23,30 @@ output from a library cannot corrupt the stream; kb_mcp itself never prints.
 
 from __future__ import annotations
 
+import logging
+import socket
+import time
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+log = logging.getLogger(__name__)
+
+#: Seconds a stopping worker may spend finishing open requests (uvicorn's
+#: ``timeout_graceful_shutdown``); a search answers in well under a second.
+GRACEFUL_SECONDS = 5
+
+#: Seconds after SIGTERM before the supervisor kills a worker that has not exited: bounds the
+#: stop of the whole server under 10 s (issue 15, "A multi-worker MCP server").
+STOP_SECONDS = 8
+
+#: Seconds a worker may take to answer the supervisor's ping before it is killed and replaced
+#: (uvicorn's ``timeout_worker_healthcheck``, default 5). Longer than the default because the
+#: workers load their embedding models at the same time on a 2-core machine.
+HEALTHCHECK_SECONDS = 30
 
 app = typer.Typer(
     name="kb-mcp",
@@ -71,11 +102,20 @@ def serve(
     log_level: Annotated[
         LogLevel, typer.Option(help="Log level (logs go to stderr).")
     ] = LogLevel.INFO,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=64,
+            help="HTTP worker processes, each with its own embedding model (default "
+            "KB_MCP_WORKERS, 1).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the corpus over MCP until interrupted.
 
     Exits with status 2 (and says why) when asked to bind a non-loopback address without
-    KB_MCP_TOKENS and without --public.
+    KB_MCP_TOKENS and without --public, or when --workers above 1 is given with --transport
+    stdio.
     """
     from kb_shared.errors import SettingsError  # noqa: PLC0415 - keep `kb-mcp --help` fast
     from kb_shared.settings import Settings  # noqa: PLC0415
@@ -87,16 +127,25 @@ def serve(
         overrides["mcp_port"] = port
     if home is not None:
         overrides["home"] = home
+    if workers is not None:
+        overrides["mcp_workers"] = workers
     try:
         settings = Settings(**overrides)
     except SettingsError as exc:
         typer.echo(f"kb-mcp: {exc}", err=True)
         raise typer.Exit(2) from exc
 
+    if transport is Transport.STDIO and workers is not None and workers > 1:
+        typer.echo("kb-mcp: --workers applies to HTTP; stdio serves one client", err=True)
+        raise typer.Exit(2)
     if transport is Transport.STDIO:
         from kb_mcp.server import build_server  # noqa: PLC0415
 
         build_server(settings, log_level=log_level.name, stdio=True).run("stdio")
+        return
+
+    if settings.mcp_workers > 1:
+        serve_workers(settings, public=public, log_level=log_level)
         return
 
     import uvicorn  # noqa: PLC0415
@@ -117,7 +166,153 @@ def serve(
         log_level=log_level.value,
         lifespan="on",
         proxy_headers=False,
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
     )
+
+
+@dataclass(frozen=True)
+class WorkerApp:
+    """The app factory every worker process calls once (uvicorn ``factory=True``): returns
+    ``kb_mcp.http.build_app(settings, public=…, log_level=…)``. It is pickled into each spawned
+    worker, so all workers serve the exact settings the parent resolved.
+
+    Attributes:
+        settings: the resolved ``kb_shared.settings.Settings`` (``mcp_workers`` included).
+        public: the operator's ``--public``.
+        log_level: ``build_server``'s level name (``"INFO"`` …).
+    """
+
+    settings: Any
+    public: bool
+    log_level: str
+
+    def __call__(self) -> Any:
+        """Build this worker's Starlette app (nothing is opened until its lifespan runs)."""
+        from kb_mcp.http import build_app  # noqa: PLC0415 - imported in the worker only
+
+        return build_app(self.settings, public=self.public, log_level=self.log_level)
+
+
+def bind_listener(host: str, port: int, *, reuse_port: bool = True) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (not yet listening), with ``SO_REUSEPORT`` unless
+    ``reuse_port`` is false.
+
+    Created with ``IPPROTO_TCP`` so asyncio turns on ``TCP_NODELAY`` for the connections it
+    accepts (uvicorn's own pre-bound socket leaves the protocol 0 and Nagle on: every
+    keep-alive request past the first then waits for a delayed ACK, Kludex/uvicorn#3149).
+
+    Raises:
+        OSError: the address cannot be bound (in use, not local, no permission).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def reserve_port(host: str, port: int) -> socket.socket:
+    """Hold ``host:port`` for the workers: first check that nothing listens there (a bind
+    without ``SO_REUSEPORT`` fails even against a ``SO_REUSEPORT`` group, so a second kb-mcp on
+    the port is refused instead of silently sharing it), then keep a bound, never-listening
+    ``SO_REUSEPORT`` socket until the server stops (it takes no connections: Linux hands them
+    only to listening sockets of the group).
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    bind_listener(host, port, reuse_port=False).close()
+    return bind_listener(host, port)
+
+
+@dataclass(frozen=True)
+class WorkerListener:
+    """What the supervisor hands every worker in place of a shared listening socket: when a
+    spawned worker unpickles it, it becomes that worker's own ``SO_REUSEPORT`` socket on
+    ``host:port`` (``bind_listener``), so each worker has its own accept queue and Linux
+    spreads new connections over the workers by a hash of their addresses. With one shared
+    socket the worker that wakes first accepts every waiting connection, and keep-alive
+    clients then stay on it (measured: one of two workers served all 16 clients,
+    ``benchmarks/results/serving-workers-2026-12-01.md``; the same is reported in
+    Kludex/uvicorn#2472). A worker the supervisor restarts binds its own socket the same way.
+    """
+
+    host: str
+    port: int
+
+    def __reduce__(self) -> tuple[Any, tuple[str, int]]:
+        return (bind_listener, (self.host, self.port))
+
+
+def serve_workers(settings: Any, *, public: bool, log_level: LogLevel) -> None:
+    """Serve HTTP with ``settings.mcp_workers`` processes under uvicorn's supervisor until
+    SIGTERM/SIGINT (module docstring). ``uvicorn.run`` takes workers only with an import
+    string; the same supervisor is driven here with a ``WorkerApp`` so the settings reach the
+    workers as they are, not re-read from the environment.
+
+    Raises:
+        typer.Exit: status 2 when the bind is refused (``kb_shared.access.exposure_problem``);
+            uvicorn's status 3 when a worker fails to start.
+    """
+    import uvicorn  # noqa: PLC0415
+    from uvicorn.config import STARTUP_FAILURE  # noqa: PLC0415
+    from uvicorn.supervisors import Multiprocess  # noqa: PLC0415
+
+    from kb_shared.access import exposure_problem  # noqa: PLC0415
+
+    problem = exposure_problem(settings.mcp_host, settings.token_list, public)
+    if problem:
+        typer.echo(f"kb-mcp: {problem}", err=True)
+        raise typer.Exit(2)
+
+    class Supervisor(Multiprocess):
+        """uvicorn's supervisor whose stop is bounded: a worker still alive ``STOP_SECONDS``
+        after the stop began is killed (uvicorn would wait for it forever)."""
+
+        def join_all(self) -> None:
+            deadline = time.monotonic() + STOP_SECONDS
+            for worker in self.processes:
+                worker.process.join(max(0.0, deadline - time.monotonic()))
+                if worker.process.is_alive():
+                    log.warning("worker %s did not stop in %s s: killed", worker.pid, STOP_SECONDS)
+                    worker.kill()
+                    worker.process.join()
+
+    try:
+        anchor = reserve_port(settings.mcp_host, settings.mcp_port)
+    except OSError as exc:
+        typer.echo(f"kb-mcp: cannot listen on {settings.mcp_host}:{settings.mcp_port}: {exc}",
+                   err=True)
+        raise typer.Exit(STARTUP_FAILURE) from exc
+    config = uvicorn.Config(
+        WorkerApp(settings, public, log_level.name),
+        factory=True,
+        host=settings.mcp_host,
+        port=settings.mcp_port,
+        workers=settings.mcp_workers,
+        log_level=log_level.value,
+        lifespan="on",
+        proxy_headers=False,
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        timeout_worker_healthcheck=HEALTHCHECK_SECONDS,
+    )
+    for line in page_lines(settings):
+        typer.echo(f"kb-mcp: {line}", err=True)
+    typer.echo(f"kb-mcp: {settings.mcp_workers} workers", err=True)
+    listener: Any = WorkerListener(settings.mcp_host, settings.mcp_port)
+    supervisor = Supervisor(config, sockets=[listener])
+    try:
+        supervisor.run()
+    finally:
+        anchor.close()
+    if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes):
+        raise typer.Exit(STARTUP_FAILURE)
 
 
 def page_lines(settings: Any) -> list[str]:

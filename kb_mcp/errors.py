@@ -65,6 +65,36 @@ def _provider_label(exc: ProviderError) -> str:
     return "model" if exc.role == ProviderError.role else f"{exc.role} model"
 
 
+#: Each store's name in messages and the settings that locate it, found by what the store
+#: adapters' messages start with (``kb_shared.stores.sql.guard``: "<store> database …";
+#: ``Neo4jGraphStore``: "Neo4j at …"; ``QdrantVectorIndex``: "Qdrant at …";
+#: ``SqliteVectorIndex``: "… SQLite vector index …").
+STORE_MARKERS = (
+    ("catalog database", ("catalog", "KB_DATABASE_URL / KB_READER_DATABASE_URL")),
+    ("graph database", ("graph store", "KB_DATABASE_URL / KB_READER_DATABASE_URL")),
+    ("Neo4j", ("graph store", "KB_NEO4J_URI, KB_NEO4J_USER, KB_NEO4J_PASSWORD")),
+    ("Qdrant", ("vector index", "KB_QDRANT_URL, KB_QDRANT_API_KEY")),
+    ("vector index", ("vector index", "KB_VECTOR_PATH")),
+)
+#: The blob store's name and setting (its failures are ``OSError``s from fsspec).
+BLOB_STORE = ("blob store", "KB_BLOB_URL")
+#: What an unavailable store no marker names is called.
+ANY_STORE = (
+    "store",
+    "KB_DATABASE_URL / KB_READER_DATABASE_URL, KB_QDRANT_URL, KB_NEO4J_URI",
+)
+
+
+def store_of(exc: StoreUnavailableError) -> tuple[str, str]:
+    """``(name, settings)`` of the store an error is about (``STORE_MARKERS``), e.g.
+    ``("graph store", "KB_NEO4J_URI, …")``; ``ANY_STORE`` when the message names none."""
+    text = str(exc)
+    for marker, store in STORE_MARKERS:
+        if marker in text:
+            return store
+    return ANY_STORE
+
+
 @contextmanager
 def tool_errors(tool: str) -> Iterator[None]:
     """Translate whatever a tool body raises into a ``ToolError`` with an actionable message.
@@ -92,15 +122,22 @@ def tool_errors(tool: str) -> Iterator[None]:
         ) from exc
     except StoreUnavailableError as exc:
         log.warning("%s: a store is unavailable: %s", tool, exc)
+        role, settings = store_of(exc)
         raise ToolError(
-            f"A store kb reads from is unavailable ({exc}). The MCP server is still running: "
-            "retry in a moment; if it keeps failing, the operator must check the database, "
-            "vector index or graph server settings (KB_DATABASE_URL / KB_READER_DATABASE_URL, "
-            "KB_QDRANT_URL, KB_NEO4J_URI)."
+            f"A store kb reads from is unavailable (the {role}: {exc}). The MCP server is "
+            f"still running: retry in a moment; tools that do not need the {role} keep "
+            f"answering. If it keeps failing, the operator must check the {role} ({settings})."
         ) from exc
     except StoreError as exc:
         log.warning("%s: a store refused the request: %s", tool, exc)
         raise ToolError(f"A store refused the request: {exc}") from exc
+    except OSError as exc:  # the blob store (stored PDFs, Markdown, figures) cannot be read
+        log.warning("%s: the blob store failed: %s", tool, exc)
+        raise ToolError(
+            f"A store kb reads from is unavailable (the {BLOB_STORE[0]}: {exc}). The MCP server "
+            "is still running: retry in a moment; if it keeps failing, the operator must check "
+            f"the {BLOB_STORE[0]} ({BLOB_STORE[1]})."
+        ) from exc
     except ProviderError as exc:
         label = _provider_label(exc)
         log.warning("%s: the %s failed: %s", tool, label, exc)

@@ -25,7 +25,8 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
   in a browser. DNS-rebinding protection stays on (the SDK's ``TransportSecuritySettings``):
   Host headers must be loopback, the bound host, the public URL's host, or one of
   ``KB_MCP_ALLOWED_HOSTS``; ``/files`` applies the same Host check.
-* **Probes** use ``/healthz`` (JSON with counts), never ``GET /mcp``.
+* **Probes** use ``/healthz`` (JSON with counts and each store's ``ok``/``down`` with the
+  reason; 503 while any store is down), never ``GET /mcp``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ import hmac
 from http.cookies import SimpleCookie
 import logging
 import mimetypes
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import parse_qs
@@ -249,20 +251,86 @@ def servable_key(key: str) -> str | None:
     return key if layout.is_served(key) else None
 
 
-def _health(state: ServerState) -> dict[str, Any]:
-    rows = state.catalog.list_documents()
-    body: dict[str, Any] = {
-        "status": "ok",
-        "documents": sum(r.status == "ready" for r in rows),
-        "pending": sum(r.status == "pending" for r in rows),
-        "failed": sum(r.status == "failed" for r in rows),
-        "embedding_model": state.embedder.model,
-    }
+def worker_status(settings: Settings, *, ready: bool) -> dict[str, Any]:
+    """``/healthz``'s ``worker`` field: the answering worker process's ``pid``, whether it is
+    ``ready`` (its lifespan finished: stores open, embedding model loaded) and how many
+    ``workers`` the server was started with (``KB_MCP_WORKERS``, ``kb-mcp serve --workers``).
+    Each worker knows only itself (uvicorn's supervisor pings them privately)."""
+    return {"pid": os.getpid(), "ready": ready, "workers": settings.mcp_workers}
+
+
+#: The stores ``/healthz`` probes, in the order it reports them (DESIGN.md "Stores and their
+#: backends": the four store roles).
+STORE_ROLES = ("catalog", "vectors", "graph", "blobs")
+
+#: The key ``/healthz`` asks the blob store about when no stored PDF is known (the catalog is
+#: down or empty): a reachability check only, it need not exist.
+BLOB_PROBE_KEY = "pdfs/.healthz"
+
+
+def _probe(role: str, read: Callable[[], Any], report: dict[str, dict[str, str]]) -> Any:
+    """Run one store's ``read``; put ``{"status": "ok"}`` or ``{"status": "down", "reason"}``
+    under ``report[role]``. Returns what ``read`` returned, or ``None`` when it failed."""
     try:
-        body["points"] = state.vectors().count()
+        value = read()
+    except (KbError, OSError) as exc:
+        report[role] = {"status": "down", "reason": str(exc) or type(exc).__name__}
+        return None
+    except Exception as exc:  # a probe must answer, whatever the backend raised
+        log.warning("/healthz: probing the %s store failed", role, exc_info=True)
+        report[role] = {"status": "down", "reason": f"{type(exc).__name__}: {exc}"}
+        return None
+    report[role] = {"status": "ok"}
+    return value
+
+
+def _check_blobs(state: ServerState, rows: list[Any] | None) -> None:
+    """Raise ``FileNotFoundError`` when the first ready document's stored PDF is missing (a
+    blob folder or bucket that is gone or not mounted); with none known, ask the store about
+    ``BLOB_PROBE_KEY`` (raises only when the store cannot be reached)."""
+    stored = next((r for r in rows or () if r.status == "ready" and r.blob_key), None)
+    if stored is None:
+        state.blobs.exists(BLOB_PROBE_KEY)
+    elif not state.blobs.exists(stored.blob_key):
+        raise FileNotFoundError(
+            f"the stored PDF {stored.blob_key!r} of {stored.doc_id!r} is missing from the blob "
+            f"store {state.blobs.root_url} (is the folder or bucket there?)"
+        )
+
+
+def _count_points(state: ServerState) -> int:
+    try:
+        return state.vectors().count()
     except EmptyCorpusError:  # no index yet: an empty corpus is healthy
-        body["points"] = 0
-    return body
+        return 0
+
+
+def _health(state: ServerState) -> tuple[dict[str, Any], bool]:
+    """``/healthz``'s body and whether every store answered.
+
+    Each store of ``STORE_ROLES`` is probed on its own (catalog: the document list; vectors:
+    the point count; graph: its counts; blobs: ``_check_blobs``), so one that is down is
+    named under ``stores`` with the reason while the others still report: ``{"status":
+    "ok"|"degraded", "documents", "pending", "failed" (when the catalog answered),
+    "embedding_model", "points" (when the vector index answered), "stores": {role:
+    {"status": "ok"} | {"status": "down", "reason": str}}}``.
+    """
+    stores: dict[str, dict[str, str]] = {}
+    rows = _probe("catalog", state.catalog.list_documents, stores)
+    points = _probe("vectors", lambda: _count_points(state), stores)
+    _probe("graph", state.graph.counts, stores)
+    _probe("blobs", lambda: _check_blobs(state, rows), stores)
+    healthy = all(report["status"] == "ok" for report in stores.values())
+    body: dict[str, Any] = {"status": "ok" if healthy else "degraded"}
+    if rows is not None:
+        body["documents"] = sum(r.status == "ready" for r in rows)
+        body["pending"] = sum(r.status == "pending" for r in rows)
+        body["failed"] = sum(r.status == "failed" for r in rows)
+    body["embedding_model"] = state.embedder.model
+    if points is not None:
+        body["points"] = points
+    body["stores"] = {role: stores[role] for role in STORE_ROLES}
+    return body, healthy
 
 
 def build_app(
@@ -297,13 +365,11 @@ def build_app(
 
     @mcp.custom_route(HEALTH_PATH, methods=["GET"])
     async def healthz(_: Request) -> Response:
+        worker = worker_status(settings, ready=holder.ready)
         if not holder.ready:
-            return JSONResponse({"status": "starting"}, status_code=503)
-        try:
-            body = await anyio.to_thread.run_sync(_health, holder.state)
-        except KbError as exc:
-            return JSONResponse({"status": "degraded", "error": str(exc)}, status_code=503)
-        return JSONResponse(body)
+            return JSONResponse({"status": "starting", "worker": worker}, status_code=503)
+        body, healthy = await anyio.to_thread.run_sync(_health, holder.state)
+        return JSONResponse({**body, "worker": worker}, status_code=200 if healthy else 503)
 
     @mcp.custom_route(FILES_PATH + "/{key:path}", methods=["GET", "HEAD"])
     async def files(request: Request) -> Response:

@@ -13,8 +13,13 @@ store and provider errors) that each caller words for its own audience.
    weights in ``kb_shared.stores.vectors``, the third list's weight ``EXACT_WEIGHT`` here).
 4. A reranker that re-orders (``Reranker.reorders``) orders the fused candidates; offline
    (``FusionOrderReranker``) the fused order is adjusted by question-shaped signals instead
-   (``kb_shared.retrieval_features``: definitions, section numbers, document routing).
+   (``kb_shared.retrieval_features``: definitions, section numbers, document routing, the
+   best table row or sentence), after the definitions a keyword search finds and the tables
+   whose row fusion left below the cut were added (``definition_candidates``,
+   ``row_candidates``).
 5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
+   Given the documents' Markdown (``MarkdownPages``), a result whose best row or sentence sits
+   on a later page of its chunk cites that page (``precise_citation``).
 6. Confidence: when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``, no identifier
    of the query matches exactly and no result contains ``MIN_TERM_COVERAGE`` of the query's
    terms, the answer is ``low_confidence`` ("the corpus has nothing on this"). So is an answer
@@ -25,17 +30,37 @@ store and provider errors) that each caller words for its own audience.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from kb_shared.citations import Citation, PointPayload
 from kb_shared.editions import HeldDocument, edition_mismatch
-from kb_shared.retrieval_features import bonuses, defines, definition_terms
+from kb_shared.retrieval_features import (
+    PagedText,
+    UnitMatch,
+    best_units,
+    bonuses,
+    defines,
+    definition_terms,
+    unit_page,
+)
 from kb_shared.errors import EmptyCorpusError, QueryError
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
 from kb_shared.sparse import tokenize
+from kb_shared.stores.blobs import BlobStore
 from kb_shared.stores.readers import VectorReader
-from kb_shared.stores.vectors import DOCUMENT_KINDS, KIND_FIGURE, Hit, StoredPoint
+from kb_shared.stores.vectors import (
+    CANDIDATE_FACTOR,
+    DOCUMENT_KINDS,
+    KIND_FIGURE,
+    KIND_TABLE,
+    MIN_CANDIDATES,
+    Hit,
+    StoredPoint,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Constants (each with where it comes from)
@@ -181,10 +206,13 @@ class Passage:
         score: float = 0.0,
         similarity: float | None = None,
         sparse_rank: int | None = None,
+        citation: Citation | None = None,
     ) -> Passage:
-        """The passage of a stored point, its payload parsed once."""
+        """The passage of a stored point, its payload parsed once; ``citation`` replaces the
+        payload's (a page-precise one, ``precise_citation``)."""
         payload = PointPayload.from_payload(point.payload)
-        return cls(number, point, payload, payload.citation, score, similarity, sparse_rank)
+        cite = citation if citation is not None else payload.citation
+        return cls(number, point, payload, cite, score, similarity, sparse_rank)
 
     @property
     def is_figure(self) -> bool:
@@ -281,16 +309,22 @@ def hybrid_candidates(
     documents: Sequence[str] | None,
     kinds: Sequence[str] | None,
     exact: Sequence[Hit] = (),
+    tail: int = 0,
 ) -> tuple[list[Hit], float | None]:
     """``hybrid_search`` with ``exact`` as a third fused list (weight ``EXACT_WEIGHT``), at
-    most ``limit`` hits, plus the best dense cosine of the query over the filtered index
-    (``None`` when it holds no matching point).
+    most ``limit`` hits (and up to ``tail`` more after them: the fused candidates below the
+    cut, for ``row_candidates``), plus the best dense cosine of the query over the filtered
+    index (``None`` when it holds no matching point). Each side is searched
+    ``max(MIN_CANDIDATES, CANDIDATE_FACTOR * max(limit, RERANK_CANDIDATES))`` deep
+    (``kb_shared.stores.vectors``), whatever ``tail``.
 
     The best cosine is the dense rank-1 candidate's; when fusion pushed that point below the
     cut, one more dense query fetches it, so "nothing found" never depends on fusion constants.
     """
+    wanted = max(limit, RERANK_CANDIDATES)
     hits = index.hybrid_search(
-        vector, query, max(limit, RERANK_CANDIDATES), documents, kinds,
+        vector, query, wanted + tail, documents, kinds,
+        candidates=max(MIN_CANDIDATES, CANDIDATE_FACTOR * wanted),
         extra=[(exact, EXACT_WEIGHT)] if exact else (),
     )
     similarities = [h.dense_score for h in hits if h.dense_rank == 1]
@@ -299,7 +333,7 @@ def hybrid_candidates(
     else:
         top = index.dense_search(vector, 1, documents, kinds)
         best = top[0].score if top else None
-    return hits[:limit], best
+    return hits[: limit + tail], best
 
 
 #: Results whose documents ``kb_shared.editions.edition_mismatch`` compares with the query's
@@ -311,13 +345,131 @@ EDITION_DOCUMENTS = 3
 FEATURE_CANDIDATES = 30
 
 
-def feature_order(query: str, pool: Sequence[Hit], limit: int) -> tuple[list[Hit], list[float]]:
+def feature_order(
+    query: str, pool: Sequence[Hit], limit: int
+) -> tuple[list[Hit], list[float], list[UnitMatch | None]]:
     """``pool`` re-ordered by fused score plus ``retrieval_features.bonuses`` (stable: equal
-    scores keep the fused order), cut to ``limit``; returns the hits and their scores."""
+    scores keep the fused order), cut to ``limit``; returns the hits, their scores and their
+    best units (``retrieval_features.best_units``)."""
     payloads = [PointPayload.from_payload(h.point.payload) for h in pool]
-    extra = bonuses(query, [h.point.text for h in pool], payloads)
+    texts = [h.point.text for h in pool]
+    matches = best_units(query, texts, payloads)
+    extra = bonuses(query, texts, payloads, matches=matches)
     order = sorted(range(len(pool)), key=lambda i: -(pool[i].score + extra[i]))[:limit]
-    return [pool[i] for i in order], [pool[i].score + extra[i] for i in order]
+    return (
+        [pool[i] for i in order],
+        [pool[i].score + extra[i] for i in order],
+        [matches[i] for i in order],
+    )
+
+
+#: Table points below the fused cut that ``row_candidates`` reads, best fused first.
+ROW_LOOKUP = 10
+
+#: Fused candidates below the cut that search_docs hands ``row_candidates``: all of them (two
+#: lists of ``CANDIDATE_FACTOR * RERANK_CANDIDATES``; fusion ranks them all anyway).
+ROW_TAIL = 2 * CANDIDATE_FACTOR * RERANK_CANDIDATES
+
+
+def row_candidates(query: str, pool: Sequence[Hit], rest: Sequence[Hit]) -> list[Hit]:
+    """The first ``ROW_LOOKUP`` table points of ``rest`` (what the keyword and meaning
+    searches found but fusion ranked below ``pool``) whose best row holds more of the question
+    than any unit of the pool (``best_units`` over both): a large table ranks low on meaning,
+    and one row among 30 barely moves its BM25. Each enters with the score of the pool's
+    ``ROW_LOOKUP``-th hit (its bonus decides the rest). No search of its own: ``rest`` comes
+    from the same ``hybrid_search`` (``hybrid_candidates``' ``tail``)."""
+    have = {h.id for h in pool}
+    tables = [h for h in rest if h.point.kind == KIND_TABLE and h.id not in have][:ROW_LOOKUP]
+    if not pool or not tables:
+        return []
+    both = [*pool, *tables]
+    payloads = [PointPayload.from_payload(h.point.payload) for h in both]
+    shares = [m.share if m else 0.0 for m in best_units(query, [h.point.text for h in both], payloads)]
+    lead = max(shares[: len(pool)], default=0.0)
+    floor = pool[min(ROW_LOOKUP, len(pool)) - 1].score
+    return [
+        Hit(h.point, floor)
+        for h, share in zip(tables, shares[len(pool) :], strict=True)
+        if share > lead
+    ]
+
+
+#: Converted documents whose Markdown ``MarkdownPages`` keeps parsed.
+MARKDOWN_CACHE = 16
+
+
+class MarkdownPages:
+    """The documents' Markdown, read by blob key and kept parsed (``PagedText``) for the last
+    ``MARKDOWN_CACHE`` documents; what ``precise_citation`` looks pages up in.
+
+    Args:
+        read: blob key -> bytes (``BlobStore.get``); may raise ``FileNotFoundError``.
+    """
+
+    def __init__(self, read: Callable[[str], bytes]) -> None:
+        self._read = read
+        self._parsed: OrderedDict[str, PagedText] = OrderedDict()
+        self._lock = threading.Lock()  # search_docs may run in several threads at once
+
+    def get(self, key: str, *, fresh: bool = False) -> PagedText | None:
+        """The parsed Markdown under ``key`` (re-read when ``fresh``); ``None`` when missing."""
+        with self._lock:
+            if not fresh and key in self._parsed:
+                self._parsed.move_to_end(key)
+                return self._parsed[key]
+        try:
+            paged = PagedText.parse(self._read(key).decode("utf-8", errors="replace"))
+        except FileNotFoundError:
+            return None
+        with self._lock:
+            self._parsed[key] = paged
+            while len(self._parsed) > MARKDOWN_CACHE:
+                self._parsed.popitem(last=False)
+        return paged
+
+
+_MARKDOWN_OF: weakref.WeakKeyDictionary[object, MarkdownPages] = weakref.WeakKeyDictionary()
+_MARKDOWN_LOCK = threading.Lock()
+
+
+def markdown_pages(blobs: BlobStore) -> MarkdownPages:
+    """The one ``MarkdownPages`` of ``blobs`` (made on first use, dropped with the store), so
+    a server keeps its parsed Markdown across calls: ``search_docs(..., markdown=
+    markdown_pages(state.blobs))``."""
+    with _MARKDOWN_LOCK:
+        pages = _MARKDOWN_OF.get(blobs)
+        if pages is None:
+            pages = _MARKDOWN_OF[blobs] = MarkdownPages(blobs.get)
+        return pages
+
+
+def precise_citation(
+    payload: PointPayload, text: str, match: UnitMatch | None, markdown: MarkdownPages
+) -> Citation | None:
+    """The citation of the page ``match``'s unit is on, when the chunk spans pages and the unit
+    holds at least half of what the whole chunk matches of the question (so it is where the
+    chunk answers); ``None`` to keep the chunk's own span. A chunk whose first line is not
+    found (the Markdown was rebuilt) re-reads it once."""
+    cite = payload.citation
+    if (
+        match is None
+        or payload.markdown_key is None
+        or cite.page_start is None
+        or cite.page_end is None
+        or cite.page_end <= cite.page_start
+        or match.share < match.chunk_share / 2
+    ):
+        return None
+    found = None
+    for fresh in (False, True):
+        paged = markdown.get(payload.markdown_key, fresh=fresh)
+        found = unit_page(paged, cite.page_start, text, match.unit) if paged is not None else None
+        if found is not None or paged is None:
+            break
+    if found is None or not cite.page_start <= found[0] <= cite.page_end:
+        return None
+    page, label = found
+    return replace(cite, page_start=page, page_end=page, page_label_start=label, page_label_end=label)
 
 
 #: Points per definition term fetched by keyword for a definition question
@@ -364,6 +516,7 @@ def search_docs(
     documents: Sequence[str] | None = None,
     kind: str | None = None,
     reranker: Reranker = _FUSION_ORDER,
+    markdown: MarkdownPages | None = None,
 ) -> DocsAnswer:
     """Hybrid search (module docstring), one page of results.
 
@@ -377,6 +530,8 @@ def search_docs(
         kind: ``text``, ``table`` or ``figure`` to search one kind only; ``None`` = all of
             ``DOCUMENT_KINDS`` (never a registered reference page: find_reference's).
         reranker: orders the fused candidates when ``reranker.reorders``.
+        markdown: the documents' Markdown; given, results cite the page of their best row or
+            sentence (``precise_citation``), else their chunk's span.
 
     Raises:
         EmptyCorpusError: the index holds no points at all.
@@ -391,6 +546,7 @@ def search_docs(
     exact = exact_identifier_matches(index, analysed, documents, kinds)
     exact_hits = [hit for found in exact.values() for hit in found]
     scores: list[float]
+    matches: list[UnitMatch | None]
     if reranker.reorders:
         pool, best_similarity = hybrid_candidates(
             index, vector, query, max(wanted, RERANK_CANDIDATES), documents, kinds, exact_hits
@@ -398,12 +554,22 @@ def search_docs(
         order = reranker.rerank(query, [h.point.text for h in pool], top_n=wanted)
         hits = [pool[i] for i, _ in order]
         scores = [float(s) for _, s in order]
-    else:
-        pool, best_similarity = hybrid_candidates(
-            index, vector, query, max(wanted, FEATURE_CANDIDATES), documents, kinds, exact_hits
+        matches = best_units(
+            query, [h.point.text for h in hits],
+            [PointPayload.from_payload(h.point.payload) for h in hits],
         )
-        pool = pool + definition_candidates(index, query, pool, documents, kinds)
-        hits, scores = feature_order(query, pool, wanted)
+    else:
+        size = max(wanted, FEATURE_CANDIDATES)
+        fused, best_similarity = hybrid_candidates(
+            index, vector, query, size, documents, kinds, exact_hits, tail=ROW_TAIL
+        )
+        pool, rest = fused[:size], fused[size:]
+        pool = [
+            *pool,
+            *definition_candidates(index, query, pool, documents, kinds),
+            *row_candidates(query, pool, rest),
+        ]
+        hits, scores, matches = feature_order(query, pool, wanted)
     if not hits and not any(index.count(kind=k) for k in DOCUMENT_KINDS):
         raise EmptyCorpusError("the vector index holds no points")
     coverage = max((term_coverage(analysed, hit.point) for hit in hits), default=0.0)
@@ -414,13 +580,16 @@ def search_docs(
     )
     mismatch = edition_mismatch(query, [_held(hit.point) for hit in hits[:EDITION_DOCUMENTS]])
     low = low or mismatch is not None
-    ranked = list(zip(hits, scores, strict=True))[offset : offset + top_k]
+    ranked = list(zip(hits, scores, matches, strict=True))[offset : offset + top_k]
     page = [
         Passage.of(
             hit.point, offset + position, score=score, similarity=hit.dense_score,
             sparse_rank=hit.sparse_rank,
+            citation=precise_citation(
+                PointPayload.from_payload(hit.point.payload), hit.point.text, match, markdown
+            ) if markdown is not None else None,
         )
-        for position, (hit, score) in enumerate(ranked, start=1)
+        for position, (hit, score, match) in enumerate(ranked, start=1)
     ]
     return DocsAnswer(
         results=page,

@@ -12,17 +12,29 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
 * **Document routing.** Words of the question that name one document among the candidates
   (its file name or title words that the other candidate documents lack: "NIST", "fast-start")
   prefer that document's passages.
+* **Rows and sentences.** Each candidate is cut into *units* (``units``): a table row read
+  with its header row and the chunk's own heading (the table's caption), or a sentence of
+  prose. Each unit is scored by the share of the question's terms and adjacent term pairs it
+  holds, each weighted by its BM25 IDF over the candidates (``query_weights``), so the rare
+  words of a question ("Broken Hill Solar Farm") count most. A candidate gains in proportion
+  to its best unit's share, and the candidate whose best unit leads all others gains by its
+  lead too: a large table ranks low on meaning, yet one of its rows may hold the whole
+  question. The best unit also says which page to cite (``unit_page``).
 
-Each signal adds a fixed bonus to the fused score (``FeatureWeights``; the fused scores of
-``kb_shared.stores.vectors`` are ``sum(w / (k + rank))``, about 0.05–0.2 at the top). The
-figures these were chosen on are in ``benchmarks/results/retrieval-*.md``.
+Each signal adds a bonus to the fused score (``FeatureWeights``: fixed, or times a share for
+units; the fused scores of ``kb_shared.stores.vectors`` are ``sum(w / (k + rank))``, about
+0.05–0.2 at the top). The figures these were chosen on are in
+``benchmarks/results/retrieval-*.md`` (units: ``retrieval-levers-2026-12-01.md``).
 """
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kb_shared.citations import PointPayload
 from kb_shared.sparse import STOPWORDS, tokenize
@@ -53,6 +65,10 @@ class FeatureWeights:
     definition: float = 0.06
     section_number: float = 0.06
     document: float = 0.03
+    #: times the best unit's share of the question (0-1), for every candidate
+    unit: float = 0.06
+    #: times the best unit's lead over the next candidate's best unit, for the leader only
+    unit_lead: float = 0.3
 
 
 DEFAULT_FEATURES = FeatureWeights()
@@ -162,6 +178,246 @@ def routed_documents(question: str, payloads: Sequence[PointPayload]) -> set[str
     return routed if len(routed) < len(by_document) else set()
 
 
+# ---------------------------------------------------------------------------------------------
+# Rows and sentences
+# ---------------------------------------------------------------------------------------------
+
+_ALIGNMENT_ROW = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
+#: A sentence ends at ``.``/``!``/``?`` (plus closing quotes, brackets or emphasis) before an
+#: upper-case letter or digit: the sentence rule of ``kb_shared.chunking`` ("Long prose").
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+(?=[\"'(\[*_]*[A-Z0-9])")
+_LIST_ITEM = re.compile(r"^(?:[-*+>]|\d{1,3}[.)])\s")
+
+#: A term or an adjacent pair of terms (``("broken", "hill")``).
+Feature = str | tuple[str, str]
+
+
+def features(text: str) -> set[Feature]:
+    """The sparse terms of ``text`` (``kb_shared.sparse.tokenize``) and its adjacent term
+    pairs, so a name matched word for word ("Mode 2", "Broken Hill") counts more than its
+    words scattered."""
+    terms = tokenize(text)
+    return {*terms, *zip(terms, terms[1:])}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One matchable piece of a chunk.
+
+    Attributes:
+        text: the row or sentence as it stands in the chunk (a header row not included): what
+            ``unit_page`` looks for in the document's Markdown.
+        features: ``features`` of the row with its header row and caption, or of the sentence.
+    """
+
+    text: str
+    features: frozenset[Feature]
+
+
+def _sentences(paragraph: list[str]) -> list[Unit]:
+    joined = " ".join(paragraph)
+    return [Unit(s.strip(), frozenset(features(s))) for s in _SENTENCE_END.split(joined) if s.strip()]
+
+
+def units(text: str, caption: str = "") -> list[Unit]:
+    """``text`` cut into table rows and sentences (module docstring, "Rows and sentences").
+
+    A pipe-table line followed by an alignment row is a header row: it is no unit but joins
+    the features of every row under it, as does ``caption`` (the chunk's own heading). Prose
+    is split into paragraphs at blank lines, headings and list items, then into sentences.
+    """
+    lines = text.splitlines()
+    context = features(caption) if caption else set()
+    out: list[Unit] = []
+    header: set[Feature] = set()
+    paragraph: list[str] = []
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("|"):
+            out.extend(_sentences(paragraph))
+            paragraph = []
+            if _ALIGNMENT_ROW.match(stripped):
+                continue
+            following = lines[number + 1].strip() if number + 1 < len(lines) else ""
+            if following.startswith("|") and _ALIGNMENT_ROW.match(following):
+                header = features(stripped)
+                continue
+            out.append(Unit(stripped, frozenset(features(stripped) | header | context)))
+            continue
+        header = set()
+        if not stripped or stripped.startswith("#") or _LIST_ITEM.match(stripped):
+            out.extend(_sentences(paragraph))
+            paragraph = []
+            if not stripped or stripped.startswith("#"):
+                continue
+        paragraph.append(stripped)
+    out.extend(_sentences(paragraph))
+    return out
+
+
+#: Candidates whose units ``best_units`` keeps (a chunk comes back for many questions).
+UNIT_CACHE = 4096
+
+
+@lru_cache(maxsize=UNIT_CACHE)
+def _cut(text: str, caption: str) -> tuple[tuple[Unit, ...], frozenset[Feature]]:
+    """``units`` of a candidate and the ``features`` of its text and caption together."""
+    return tuple(units(text, caption)), frozenset(features(f"{text}\n{caption}"))
+
+
+def query_weights(question: str, held: Sequence[frozenset[Feature]]) -> dict[Feature, float]:
+    """Each ``features`` of ``question`` that one of the candidates holds (``held``: each candidate's ``features``), weighted by its BM25 IDF over
+    them: ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (Robertson & Zaragoza 2009, "The
+    Probabilistic Relevance Framework: BM25 and Beyond", eq. 3.3). A feature no candidate has
+    cannot tell them apart and is left out."""
+    wanted = features(question)
+    held = [have & wanted for have in held]
+    weights: dict[Feature, float] = {}
+    for feature in wanted:
+        df = sum(1 for have in held if feature in have)
+        if df:
+            weights[feature] = math.log(1 + (len(held) - df + 0.5) / (df + 0.5))
+    return weights
+
+
+@dataclass(frozen=True)
+class UnitMatch:
+    """A candidate's best unit and how much of the question it holds.
+
+    Attributes:
+        unit: the best unit.
+        share: its share of the question's weight (``query_weights``), 0-1.
+        chunk_share: the whole candidate's share (its units' features together), 0-1.
+    """
+
+    unit: Unit
+    share: float
+    chunk_share: float
+
+
+def _caption(payload: PointPayload) -> str:
+    return payload.section.rsplit(" › ", 1)[-1] if payload.section else ""
+
+
+def best_units(
+    question: str, texts: Sequence[str], payloads: Sequence[PointPayload]
+) -> list[UnitMatch | None]:
+    """The best unit of each candidate (parallel lists ``texts``/``payloads``); ``None`` where
+    no unit holds any weighted feature of ``question``. Weights are ``query_weights`` over
+    the candidates' texts and headings."""
+    cut = [_cut(text, _caption(p)) for text, p in zip(texts, payloads, strict=True)]
+    weights = query_weights(question, [held for _, held in cut])
+    total = sum(weights.values())
+    out: list[UnitMatch | None] = []
+    for pieces, _ in cut:
+        best: tuple[float, Unit | None] = (0.0, None)
+        every: set[Feature] = set()
+        for unit in pieces if total else ():
+            have = unit.features & weights.keys()
+            every |= have
+            share = sum(weights[f] for f in have) / total
+            if share > best[0]:
+                best = (share, unit)
+        share, unit = best
+        chunk_share = sum(weights[f] for f in every) / total if total else 0.0
+        out.append(UnitMatch(unit, share, chunk_share) if unit is not None else None)
+    return out
+
+
+def unit_bonuses(
+    matches: Sequence[UnitMatch | None], weights: FeatureWeights = DEFAULT_FEATURES
+) -> list[float]:
+    """``weights.unit`` times each best unit's share, plus ``weights.unit_lead`` times the
+    lead of the single best unit over the runner-up's (module docstring)."""
+    shares = [m.share if m is not None else 0.0 for m in matches]
+    ordered = sorted(shares, reverse=True)
+    runner_up = ordered[1] if len(ordered) > 1 else 0.0
+    return [
+        weights.unit * share + weights.unit_lead * max(0.0, share - runner_up) for share in shares
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The page a unit is on
+# ---------------------------------------------------------------------------------------------
+
+_PAGE_MARKER = re.compile(r"^\s*<!--\s*page\s+(\d+)(?:\s*\(p\.\s*(.*?)\))?\s*-->\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class PagedText:
+    """A converted document's Markdown flattened for look-ups: its lines' text joined by
+    single spaces (``flat``), and where each page starts in it.
+
+    Attributes:
+        flat: the text without page markers, whitespace runs collapsed to one space.
+        starts: offsets in ``flat`` where a page starts, ascending.
+        pages: the 1-based page number starting at each offset (parallel to ``starts``).
+        labels: each such page's printed label (``""`` when the marker carries none).
+    """
+
+    flat: str
+    starts: tuple[int, ...]
+    pages: tuple[int, ...]
+    labels: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, markdown: str) -> PagedText:
+        """Read ``<!-- page N -->`` / ``<!-- page N (p. label) -->`` markers
+        (``kb_shared.chunking``, "Page markers"); text before the first is page 1."""
+        parts: list[str] = []
+        starts: list[int] = [0]
+        pages: list[int] = [1]
+        labels: list[str] = [""]
+        length = 0
+        for line in markdown.splitlines():
+            marker = _PAGE_MARKER.match(line)
+            if marker is not None:
+                starts.append(length)
+                pages.append(int(marker.group(1)))
+                labels.append(" ".join((marker.group(2) or "").split()))
+                continue
+            words = " ".join(line.split())
+            if words:
+                parts.append(words)
+                length += len(words) + 1
+        return cls(" ".join(parts), tuple(starts), tuple(pages), tuple(labels))
+
+    def page_at(self, offset: int) -> tuple[int, str]:
+        """The page (number, printed label) that ``offset`` of ``flat`` is on."""
+        index = bisect.bisect_right(self.starts, offset) - 1
+        return self.pages[index], self.labels[index]
+
+    def offset_of_page(self, page: int) -> int:
+        """Where ``page`` starts in ``flat`` (0 when it has no marker)."""
+        for start, number in zip(self.starts, self.pages, strict=True):
+            if number == page:
+                return start
+        return 0
+
+
+#: Characters of a line or unit looked up in the Markdown: enough to be unique on a page,
+#: short enough to stay within one Markdown line of a sentence that wraps.
+_PROBE_CHARS = 60
+
+
+def unit_page(
+    paged: PagedText, page_start: int, chunk_text: str, unit: Unit
+) -> tuple[int, str] | None:
+    """The page (number, printed label) that ``unit`` of a chunk starts on: the chunk's first
+    line is looked up from ``page_start`` on, then the unit after it. ``None`` when either is
+    not found (the Markdown changed since the chunk was cut)."""
+    first = next((" ".join(line.split()) for line in chunk_text.splitlines() if line.strip()), "")
+    probe = " ".join(unit.text.split())[:_PROBE_CHARS]
+    if not first or not probe:
+        return None
+    begin = paged.flat.find(first[:_PROBE_CHARS], paged.offset_of_page(page_start))
+    if begin < 0:
+        return None
+    at = paged.flat.find(probe, begin)
+    return paged.page_at(at) if at >= 0 else None
+
+
 @dataclass(frozen=True)
 class Signals:
     """What ``signals`` read from a question once: definition terms, section numbers."""
@@ -185,13 +441,16 @@ def bonuses(
     texts: Sequence[str],
     payloads: Sequence[PointPayload],
     weights: FeatureWeights = DEFAULT_FEATURES,
+    matches: Sequence[UnitMatch | None] | None = None,
 ) -> list[float]:
-    """The bonus of each candidate (parallel lists ``texts``/``payloads``) for ``question``."""
+    """The bonus of each candidate (parallel lists ``texts``/``payloads``) for ``question``;
+    ``matches`` are its ``best_units`` when the caller has them already."""
     read = signals(question)
     routed = routed_documents(question, payloads)
+    found = best_units(question, texts, payloads) if matches is None else matches
     out = []
-    for text, payload in zip(texts, payloads, strict=True):
-        bonus = 0.0
+    for text, payload, unit_bonus in zip(texts, payloads, unit_bonuses(found, weights), strict=True):
+        bonus = unit_bonus
         if read.terms and defines(text, read.terms):
             bonus += weights.definition
         if read.numbers and heads_with(payload, text, read.numbers):

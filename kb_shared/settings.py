@@ -163,6 +163,10 @@ class Settings(BaseSettings):
     # --- MCP server --------------------------------------------------------------------
     mcp_host: str = "127.0.0.1"
     mcp_port: int = Field(8765, ge=1, le=65535)
+    mcp_workers: int = Field(
+        1, ge=1, le=64,
+        description="HTTP worker processes of kb-mcp serve; each loads the embedding model.",
+    )
     mcp_tokens: str | None = Field(
         None, description="Comma-separated bearer tokens; required to bind a non-loopback host."
     )

@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from kb_shared.citations import PointPayload
+from kb_shared.providers.base import Reranker
+from kb_shared.retrieval import MarkdownPages, markdown_pages, precise_citation, row_candidates, search_docs
 from kb_shared.retrieval_features import (
     DEFAULT_FEATURES,
+    PagedText,
+    Unit,
+    UnitMatch,
+    best_units,
     bonuses,
     definition_terms,
     defines,
+    features,
     heads_with,
+    query_weights,
     routed_documents,
     section_numbers,
+    unit_bonuses,
+    unit_page,
+    units,
 )
+from kb_shared.stores.blobs import BlobStore
+from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, Hit, Point
+from kb_shared.stores.vectors_sqlite import SqliteVectorIndex
+from tests.fakes import HashingEmbedder
 
 
 @pytest.mark.parametrize(
@@ -99,3 +119,225 @@ def test_bonuses_add_up_per_signal() -> None:
     got = bonuses("What does NIST SP 800-171 requirement 3.1.5 require?", ["a", "b"], [nist, vic])
     assert got == [DEFAULT_FEATURES.section_number + DEFAULT_FEATURES.document,
                    DEFAULT_FEATURES.section_number]
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows and sentences
+# ---------------------------------------------------------------------------------------------
+
+MLF_TABLE = """|**Generator**|**DUID**|**2020/21** **MLF**|
+|---|---|---|
+|**Broken Hill GT 1**|GB01|0.8734|
+|**Broken Hill Solar Farm**|BROKENH1|0.7844|"""
+
+
+def test_units_read_each_row_with_its_header_and_caption() -> None:
+    rows = units(MLF_TABLE, caption="1.2 New South Wales marginal loss factors")
+    assert [u.text for u in rows] == [
+        "|**Broken Hill GT 1**|GB01|0.8734|",
+        "|**Broken Hill Solar Farm**|BROKENH1|0.7844|",
+    ]
+    solar = rows[1].features
+    assert {"solar", ("solar", "farm"), "0.7844"} <= solar  # the row
+    assert {"duid", "2020/21", "mlf"} <= solar  # its header row
+    assert {"marginal", ("loss", "factors")} <= solar  # its caption
+    assert "gb01" not in solar  # not another row's
+
+
+def test_units_cut_prose_into_sentences_and_list_items() -> None:
+    text = (
+        "## 3.1 Ramp rates\n\nA unit must submit ramp rates. The rate of clause 3.1.2 is in MW/min,\n"
+        "e.g. the rate per minute.\n- (a) a first item\n- (b) a second item"
+    )
+    assert [u.text for u in units(text)] == [
+        "A unit must submit ramp rates.",
+        "The rate of clause 3.1.2 is in MW/min, e.g. the rate per minute.",
+        "- (a) a first item",
+        "- (b) a second item",
+    ]
+
+
+def test_features_hold_terms_and_adjacent_pairs() -> None:
+    assert features("Mode 2 start") == {"mode", "2", "start", ("mode", "2"), ("2", "start")}
+
+
+def test_query_weights_are_idf_over_the_candidates() -> None:
+    held = [frozenset(features(t)) for t in ("broken hill farm", "farm output", "farm table")]
+    weights = query_weights("Which row gives the broken farm?", held)
+    assert set(weights) == {"broken", "farm"}  # "row", "gives" and ("broken", "farm") are nowhere
+    assert weights["broken"] == pytest.approx(math.log(1 + 2.5 / 1.5))  # df 1 of 3
+    assert weights["farm"] == pytest.approx(math.log(1 + 0.5 / 3.5))  # df 3 of 3
+
+
+def test_the_row_holding_the_question_is_the_best_unit() -> None:
+    texts = [MLF_TABLE, "The factor is computed each year for every generator."]
+    payloads = [_payload("mlf.pdf", "1.2 NSW"), _payload("mlf.pdf", "2.1 Method")]
+    table, prose = best_units("Broken Hill Solar Farm factor", texts, payloads)
+    # held features: broken, hill, solar, farm, 3 pairs (the table); factor (the prose);
+    # each in one of the 2 candidates, so all weigh the same: the row has 7 of 8.
+    assert table is not None and table.unit.text == "|**Broken Hill Solar Farm**|BROKENH1|0.7844|"
+    assert table.share == pytest.approx(7 / 8)
+    assert prose is not None and prose.share == pytest.approx(1 / 8)
+    assert best_units("nothing shared here", texts, payloads) == [None, None]
+
+
+def test_unit_bonuses_reward_share_and_the_leader_s_lead() -> None:
+    unit = Unit("x", frozenset())
+    got = unit_bonuses([UnitMatch(unit, 0.8, 0.9), UnitMatch(unit, 0.5, 0.5), None])
+    assert got == pytest.approx([0.06 * 0.8 + 0.3 * 0.3, 0.06 * 0.5, 0.0])
+    # a tie leads nobody
+    assert unit_bonuses([UnitMatch(unit, 0.5, 0.5), UnitMatch(unit, 0.5, 0.5)]) == pytest.approx([0.03, 0.03])
+
+
+# ---------------------------------------------------------------------------------------------
+# The page a unit is on
+# ---------------------------------------------------------------------------------------------
+
+MARKDOWN = """<!-- page 1 -->
+# Report
+
+<!-- page 6 (p. iv) -->
+|**Generator**|**DUID**|**2020/21** **MLF**|
+|---|---|---|
+|**Broken Hill GT 1**|GB01|0.8734|
+
+<!-- page 7 (p. v) -->
+
+|**Broken Hill Solar Farm**|BROKENH1|0.7844|
+"""
+
+
+def test_unit_page_finds_the_page_and_label_of_a_row_on_a_later_page() -> None:
+    paged = PagedText.parse(MARKDOWN)
+    rows = units(MLF_TABLE)
+    assert unit_page(paged, 6, MLF_TABLE, rows[0]) == (6, "iv")
+    assert unit_page(paged, 6, MLF_TABLE, rows[1]) == (7, "v")
+    assert unit_page(paged, 6, MLF_TABLE, Unit("|not in the document|", frozenset())) is None
+
+
+def _table_payload(page_start: int = 6, page_end: int = 7) -> PointPayload:
+    return PointPayload.build(
+        doc_id="mlf.pdf", name="mlf.pdf", title="MLF", version="", page_start=page_start,
+        page_end=page_end, heading_path=("1.2 NSW",), page_label_start="iv", page_label_end="v",
+        markdown_key="markdown/mlf.pdf.md",
+    )
+
+
+def _reader(documents: dict[str, str], calls: list[str]):  # noqa: ANN202
+    def read(key: str) -> bytes:
+        calls.append(key)
+        if key not in documents:
+            raise FileNotFoundError(key)
+        return documents[key].encode()
+    return read
+
+
+def test_precise_citation_cites_the_page_of_the_matched_row() -> None:
+    calls: list[str] = []
+    pages = MarkdownPages(_reader({"markdown/mlf.pdf.md": MARKDOWN}, calls))
+    row = units(MLF_TABLE)[1]
+    cite = precise_citation(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages)
+    assert cite is not None
+    assert (cite.page_start, cite.page_end, cite.page_label_start, cite.pages) == (7, 7, "v", "p. v (PDF page 7)")
+    # the chunk's whole span is kept: a weak row (under half the chunk's match), one page
+    assert precise_citation(_table_payload(), MLF_TABLE, UnitMatch(row, 0.4, 0.9), pages) is None
+    assert precise_citation(_table_payload(7, 7), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages) is None
+    assert calls == ["markdown/mlf.pdf.md"]  # parsed once, then kept
+
+
+def test_precise_citation_rereads_markdown_rebuilt_since_and_survives_a_missing_one() -> None:
+    documents = {"markdown/mlf.pdf.md": "<!-- page 6 -->\nsomething else entirely\n"}
+    calls: list[str] = []
+    pages = MarkdownPages(_reader(documents, calls))
+    row = units(MLF_TABLE)[1]
+    assert pages.get("markdown/mlf.pdf.md") is not None
+    documents["markdown/mlf.pdf.md"] = MARKDOWN
+    cite = precise_citation(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages)
+    assert cite is not None and cite.page_start == 7 and len(calls) == 2
+    missing = MarkdownPages(_reader({}, []))
+    assert precise_citation(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), missing) is None
+
+
+def test_markdown_pages_is_one_per_blob_store(tmp_path: Path) -> None:
+    first, second = BlobStore(f"file://{tmp_path / 'a'}"), BlobStore(f"file://{tmp_path / 'b'}")
+    assert markdown_pages(first) is markdown_pages(first)
+    assert markdown_pages(first) is not markdown_pages(second)
+
+
+# ---------------------------------------------------------------------------------------------
+# search_docs with rows: a keyword search brings the row fusion left out; its page is cited
+# ---------------------------------------------------------------------------------------------
+
+
+def _point(index: int, kind: str, text: str, payload: PointPayload, embedder: HashingEmbedder) -> Point:
+    return Point(f"mlf.pdf-{index}", "mlf.pdf", kind, text, embedder.embed_documents([text])[0],
+                 payload.to_payload())
+
+
+@pytest.fixture()
+def mlf_index(tmp_path: Path):  # noqa: ANN201
+    embedder = HashingEmbedder()
+    index = SqliteVectorIndex(tmp_path / "v.sqlite")
+    index.open(embedder.model, embedder.dimension)
+    # 40 passages with every word of the question, spread over sentences and repeated, so
+    # meaning and BM25 rank them all above the table; only its row holds the name whole
+    prose = [
+        f"Broken Hill hosted meeting {n}, and Broken Hill residents came. Solar Farm owners "
+        f"discussed the 2020-21 MLF. The MLF applies to every Solar Farm from 2020-21."
+        for n in range(40)
+    ]
+    points = [
+        _point(n, KIND_TEXT, text, _payload("mlf.pdf", f"2.{n} Changes"), embedder)
+        for n, text in enumerate(prose)
+    ]
+    points.append(_point(99, KIND_TABLE, MLF_TABLE, _table_payload(), embedder))
+    index.upsert(points)
+    yield index, embedder
+    index.close()
+
+
+def test_row_candidates_add_a_table_below_the_cut_whose_row_beats_the_pool(mlf_index) -> None:  # noqa: ANN001
+    index, _ = mlf_index
+    pool = [Hit(p, 0.1 - i / 1000) for i, p in enumerate(index.fetch([f"mlf.pdf-{n}" for n in range(30)]))]
+    rest = [Hit(p, 0.01) for p in index.fetch([*(f"mlf.pdf-{n}" for n in range(30, 40)), "mlf.pdf-99"])]
+    added = row_candidates("Broken Hill Solar Farm MLF", pool, rest)
+    assert [h.id for h in added] == ["mlf.pdf-99"]  # prose below the cut is never added
+    assert added[0].score == pool[9].score  # enters at the pool's 10th score
+    # a question the pool's prose answers better pulls nothing in
+    assert row_candidates("Broken Hill residents meeting", pool, rest) == []
+    assert row_candidates("Broken Hill Solar Farm MLF", pool, rest[:10]) == []  # no table there
+
+
+def test_search_docs_puts_the_row_first_and_cites_its_page(mlf_index, tmp_path: Path) -> None:  # noqa: ANN001
+    index, embedder = mlf_index
+    blobs = BlobStore(f"file://{tmp_path / 'blobs'}")
+    blobs.put("markdown/mlf.pdf.md", MARKDOWN.encode())
+    question = "What MLF applies to Broken Hill Solar Farm in 2020-21?"
+    answer = search_docs(index, embedder, question, top_k=3, markdown=markdown_pages(blobs))
+    first = answer.results[0]
+    assert first.point.id == "mlf.pdf-99"
+    assert first.sparse_rank is None and first.similarity is None  # fusion had left it out
+    assert (first.citation.page_start, first.citation.page_end) == (7, 7)
+    assert (first.payload.page_start, first.payload.page_end) == (6, 7)  # the chunk keeps its span
+    plain = search_docs(index, embedder, question, top_k=3)
+    assert (plain.results[0].citation.page_start, plain.results[0].citation.page_end) == (6, 7)
+
+
+class _TablesFirst(Reranker):
+    """A reranker that puts table passages first (stands in for a cloud reranker)."""
+
+    name = "tables-first"
+
+    def rerank(self, query: str, texts: Sequence[str], top_n: int) -> list[tuple[int, float]]:
+        order = sorted(range(len(texts)), key=lambda i: not texts[i].startswith("|"))
+        return [(i, 1.0 / (rank + 1)) for rank, i in enumerate(order[:top_n])]
+
+
+def test_a_reranked_answer_cites_the_page_of_the_row_too(mlf_index, tmp_path: Path) -> None:  # noqa: ANN001
+    index, embedder = mlf_index
+    blobs = BlobStore(f"file://{tmp_path / 'blobs'}")
+    blobs.put("markdown/mlf.pdf.md", MARKDOWN.encode())
+    answer = search_docs(index, embedder, "Broken Hill Solar Farm MLF", top_k=2,
+                         reranker=_TablesFirst(), markdown=markdown_pages(blobs))
+    assert answer.reranked and answer.results[0].point.id == "mlf.pdf-99"
+    assert (answer.results[0].citation.page_start, answer.results[0].citation.page_end) == (7, 7)

@@ -101,6 +101,7 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
             documents=scope,
             kind=kind,
             reranker=state.reranker,
+            markdown=retrieval.markdown_pages(state.blobs),
         )
         shown = [] if answer.low_confidence else render.shown_results(answer)
         return render.docs_result(answer, links, images.figure_images(state.blobs, shown))

@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 #: graph tables exist even when Neo4j holds the graph, as they always have).
 SQL_SCHEMA = (CATALOG_METADATA, GRAPH_METADATA)
 
+#: Seconds a read-only graph store (the MCP server's) retries a query while Neo4j is
+#: unreachable, instead of the driver's 30 s: a tool or ``/healthz`` then says the graph is
+#: down within seconds (issue 16, "Crash and outage recovery").
+READER_RETRY_SECONDS = 2.0
+
 #: The numbered Postgres DDL files (``NNN_*.sql``) of a kb checkout; not installed with the
 #: package, so ``init_database`` takes another folder as an argument.
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
@@ -187,7 +192,7 @@ def open_graph_store(
         from kb_shared.stores.graph_neo4j import Neo4jGraphStore  # noqa: PLC0415
 
         return Neo4jGraphStore(
-            _neo4j_driver(settings),
+            _neo4j_driver(settings, retry_seconds=READER_RETRY_SECONDS if read_only else None),
             database=settings.neo4j_database,
             owns_driver=True,
             read_only=read_only,
@@ -196,10 +201,13 @@ def open_graph_store(
     return SqlGraphStore(engine if engine is not None else open_engine(settings))
 
 
-def _neo4j_driver(settings: Settings) -> neo4j.Driver:
-    """A driver on ``settings.neo4j_uri`` (no I/O until first use); the caller closes it."""
+def _neo4j_driver(settings: Settings, *, retry_seconds: float | None = None) -> neo4j.Driver:
+    """A driver on ``settings.neo4j_uri`` (no I/O until first use); the caller closes it.
+    ``retry_seconds`` caps how long a query is retried while the server is unreachable
+    (default: the driver's 30 s ``max_transaction_retry_time``)."""
     from neo4j import GraphDatabase  # noqa: PLC0415
 
     password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
     auth = (settings.neo4j_user, password) if password is not None else None
-    return GraphDatabase.driver(settings.neo4j_uri, auth=auth)
+    options = {} if retry_seconds is None else {"max_transaction_retry_time": retry_seconds}
+    return GraphDatabase.driver(settings.neo4j_uri, auth=auth, **options)

@@ -6,6 +6,7 @@ before the app saw it, and the point is what the app does when it does see it.""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -142,6 +143,8 @@ def test_healthz_reports_counts_without_a_token(corpus_home: Path, embedder: Has
     assert response.json() == {
         "status": "ok", "documents": 2, "pending": 1, "failed": 1,
         "embedding_model": "test-hashing-256", "points": 7,
+        "worker": {"pid": os.getpid(), "ready": True, "workers": 1},
+        "stores": {role: {"status": "ok"} for role in ("catalog", "vectors", "graph", "blobs")},
     }
 
 
