@@ -30,6 +30,7 @@ def scratch_database(admin_url: str, prefix: str) -> Iterator[str]:
     try:
         yield admin_sa_url.set(database=name).render_as_string(hide_password=False)
     finally:
+        admin.dispose()  # a fresh connection: a restarted server ends pooled ones
         with admin.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.dispose()

@@ -257,11 +257,14 @@ def _suite() -> list[str]:
 
 
 def _catalog_home(home: Path) -> Path:
-    """KB_HOME whose catalog holds ``DOCUMENT`` (ready, category ``aemo/notices``) and no
-    index: the server then starts with any embedding model and ``/healthz`` answers 200."""
-    catalog = factory.open_catalog(corpus_settings(home))
+    """KB_HOME whose catalog holds ``DOCUMENT`` (ready, category ``aemo/notices``, its PDF
+    stored) and no index: the server then starts with any embedding model and ``/healthz``
+    answers 200 (it reports the blob store down when a ready document's PDF is missing)."""
+    settings = corpus_settings(home)
+    catalog = factory.open_catalog(settings)
     data = tiny_pdf(1, "Conformance notice")
     key = doc_id(DOCUMENT)
+    factory.open_blob_store(settings).put(layout.pdf_key(key), data)
     catalog.add_pending(
         DOCUMENT, key, sha256_bytes(data), len(data), layout.pdf_key(key), category="aemo/notices"
     )

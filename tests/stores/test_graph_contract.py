@@ -61,6 +61,8 @@ def postgres_engine() -> Iterator[sa.Engine]:
         yield engine
     finally:
         engine.dispose()
+        # a fresh connection: the outage tests restart the server, which ends pooled ones
+        admin.dispose()
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
