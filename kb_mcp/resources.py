@@ -10,6 +10,8 @@ live state from the ``StateHolder`` the lifespan fills.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
@@ -22,6 +24,8 @@ from kb_mcp.tools import KbServer
 from kb_shared.stores.readers import CatalogReader
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DOCUMENTS_URI = "kb://documents"
 #: One document's entry; ``doc_id`` as list_documents shows it (a file name is accepted too).
@@ -63,13 +67,7 @@ def register(server: KbServer, *, holder: StateHolder, links: Links) -> None:
     )
     def document_resource(doc_id: str) -> str:
         catalog = _catalog(holder)
-        try:
-            row = resolve_document(catalog, doc_id)
-        except ToolProblem as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
-        except Exception as exc:
-            log.warning("%s failed: %s", DOCUMENT_TEMPLATE, exc)
-            raise ResourceError(f"cannot read the catalog: {exc}") from exc
+        row = _read_catalog(DOCUMENT_TEMPLATE, lambda: resolve_document(catalog, doc_id))
         if row.status != READY:
             raise ResourceNotFoundError(str(not_ready([row], "read")))
         return render.document_ref(row, links).model_dump_json()
@@ -86,19 +84,29 @@ def register(server: KbServer, *, holder: StateHolder, links: Links) -> None:
     )
     def category_resource(category: str) -> str:
         catalog = _catalog(holder)
-        try:
-            listing = document_list(catalog, category)
-        except ToolProblem as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
-        except Exception as exc:
-            log.warning("%s failed: %s", CATEGORY_TEMPLATE, exc)
-            raise ResourceError(f"cannot read the catalog: {exc}") from exc
+        listing = _read_catalog(CATEGORY_TEMPLATE, lambda: document_list(catalog, category))
         if not (listing.ready or listing.pending or listing.failed):
             raise ResourceNotFoundError(
                 f"no document is filed under category {category!r}; read kb://documents for "
                 "every document and its category"
             )
         return render.document_list_output(listing, links).model_dump_json()
+
+
+def _read_catalog(template: str, read: Callable[[], T]) -> T:
+    """``read()`` for a resource template, with its errors as MCP resource errors.
+
+    Raises:
+        ResourceNotFoundError: ``read`` raised a ``ToolProblem`` (unknown document or category).
+        ResourceError: any other failure (the catalog is unreadable), logged with ``template``.
+    """
+    try:
+        return read()
+    except ToolProblem as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+    except Exception as exc:
+        log.warning("%s failed: %s", template, exc)
+        raise ResourceError(f"cannot read the catalog: {exc}") from exc
 
 
 def _catalog(holder: StateHolder) -> CatalogReader:

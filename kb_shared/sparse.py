@@ -23,7 +23,7 @@ The rules of ``tokenize``, in order:
    possible line break inside a word), so ``cli\u00admate`` is ``climate``. A hyphenated
    compound (``well-known``) is a compound under rule 5, so a query for it or for either part
    finds it; the converter decides at a line-end break whether a hyphen is part of the word
-   (``providers.markdown_cleanup.resolve_break``).
+   (``providers.hyphenation.resolve_break``).
 4. Word characters are the Unicode categories L* (letters), M* (marks, so Arabic harakat and
    Indic vowel signs stay inside their word) and N* (digits). ``-``, ``_``, ``.`` and ``/``
    are *joiners*: between two word characters they keep the token whole (``3.1.5``,

@@ -14,7 +14,7 @@ import pytest
 
 from kb_shared.chunking import chunk_markdown
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
-from kb_shared.providers.markdown_cleanup import (
+from kb_shared.providers.hyphenation import (
     break_words,
     document_vocabulary,
     english_words,

@@ -14,9 +14,8 @@ from pydantic import BaseModel, Field
 
 from kb_mcp.errors import ToolProblem
 from kb_mcp.tools import KbContext, KbServer, kb_tool, state_of
-from kb_mcp.tools.request_document import QUEUE_WRITE
-from kb_shared.errors import DuplicateRequestError, FetchRefusedError, QueueFullError
-from kb_shared.fetch import FetchPolicy, check_url
+from kb_mcp.tools.request_document import QUEUE_WRITE, check_link
+from kb_shared.errors import DuplicateRequestError, QueueFullError
 from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, DESCRIPTION_MAX, TITLE_MAX, URL_MAX
 
 DESCRIPTION = f"""\
@@ -70,14 +69,11 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
         ctx: KbContext,
     ) -> Annotated[CallToolResult, AddReferenceOutput]:
         state = state_of(ctx)
-        link = url.strip()
-        try:  # checks the link's form only: this tool never fetches anything
-            check_url(link, FetchPolicy.from_settings(state.settings))
-        except FetchRefusedError as exc:
-            raise ToolProblem(
-                f"nothing was queued: url is not a link kb accepts ({exc}). Give the page's "
-                "https address on the publisher's site."
-            ) from exc
+        link = check_link(
+            state.settings, url,
+            "nothing was queued: url is not a link kb accepts ({reason}). Give the page's "
+            "https address on the publisher's site.",
+        )
         registered = next(
             (row for row in state.references.list_reference_sources() if row.url == link), None
         )

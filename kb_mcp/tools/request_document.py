@@ -26,6 +26,7 @@ from kb_shared.errors import (
     RequestNotFoundError,
 )
 from kb_shared.fetch import FetchPolicy, check_url
+from kb_shared.settings import Settings
 from kb_shared.stores.catalog import (
     DEFAULT_MAX_PENDING,
     REASON_MAX,
@@ -65,6 +66,24 @@ _VERSION = re.compile(r"v?(\d+(?:\.\d+)+)|v(\d+)")
 QUEUE_WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
+
+
+
+def check_link(settings: Settings, url: str, refused: str) -> str:
+    """``url`` stripped, once ``kb_shared.fetch.check_url`` accepts its form (nothing is
+    fetched: the queue tools only record links).
+
+    Raises:
+        ToolProblem: the link is refused; the message is ``refused`` with the reason filled
+            in for ``{reason}``.
+    """
+    link = url.strip()
+    try:
+        check_url(link, FetchPolicy.from_settings(settings))
+    except FetchRefusedError as exc:
+        raise ToolProblem(refused.format(reason=exc)) from exc
+    return link
+
 
 DESCRIPTION = f"""\
 Log a request that a document be added to the knowledge base, for an operator to review.
@@ -357,14 +376,12 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
             )
         state = state_of(ctx)
         if source_url is not None and source_url.strip():
-            try:  # checks the link's form only: this tool never fetches anything
-                check_url(source_url.strip(), FetchPolicy.from_settings(state.settings))
-            except FetchRefusedError as exc:
-                raise ToolProblem(
-                    f"nothing was logged: source_url is not a link kb could download "
-                    f"({exc}). Give a direct https link to the PDF on the publisher's site, "
-                    "or leave source_url out."
-                ) from exc
+            check_link(
+                state.settings, source_url,
+                "nothing was logged: source_url is not a link kb could download ({reason}). "
+                "Give a direct https link to the PDF on the publisher's site, or leave "
+                "source_url out.",
+            )
         listing = document_list(state.catalog)
         match = best_match(title, [*listing.ready, *listing.pending, *listing.failed])
         if match is not None and match.likely:

@@ -58,11 +58,9 @@ from kb_shared.pdf import (
     unmapped_characters,
 )
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
+from kb_shared.providers.hyphenation import break_words, document_vocabulary, english_words
 from kb_shared.providers.markdown_cleanup import (
     apply_outline,
-    break_words,
-    document_vocabulary,
-    english_words,
     page_markdown,
     pages_from_chunks,
     remove_contents,

@@ -23,7 +23,7 @@ bbox, span of Markdown) to the steps here, in this order:
 5. :func:`apply_outline`: when the PDF has an outline (bookmarks), its entries' headings and
    levels are used.
 6. :func:`resolve_line_breaks`: words hyphenated at a line end are joined or keep their hyphen
-   (:func:`resolve_break`).
+   (``providers.hyphenation.resolve_break``).
 7. :func:`page_markdown`: the kept blocks joined by blank lines. Tables stay pipe tables with
    ``<br>`` inside cells replaced by a space and rows split at a wrapped cell merged back;
    private-use glyphs and U+FFFD are dropped; ``<u>``/``<mark>`` tags are unwrapped;
@@ -34,21 +34,17 @@ bbox, span of Markdown) to the steps here, in this order:
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import json
 import logging
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pymupdf
 
-from kb_shared.models import SPACY_MODEL_PACKAGE, SPACY_MODEL_VERSION
 from kb_shared.pdf import MARKDOWN_MARKS, is_unmapped_char
+from kb_shared.providers.hyphenation import line_breaks, resolve_break
 
 logger = logging.getLogger(__name__)
 
@@ -521,135 +517,8 @@ def apply_outline(pages: Sequence[Page], outline: Sequence[Sequence]) -> int:
 
 
 # --------------------------------------------------------------------------------------
-# Words broken at a line end
+# Words broken at a line end (the word rules live in providers.hyphenation)
 # --------------------------------------------------------------------------------------
-#: A line's last token ending in a hyphen after a letter ("cli-", "state-of-the-").
-_BROKEN_HEAD = re.compile(r"([^\W\d_]+(?:-[^\W\d_]+)*)-$")
-#: The next line's first token when it starts with a lower-case letter ("mate", "known,").
-_BROKEN_TAIL = re.compile(r"^([^\W\d_][^\W\d_'’-]*)")
-_VOCABULARY_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
-
-
-@functools.lru_cache(maxsize=1)
-def english_words() -> frozenset[str]:
-    """Lower-case alphabetic entries of the offline spaCy model's vocabulary
-    (``kb_shared.models.SPACY_MODEL_PACKAGE`` ``vocab/strings.json``, ~49,000 words), read
-    without importing spaCy; empty (with a warning) when the model is not installed, and the
-    document's own vocabulary then decides alone."""
-    spec = importlib.util.find_spec(SPACY_MODEL_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        logger.warning("%s is not installed: hyphenation uses the document's words only",
-                       SPACY_MODEL_PACKAGE)
-        return frozenset()
-    root = Path(next(iter(spec.submodule_search_locations)))
-    path = root / f"{SPACY_MODEL_PACKAGE}-{SPACY_MODEL_VERSION}" / "vocab" / "strings.json"
-    try:
-        strings = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        logger.warning("cannot read %s: hyphenation uses the document's words only", path)
-        return frozenset()
-    return frozenset(w.casefold() for w in strings if isinstance(w, str) and w.isalpha())
-
-
-def document_vocabulary(texts: Iterable[str]) -> Counter[str]:
-    """Case-folded words (letters, hyphenated compounds whole) of ``texts``, counted; the
-    fragments of words broken at a line end are not words and should not be passed in."""
-    counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update(w.casefold() for w in _VOCABULARY_WORD.findall(text))
-    return counts
-
-
-def resolve_break(head: str, tail: str, vocabulary: Counter[str], words: frozenset[str]) -> str:
-    """The word a line-end break ``head`` + "-" / ``tail`` stands for.
-
-    ``head`` is the text before the hyphen ("cli", "well", "state-of-the"), ``tail`` the
-    next line's first word ("mate"). Only the last part of ``head`` and ``tail`` are weighed
-    (``last``, ``tail``). In order: the document's own vocabulary (``vocabulary``, the words
-    outside line breaks) decides when it holds ``last-tail`` or ``lasttail`` (the more
-    frequent wins; a tie keeps the hyphen); else the word list ``words`` (``english_words``):
-    ``lasttail`` a word -> joined ("climate", "procedures"); ``last`` an acronym ("VPP"), or
-    ``last`` and ``tail`` both words, or a prefix whose last vowel the tail repeats ("co" +
-    "optimising": English keeps that hyphen) -> a compound that keeps its hyphen
-    ("VPP-capable", "well-known", "self-assessment", "state-of-the-art"); otherwise joined
-    (a syllable break).
-    """
-    last = head.rsplit("-", 1)[-1]
-    joined, hyphenated = head + tail, f"{head}-{tail}"
-    pair_joined = (last + tail).casefold()
-    seen_joined = vocabulary.get(pair_joined, 0)
-    compounds = {f"{last}-{tail}".casefold(), hyphenated.casefold()}  # "the-art", "state-of-…"
-    seen_hyphenated = sum(vocabulary.get(word, 0) for word in compounds)
-    if seen_joined or seen_hyphenated:
-        return joined if seen_joined > seen_hyphenated else hyphenated
-    if pair_joined in words:
-        return joined
-    acronym = len(last) >= 2 and last.isupper()
-    vowel = last[-1:].casefold()
-    doubled_vowel = vowel in ("a", "e", "i", "o", "u") and tail[:1].casefold() == vowel
-    if acronym or doubled_vowel or (last.casefold() in words and tail.casefold() in words):
-        return hyphenated
-    return joined
-
-
-def _block_lines(pdf_page: pymupdf.Page) -> list[list[tuple[pymupdf.Rect, str]]]:
-    """MuPDF's text lines (bbox, text) per block, without de-hyphenation."""
-    return [
-        [
-            (pymupdf.Rect(line["bbox"]), "".join(span["text"] for span in line["spans"]))
-            for line in block.get("lines", ())
-        ]
-        for block in pdf_page.get_text("dict")["blocks"]
-    ]
-
-
-#: A token that is an address (URL, path, e-mail): a hyphen at its line end is its own.
-_ADDRESS = re.compile(r"/|@|^www\.", re.IGNORECASE)
-
-
-def _break(upper: str, lower: str) -> tuple[str, str, bool] | None:
-    """``(head, tail, literal)`` when line ``upper`` ends in a word broken by a hyphen and
-    ``lower`` goes on with its lower-case rest; ``literal`` when the broken token is an
-    address, whose hyphen is part of it."""
-    tokens = upper.split()
-    head = _BROKEN_HEAD.search(tokens[-1]) if tokens else None
-    tail = _BROKEN_TAIL.match(lower.lstrip())
-    if head and tail and tail.group(1)[0].islower():
-        return head.group(1), tail.group(1), bool(_ADDRESS.search(tokens[-1]))
-    return None
-
-
-def line_breaks(pdf_page: pymupdf.Page) -> list[tuple[pymupdf.Point, str, str, bool]]:
-    """The words broken at a line end on a page: ``(where, head, tail, literal)`` for each
-    text line whose last token ends in a hyphen after a letter and whose next line (same
-    MuPDF block) starts with a lower-case letter; ``where`` is the middle of the broken line
-    (to find its layout box); ``literal`` when the token is a URL, path or e-mail address
-    (its hyphen stays)."""
-    found = []
-    for lines in _block_lines(pdf_page):
-        for (rect, upper), (_, lower) in zip(lines, lines[1:]):
-            pair = _break(upper, lower)
-            if pair is not None:
-                found.append(((rect.tl + rect.br) / 2, *pair))
-    return found
-
-
-def break_words(pdf_page: pymupdf.Page) -> list[str]:
-    """The page's lines with the two fragments of every line-end break left out (what
-    ``document_vocabulary`` should count)."""
-    texts = []
-    for lines in _block_lines(pdf_page):
-        broken = [False] + [_break(a, b) is not None for (_, a), (_, b) in zip(lines, lines[1:])]
-        for index, (_, line) in enumerate(lines):
-            tokens = line.split()
-            if index + 1 < len(broken) and broken[index + 1]:
-                tokens = tokens[:-1]  # its last word goes on on the next line
-            if broken[index]:
-                tokens = tokens[1:]  # its first word is the end of the line before's
-            texts.append(" ".join(tokens))
-    return texts
-
-
 def resolve_line_breaks(
     page: Page, pdf_page: pymupdf.Page, vocabulary: Counter[str], words: frozenset[str]
 ) -> int:

@@ -6,7 +6,6 @@ job with its failure hook. The full builds on the real providers are in ``test_p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,30 +44,6 @@ from tests.fakes import SAMPLE_FIGURE, SAMPLE_TITLE, SAMPLE_VERSION, FlakyEmbedd
 NAME = "Fake Procedure.pdf"
 DOC = "fake-procedure.pdf"
 CHUNK_IDS = [f"{DOC}-0", f"{DOC}-1", f"{DOC}-2"]
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "kb"
-
-
-@pytest.fixture
-def stores(home: Path) -> Iterator[StoresResource]:
-    resource = StoresResource(home=str(home))
-    yield resource
-    resource.close()
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    """An in-memory instance: runs, event logs and partitions for the test only."""
-    with dg.instance_for_test() as instance:
-        yield instance
-
-
-@pytest.fixture
-def providers() -> FakeProviders:
-    return FakeProviders()
 
 
 @pytest.fixture

@@ -306,19 +306,6 @@ READY_IDS = {
 # --------------------------------------------------------------------------------------
 # Running a case
 # --------------------------------------------------------------------------------------
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[StoresResource]:
-    resource = StoresResource(home=str(tmp_path / "kb"))
-    yield resource
-    resource.close()
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as instance:
-        yield instance
-
-
 def add(case: Case, tmp_path: Path, stores: StoresResource, instance: dg.DagsterInstance,
         monkeypatch: pytest.MonkeyPatch) -> intake.IntakeOutcome:
     """``case``'s file through intake: a file in a folder, or a download named ``case.name``."""

@@ -5,7 +5,6 @@ below the floors."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -42,24 +41,6 @@ QUESTIONS = [
      "evidence": [{"doc": "Other.pdf", "pages": [3], "quote": "anything"}]},
     {"id": "q4", "kind": "absent", "question": "zebra migration patterns in the Serengeti", "evidence": []},
 ]
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "kb"
-
-
-@pytest.fixture
-def stores(home: Path) -> Iterator[StoresResource]:
-    resource = StoresResource(home=str(home))
-    yield resource
-    resource.close()
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as instance:
-        yield instance
 
 
 def write_set(folder: Path, name: str, questions: list[dict]) -> None:

@@ -6,7 +6,6 @@ never called, chunks have no pages and fenced code stays whole. The real build t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -48,24 +47,6 @@ NOTES_TEXT = (
     "The Retailer calls the Distributor.\n\n\n"
     "Second paragraph,\n  with its line break kept.\n"
 )
-
-
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[StoresResource]:
-    resource = StoresResource(home=str(tmp_path / "kb"))
-    yield resource
-    resource.close()
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as instance:
-        yield instance
-
-
-@pytest.fixture
-def providers() -> FakeProviders:
-    return FakeProviders()
 
 
 def write(folder: Path, name: str, data: bytes) -> Path:

@@ -11,7 +11,6 @@ Launchpad flag and the intake sensor. The real-PDF version is at the end (marked
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -56,24 +55,6 @@ V3 = "fake-procedure.pdf@v3"
 
 #: Version 2's Markdown: the same document with one rule changed ("quarterly" only here).
 MARKDOWN_V2 = SAMPLE_MARKDOWN.replace("reports it monthly", "reports it quarterly")
-
-
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[StoresResource]:
-    resource = StoresResource(home=str(tmp_path / "kb"))
-    yield resource
-    resource.close()
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as instance:
-        yield instance
-
-
-@pytest.fixture
-def providers() -> FakeProviders:
-    return FakeProviders()
 
 
 def write(folder: Path, data: bytes, name: str = NAME) -> Path:
