@@ -276,6 +276,7 @@ def recover_interrupted(stores: StoresResource, instance: dg.DagsterInstance) ->
     close_abandoned_runs(instance)
     try:
         blobs = stores.blobs()
+        blobs.remove_stale_temps()  # the .kb-tmp-* files of a put that was killed
         leftover = []
         for history in stores.catalog().all_versions().values():
             serving = next((v.version for v in history if v.status == VersionStatus.SERVING), 0)

@@ -235,3 +235,22 @@ class MigrationError(StoreError):
 class MigrationRefusedError(MigrationError):
     """A ``kb migrate`` target already holds data the source does not (other ids, other
     values, another embedding model); nothing was written. ``--replace`` overwrites it."""
+
+
+class BlobStoreFullError(StoreError, OSError):
+    """A blob write the filesystem refused for lack of room (``ENOSPC``, ``EDQUOT`` or
+    ``EFBIG``; ``kb_shared.stores.blobs``). Nothing is left under the key: the temporary file
+    (``file://``) or the partial object (other fsspec backends) is removed. Also an
+    ``OSError``, so code that catches the filesystem's own error still catches it.
+
+    Attributes:
+        root: the store's root URL; ``key``: the blob being written; ``size``: its length in
+        bytes; ``errno``: the filesystem's error number (as on any ``OSError``).
+    """
+
+    def __init__(self, message: str, *, root: str, key: str, size: int, errno: int) -> None:
+        super().__init__(message)
+        self.root = root
+        self.key = key
+        self.size = size
+        self.errno = errno

@@ -36,6 +36,7 @@ from kb_shared.figures import figure_text, render_all_sizes, text_near_box
 from kb_shared.identity import figure_id
 from kb_shared.providers.base import FigureBox, FigureInput
 from kb_shared.providers.text_markdown import is_text_document
+from kb_shared.retrieval_features import PagedText
 from kb_shared.stores.vectors import KIND_FIGURE, Point
 
 
@@ -67,6 +68,9 @@ def figures(
     index = stores.vectors(embedder.model, embedder.dimension)
     blobs = stores.blobs()
 
+    # printed page labels (``<!-- page 6 (p. iv) -->``), cited as chunks cite them
+    parsed = PagedText.parse(document.markdown)
+    labels = {page: label for page, label in zip(parsed.pages, parsed.labels) if label}
     inputs = fingerprint(
         row.sha256,
         locator.name,
@@ -74,6 +78,7 @@ def figures(
         [dataclasses.astuple(f) for f in document.figures],
         document.title,
         document.version,
+        *([sorted(labels.items())] if labels else []),  # unlabelled: the fingerprint as before
     )
     previous = None if config.force else StepRecords(blobs).reusable_summary(
         FIGURES, doc_id, inputs, "figures", lambda: index.count(key, KIND_FIGURE)
@@ -112,6 +117,8 @@ def figures(
                     of_version=row,
                     page_start=box.page,
                     page_end=box.page,
+                    page_label_start=labels.get(box.page, ""),
+                    page_label_end=labels.get(box.page, ""),
                     figure=FigurePayload(
                         number=number,
                         caption=box.caption,

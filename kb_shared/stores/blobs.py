@@ -10,20 +10,28 @@ root (absolute paths, ``..``, backslashes, NUL), which is what stops path traver
 key is built from a name someone else chose.
 
 Missing keys raise ``FileNotFoundError`` on every backend (the builtin exception fsspec
-itself uses), with the key in the message.
+itself uses), with the key in the message. A write the filesystem refuses for lack of room
+(``ENOSPC``, ``EDQUOT``, ``EFBIG``) raises ``BlobStoreFullError`` and leaves no partial blob
+under the key (issue 16, "Crash and outage recovery").
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
 import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 import fsspec.core
 from fsspec.implementations.local import LocalFileSystem
+
+from kb_shared.errors import BlobStoreFullError
 
 #: Longest key segment in UTF-8 bytes: POSIX ``NAME_MAX`` on common local filesystems (ext4,
 #: APFS, NTFS all cap a file name at 255), applied on every backend so a key that works on S3
@@ -33,6 +41,18 @@ MAX_SEGMENT_BYTES = 255
 #: Segment prefix of in-flight temporary files (``put`` on ``file://``); keys may not use it
 #: and ``list`` never returns such files.
 TEMP_PREFIX = ".kb-tmp-"
+
+#: Seconds after its last write a ``TEMP_PREFIX`` file counts as left by a dead writer
+#: (``remove_stale_temps``): a live ``put`` writes its temp file without pause, so an hour
+#: untouched is far past any write kb makes.
+STALE_TEMP_SECONDS = 3600.0
+
+#: ``errno`` values that mean "no room for these bytes" (POSIX ``<errno.h>``): the device is
+#: full (``ENOSPC``), the user's quota is (``EDQUOT``), or the file passes a size limit such as
+#: ``RLIMIT_FSIZE`` (``EFBIG``).
+FULL_ERRNOS = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if code
+)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -76,6 +96,19 @@ def check_key(key: str, *, allow_empty: bool = False) -> str:
         if segment.startswith(TEMP_PREFIX):
             raise ValueError(f"blob key {key!r} uses the reserved prefix {TEMP_PREFIX!r}")
     return key
+
+
+def _full_disk_errno(exc: BaseException) -> int | None:
+    """The ``FULL_ERRNOS`` code of ``exc`` or of an ``OSError`` in its cause/context chain
+    (fsspec backends may wrap the filesystem's error), else ``None``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in FULL_ERRNOS:
+            return current.errno
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _check_prefix(prefix: str) -> str:
@@ -149,15 +182,19 @@ class BlobStore:
         Raises:
             ValueError: a bad key.
             TypeError: ``data`` is not bytes-like.
+            BlobStoreFullError: no room for ``data``; the key keeps its previous blob
+                (``file://``) or holds none (other backends: a partial object is removed).
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"blob data must be bytes, got {type(data).__name__}")
         path = self._path(check_key(key))
-        if self._local:
-            self._atomic_local(path, lambda handle: handle.write(bytes(data)))
-            return
-        self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
-        self._fs.pipe_file(path, bytes(data))
+        data = bytes(data)
+        with self._refusing_full_disk(key, path, len(data)):
+            if self._local:
+                self._atomic_local(path, lambda handle: handle.write(data))
+                return
+            self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
+            self._fs.pipe_file(path, data)
 
     def put_file(self, key: str, source: str | Path) -> None:
         """Copy the local file ``source`` to ``key`` (streamed, never read whole).
@@ -165,23 +202,57 @@ class BlobStore:
         Raises:
             ValueError: a bad key.
             FileNotFoundError: ``source`` does not exist.
+            BlobStoreFullError: no room for it (what is left under ``key`` as for ``put``).
         """
         path = self._path(check_key(key))
         source = Path(source)
         if not source.is_file():
             raise FileNotFoundError(f"cannot store {key!r}: no file at {source}")
-        if self._local:
-            def copy(handle: IO[bytes]) -> None:
-                with open(source, "rb") as reader:
-                    while block := reader.read(1 << 20):
-                        handle.write(block)
+        with self._refusing_full_disk(key, path, source.stat().st_size):
+            if self._local:
+                def copy(handle: IO[bytes]) -> None:
+                    with open(source, "rb") as reader:
+                        while block := reader.read(1 << 20):
+                            handle.write(block)
 
-            self._atomic_local(path, copy)
-            return
-        self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
-        self._fs.put_file(str(source), path)
+                self._atomic_local(path, copy)
+                return
+            self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
+            self._fs.put_file(str(source), path)
 
-    def _atomic_local(self, path: str, write: Any) -> None:
+    @contextmanager
+    def _refusing_full_disk(self, key: str, path: str, size: int) -> Iterator[None]:
+        """Turn a write's "no room" ``OSError`` (``FULL_ERRNOS``, raised or as a cause) into
+        ``BlobStoreFullError``; on a non-local backend first remove the partial object a
+        failed write can leave (fsspec's buffered files commit what they hold on close)."""
+        try:
+            yield
+        except OSError as exc:
+            code = _full_disk_errno(exc)
+            if code is None:
+                raise
+            if not self._local:
+                self._remove_partial(path, size)
+            where = self._root if self._local else self._url
+            raise BlobStoreFullError(
+                f"the blob store {self._url} has no room: writing {key!r} ({size:,} bytes) "
+                f"failed with {os.strerror(code)} ({errno.errorcode.get(code, code)}); nothing "
+                f"was stored under that key. Free space on {where} or point KB_BLOB_URL at a "
+                "store with room, then run `kb build`",
+                root=self._url, key=key, size=size, errno=code,
+            ) from exc
+
+    def _remove_partial(self, path: str, size: int) -> None:
+        """Remove what a failed write of ``size`` bytes left at ``path`` unless it is whole
+        (the write landed, or an old blob of that size stayed); best effort, since the store
+        that refused the write may refuse this too."""
+        try:
+            if self._fs.isfile(path) and int(self._fs.size(path)) != size:
+                self._fs.rm_file(path)
+        except OSError:
+            pass
+
+    def _atomic_local(self, path: str, write: Callable[[IO[bytes]], object]) -> None:
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
         handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed after
@@ -199,6 +270,43 @@ class BlobStore:
             except FileNotFoundError:
                 pass
             raise
+
+    def remove_stale_temps(self, older_than_seconds: float = STALE_TEMP_SECONDS) -> int:
+        """Delete the ``TEMP_PREFIX`` files a killed writer left on ``file://`` (a ``put``
+        stopped between creating its temp file and renaming it), and the folders that leaves
+        empty. Only files not written for ``older_than_seconds`` go, so the live temp file of
+        a concurrent writer stays. Other backends never get temp files: returns 0 there.
+
+        A file that cannot be deleted (gone meanwhile, no permission) is skipped: this runs at
+        the start of ``kb build`` (``operations.recover_interrupted``), which must not fail on
+        a leftover that listings ignore anyway.
+
+        Returns:
+            How many temp files were deleted.
+
+        Raises:
+            ValueError: ``older_than_seconds`` is negative.
+        """
+        if older_than_seconds < 0:
+            raise ValueError(f"older_than_seconds must be >= 0, got {older_than_seconds}")
+        if not self._local:
+            return 0
+        cutoff = time.time() - older_than_seconds
+        removed = 0
+        for folder, _, files in os.walk(self._root):
+            for name in files:
+                if not name.startswith(TEMP_PREFIX):
+                    continue
+                path = os.path.join(folder, name)
+                try:
+                    if os.stat(path).st_mtime >= cutoff:
+                        continue
+                    os.unlink(path)
+                except OSError:  # renamed by its writer meanwhile, or not ours to delete
+                    continue
+                removed += 1
+                self._prune(folder)
+        return removed
 
     # -- reading -----------------------------------------------------------------------------
 
