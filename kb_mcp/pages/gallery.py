@@ -65,6 +65,7 @@ class GalleryFigure:
     id: str
     number: int | None
     page: int | None
+    page_label: str
     caption: str
     description: str
     figure_url: str | None
@@ -97,6 +98,7 @@ def gallery_figure(
         id=point_id,
         number=figure.number if figure is not None else None,
         page=payload.page_start,
+        page_label=payload.page_label_start,
         caption=figure.caption if figure is not None else "",
         description=text.strip(),
         figure_url=links.file(stored),
@@ -150,7 +152,8 @@ def gallery_json(gallery: Gallery) -> dict[str, Any]:
         "url": gallery.url,
         "figures": [
             {
-                "id": f.id, "number": f.number, "page": f.page, "caption": f.caption,
+                "id": f.id, "number": f.number, "page": f.page, "page_label": f.page_label or None,
+                "caption": f.caption,
                 "description": f.description, "figure_url": f.figure_url,
                 "thumbnail_url": f.thumbnail_url, "page_url": f.page_url,
                 "width_px": f.width_px, "height_px": f.height_px,
@@ -178,9 +181,18 @@ def _attr(value: str | None) -> str:
     return html.escape(value or "", quote=True)
 
 
+def _page_name(figure: GalleryFigure) -> str:
+    """``"page 6"``, or ``"page iv (PDF page 6)"`` when the printed label differs (issue 16,
+    "Printed page labels")."""
+    label = figure.page_label.strip()
+    if not label or label == str(figure.page):
+        return f"page {figure.page}"
+    return f"page {label} (PDF page {figure.page})"
+
+
 def _figure_html(figure: GalleryFigure) -> str:
     label = f"Figure {figure.number}" if figure.number is not None else "Figure"
-    where = f" · page {figure.page}" if figure.page is not None else " · page unknown"
+    where = f" · {_page_name(figure)}" if figure.page is not None else " · page unknown"
     image = (
         f'<a href="{_attr(figure.figure_url)}"><img src="{_attr(figure.thumbnail_url)}" '
         f'alt="{_attr(figure.caption or label)}" loading="lazy"></a>'
@@ -194,7 +206,7 @@ def _figure_html(figure: GalleryFigure) -> str:
     if figure.figure_url:
         links.append(f'<a class="full" href="{_attr(figure.figure_url)}">Full resolution</a>')
     if figure.page_url:
-        page = f"Source page {figure.page}" if figure.page is not None else "Source PDF"
+        page = f"Source {_page_name(figure)}" if figure.page is not None else "Source PDF"
         links.append(f'<a class="source" href="{_attr(figure.page_url)}">{page}</a>')
     return (
         f'<li id="{_attr(figure.id)}">{image}<p><strong>{html.escape(label)}</strong>'

@@ -19,7 +19,7 @@ from kb_mcp.documents import serving_keys
 from kb_mcp.links import Links
 from kb_mcp.state import ServerState
 from kb_shared import layout
-from kb_shared.citations import PointPayload
+from kb_shared.citations import PointPayload, format_pages
 from kb_shared.errors import EmptyCorpusError, KbError
 from kb_shared.graph_model import Relationship, entity_key
 from kb_shared.stores.catalog import DocumentRow, DocumentStatus
@@ -212,6 +212,9 @@ def graph_view(state: ServerState, query: GraphQuery, links: Links) -> dict[str,
                 "document": row.doc_id if row is not None else rel.source_doc,
                 "document_name": row.name if row is not None else rel.source_doc,
                 "page": page,
+                "page_text": format_pages(
+                    page, page, payload.page_label_start if payload is not None else ""
+                ),
                 "chunk_id": rel.chunk_id,
                 "citation": links.page(pdf_key, page),
             }

@@ -62,6 +62,7 @@ def expected_json(base: str, sig: dict[str, str] | None = None) -> dict[str, Any
                 "id": "retail-rules.pdf#figure-1",
                 "number": 1,
                 "page": 3,
+                "page_label": None,
                 "caption": "Life support notification flow from retailer to distributor",
                 "description": (
                     "Figure 1: Life support notification flow from retailer to distributor"
@@ -77,6 +78,7 @@ def expected_json(base: str, sig: dict[str, str] | None = None) -> dict[str, Any
                 "id": "retail-rules.pdf#figure-2",
                 "number": 2,
                 "page": None,
+                "page_label": None,
                 "caption": "Organisation chart of the market operator",
                 "description": "Figure 2: Organisation chart of the market operator",
                 "figure_url": None,
@@ -220,3 +222,36 @@ def test_the_sample_corpus_figure_is_in_its_gallery(
         f"{files}/pdfs/{doc}#page={FIGURE_PAGE}"
     )
     assert page.kb_errors == []
+
+
+def test_a_figure_on_a_labelled_page_names_the_printed_label_and_the_pdf_page() -> None:
+    import datetime as dt
+
+    from kb_mcp.links import Links
+    from kb_mcp.pages.gallery import Gallery, gallery_figure, gallery_html
+    from kb_shared.citations import FigurePayload, PointPayload
+    from kb_shared.stores.catalog import DocumentRow
+
+    payload = PointPayload(
+        doc_id="manual.pdf", name="Manual.pdf", title="Manual", version="",
+        page_start=2, page_end=2, page_label_start="ii", page_label_end="ii",
+        pdf_key="pdfs/manual.pdf",
+        figure=FigurePayload(
+            number=1, caption="Figure 1 Flow", stored_key="", inline_key=""
+        ),
+    )
+    figure = gallery_figure(
+        "manual.pdf#figure-1", payload, "A flow chart.", Links("http://127.0.0.1:8765"), present=set()
+    )
+    assert (figure.page, figure.page_label) == (2, "ii")
+    now = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+    row = DocumentRow(
+        doc_id="manual.pdf", name="Manual.pdf", normalized_name="manual.pdf", sha256="0" * 64,
+        status="ready", failure_reason=None, title="Manual", version=None, pages=2,
+        chunk_count=1, figure_count=1, entity_count=0, relationship_count=0, size_bytes=1,
+        blob_key="pdfs/manual.pdf", markdown_key=None, converter=None, embedding_model=None,
+        created_at=now, updated_at=now,
+    )
+    page = gallery_html(Gallery(document=row, url=None, figures=[figure]))
+    assert " · page ii (PDF page 2)" in page
+    assert "Source page ii (PDF page 2)</a>" in page

@@ -46,6 +46,7 @@ NOTIFY = {
     "document": "retail-rules.pdf",
     "document_name": "Retail Rules.pdf",
     "page": 1,
+    "page_text": "p. 1",
     "chunk_id": "retail-rules.pdf-1",
     "citation": FILES + "retail-rules.pdf#page=1",
 }

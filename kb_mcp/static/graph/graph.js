@@ -246,6 +246,7 @@
         document: edge.document,
         documentName: edge.document_name,
         page: edge.page,
+        pageText: edge.page_text,
         chunkId: edge.chunk_id,
         citation: edge.citation,
         color: EDGE_COLOUR,
@@ -439,7 +440,7 @@
     if (attributes.description) item.append(text("p", "description", attributes.description));
     var source = document.createElement("p");
     source.className = "source";
-    var where = attributes.documentName + (attributes.page ? ", p. " + attributes.page : "");
+    var where = attributes.documentName + (attributes.pageText ? ", " + attributes.pageText : "");
     if (attributes.citation) {
       var link = text("a", "citation", where);
       link.href = attributes.citation;
