@@ -17,7 +17,10 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
   citation link resolves. Keys go through ``kb_shared.stores.blobs.check_key`` (no ``..``,
   absolute paths, backslashes or control characters, after percent-decoding) and must be ones
   ``kb_shared.layout.is_served`` accepts; anything else is a 404, the same answer as a
-  missing file, so nothing is learnt by probing.
+  missing file, so nothing is learnt by probing. The one exception: the stored file of a
+  version a newer one superseded (its file removed) answers 410 Gone with a page naming the
+  versions and linking the current PDF (``superseded_page``), so a citation handed out before
+  the new version neither dead-ends nor silently opens the new file.
 * **Exposure.** Binding a non-loopback address needs bearer tokens (``KB_MCP_TOKENS``) or an
   explicit ``--public``; tokens, when set, are required on ``/mcp`` and ``/files`` whatever
   the address, except that a ``/files`` link the server itself handed out carries an HMAC
@@ -31,7 +34,10 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import html
 from http.cookies import SimpleCookie
 import logging
 import mimetypes
@@ -53,7 +59,9 @@ from kb_mcp.images import PNG_SIGNATURE
 from kb_mcp.links import (
     PAGES_COOKIE,
     SIGNATURE_PARAM,
+    Links,
     file_signature,
+    links_for,
     page_signature,
     signing_key,
 )
@@ -63,9 +71,11 @@ from kb_mcp.state import ServerState, StateHolder
 from kb_shared import layout
 from kb_shared.access import bearer_authorised, exposure_problem, host_allowed, host_patterns
 from kb_shared.errors import EmptyCorpusError, ExposureError, KbError
+from kb_shared.identity import split_version_key
 from kb_shared.providers.base import Embedder
 from kb_shared.settings import Settings
 from kb_shared.stores.blobs import check_key
+from kb_shared.stores.catalog import VersionStatus, serving_version
 
 log = logging.getLogger(__name__)
 
@@ -251,6 +261,77 @@ def servable_key(key: str) -> str | None:
     return key if layout.is_served(key) else None
 
 
+#: The superseded-version page's only script: it carries the citation's ``#page=N`` (which a
+#: browser never sends) over to the current PDF's link.
+KEEP_PAGE_SCRIPT = (
+    "const a = document.getElementById('current');"
+    " if (location.hash) { a.href += location.hash; a.textContent = a.href; }"
+)
+#: The page's Content-Security-Policy: nothing but that script, by its hash (CSP level 2).
+SUPERSEDED_CSP = (
+    "default-src 'none'; script-src 'sha256-"
+    + base64.b64encode(hashlib.sha256(KEEP_PAGE_SCRIPT.encode()).digest()).decode()
+    + "'"
+)
+
+
+def superseded_page(
+    state: ServerState, key: str, links: Links, *, as_html: bool
+) -> Response | None:
+    """410 Gone for the stored file of a superseded version whose file is gone, or ``None``.
+
+    The answer says ``"This citation points at version N of X, superseded on <date> by version
+    M; the current PDF is <link>"`` (plain text, or HTML whose link keeps the citation's
+    ``#page=``); the link is the serving version's, signed like any citation link. Any other
+    missing key (unknown, never served, a document without a serving version, a catalog that
+    cannot be read) gives ``None``: the caller's 404.
+
+    Args:
+        key: a servable blob key (``servable_key``) whose file is missing.
+        links: the server's citation links (``links_for``).
+        as_html: the client accepts HTML.
+    """
+    if not key.startswith(layout.PDFS):
+        return None
+    doc, number = split_version_key(key[len(layout.PDFS):])
+    try:
+        history = state.catalog.versions(doc)
+    except (KbError, OSError):
+        return None
+    old = next((v for v in history if v.version == number and v.blob_key == key), None)
+    current = serving_version(history)
+    if old is None or current is None or old.status != VersionStatus.SUPERSEDED:
+        return None
+    after = next(
+        (
+            v for v in history
+            if v.version > old.version
+            and v.status in (VersionStatus.SUPERSEDED, VersionStatus.SERVING)
+        ),
+        current,
+    )
+    url = links.file(current.blob_key) or ""
+    when = f" on {old.superseded_at:%Y-%m-%d}" if old.superseded_at else ""
+    which = "" if after.version == current.version else f" (version {current.version})"
+    lead = (
+        f"This citation points at version {old.version} of {current.name}, superseded{when} by "
+        f"version {after.version}; the current PDF{which} is "
+    )
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"}
+    if not as_html:
+        return PlainTextResponse(lead + url + "\n", status_code=410, headers=headers)
+    body = (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>Superseded: version {old.version} of {html.escape(current.name)}</title></head>"
+        f"<body><p>{html.escape(lead)}<a id=\"current\" href=\"{html.escape(url)}\">"
+        f"{html.escape(url)}</a></p><script>{KEEP_PAGE_SCRIPT}</script></body></html>\n"
+    )
+    return Response(
+        body, status_code=410, media_type="text/html",
+        headers={**headers, "Content-Security-Policy": SUPERSEDED_CSP},
+    )
+
+
 def worker_status(settings: Settings, *, ready: bool) -> dict[str, Any]:
     """``/healthz``'s ``worker`` field: the answering worker process's ``pid``, whether it is
     ``ready`` (its lifespan finished: stores open, embedding model loaded) and how many
@@ -355,6 +436,7 @@ def build_app(
     if problem:
         raise ExposureError(problem)
     holder = StateHolder()
+    links = links_for(settings)
     mcp = build_server(
         settings, holder=holder, embedder=embedder, warm=warm, log_level=log_level.upper()
     )
@@ -385,18 +467,26 @@ def build_app(
         local = blobs.local_path(key)
         if local is not None:
             if not local.is_file():
-                return PlainTextResponse("Not Found", status_code=404)
+                return await gone_or_missing(request, key)
             with local.open("rb") as handle:
                 head = handle.read(8)
             return FileResponse(local, media_type=media_type(key, head), headers=headers)
         try:
             data = await anyio.to_thread.run_sync(blobs.get, key)
         except FileNotFoundError:
-            return PlainTextResponse("Not Found", status_code=404)
+            return await gone_or_missing(request, key)
         except OSError as exc:
             log.warning("serving %s failed: %s", key, exc)
             return PlainTextResponse("Blob store unavailable", status_code=503)
         return Response(data, media_type=media_type(key, data[:8]), headers=headers)
+
+    async def gone_or_missing(request: Request, key: str) -> Response:
+        """``superseded_page`` for a superseded version's file, else 404."""
+        as_html = "text/html" in request.headers.get("accept", "")
+        answer = await anyio.to_thread.run_sync(
+            lambda: superseded_page(holder.state, key, links, as_html=as_html)
+        )
+        return answer or PlainTextResponse("Not Found", status_code=404)
 
     register_pages(mcp, holder=holder, settings=settings)
 

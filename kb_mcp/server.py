@@ -15,7 +15,8 @@ queue a request (never fetch); prompt
 ``kb://documents`` and templates ``kb://documents/{doc_id}`` and ``kb://categories/{+category}``,
 whose arguments ``completion/complete`` completes (``kb_mcp.completions``); ``logging/setLevel``
 sets the server's log level (``serve_log_level``). Every failure comes back as an ``isError``
-result with an actionable message (``kb_mcp.errors``).
+result with an actionable message (``kb_mcp.errors``), arguments that do not fit a tool
+included (``kb_mcp.errors.check_arguments``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import EmptyResult, LoggingLevel, SetLevelRequestParams
 
 from kb_mcp import completions, prompts, resources
+from kb_mcp.errors import check_arguments
 from kb_mcp.links import links_for
 from kb_mcp.state import ServerState, StateHolder, open_state
 from kb_mcp.tools import (
@@ -157,6 +159,7 @@ def build_server(
     resources.register(server, holder=holder, links=links)
     completions.register(server, holder=holder)
     serve_log_level(server)
+    check_arguments(server)
     return server
 
 
