@@ -33,6 +33,7 @@ from kb_assets.resources import StoresResource
 from kb_shared.access import WILDCARD_HOSTS, bracket_host, exposure_problem
 from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
 from kb_shared.settings import Settings
+from kb_shared.stores.catalog import deleting_message
 
 app = typer.Typer(
     help="kb: build a searchable corpus of regulatory PDFs (Dagster assets per document).",
@@ -316,6 +317,9 @@ def retry(
     settings, stores = _context()
     instance = dagster_instance(settings)
     row = operations.resolve_document(stores, name)
+    if row.status == DocumentStatus.DELETING:
+        err.print(deleting_message(row))
+        raise typer.Exit(2)
     import dagster as dg
 
     runs = instance.get_runs(
@@ -336,7 +340,8 @@ def retry(
 def delete(
     names: Annotated[list[str], typer.Argument(help="Documents by file name or id.")],
 ) -> None:
-    """Remove documents: blobs, catalog row, vectors, graph edges and the partition."""
+    """Remove documents: blobs, catalog row, vectors, graph edges and the partition. Each is
+    marked `deleting` first (no longer served or built); run it again if it was stopped."""
     settings, stores = _context()
     instance = dagster_instance(settings)
     status = 0
@@ -347,8 +352,13 @@ def delete(
             err.print(f"[red]{error}[/red]")
             status = 1
             continue
+        done = (
+            f"finished deleting {report.name} (an earlier delete of it did not finish)"
+            if report.resumed
+            else f"deleted {report.name}"
+        )
         console.print(
-            f"deleted {report.name}: {report.vectors} vectors, {report.relationships} "
+            f"{done}: {report.vectors} vectors, {report.relationships} "
             f"relationships, {report.orphan_entities} orphan entities, {report.blobs} blobs"
         )
     stores.close()
@@ -444,7 +454,16 @@ def status(
             _n(r["figures"]), assets,
         )
     console.print(table)
-    lost = [r["name"] for r in rows if not r["partition"]]
+    deleting = [r["name"] for r in rows if r["status"] == DocumentStatus.DELETING]
+    if deleting:
+        err.print(
+            f"{len(deleting)} document(s) are being deleted ({', '.join(deleting)}): they are "
+            "no longer served; if no `kb delete` is running, run `kb delete NAME` (or `kb "
+            "build`) to finish"
+        )
+    lost = [
+        r["name"] for r in rows if not r["partition"] and r["status"] != DocumentStatus.DELETING
+    ]
     if lost:
         err.print(
             f"{len(lost)} document(s) have no Dagster partition ({', '.join(lost)}); "

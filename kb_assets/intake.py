@@ -81,7 +81,7 @@ from kb_shared.identity import (
 from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES, decode_text, is_text_document
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.settings import Settings
-from kb_shared.stores.catalog import Catalog, DocumentRow
+from kb_shared.stores.catalog import Catalog, DocumentRow, DocumentStatus, deleting_message
 from kb_shared.stores.catalog.documents import normalize_category
 
 log = logging.getLogger(__name__)
@@ -329,6 +329,33 @@ def _size_refusal(size: int, max_bytes: int) -> str:
     return ""
 
 
+def duplicate_name_message(existing: DocumentRow, path: str | None) -> str:
+    """Why a file whose name is already in the corpus was not added, and the two ways on:
+    a new version first (most likely what a user adding a known name has), then a delete.
+
+    Args:
+        existing: the catalogued document of that name.
+        path: the file (or URL) as given, for the ``kb add --new-version`` command; ``None``
+            when its content is the document's own (a new version would add nothing).
+
+    Returns:
+        e.g. ``"'Report.pdf' is already in the corpus (doc_id report.pdf, ready). To add it as
+        a new version: `kb add --new-version PATH`; to replace it entirely: `kb delete
+        report.pdf` first"``.
+    """
+    where = (
+        f"{existing.name!r} is already in the corpus (doc_id {existing.doc_id}, "
+        f"{existing.status})"
+    )
+    delete = f"`kb delete {existing.doc_id}` first"
+    if path is None:
+        return f"{where} with the same content; to replace it entirely: {delete}"
+    return (
+        f"{where}. To add it as a new version: `kb add --new-version {path}`; to replace it "
+        f"entirely: {delete}"
+    )
+
+
 def _against_catalog(
     candidates: list[Candidate], stores: StoresResource, *, new_version: bool = False
 ) -> list[IntakeOutcome]:
@@ -355,17 +382,27 @@ def _against_catalog(
     blobs = stores.blobs()
     outcomes: list[IntakeOutcome] = []
     for candidate, (by_name, by_id, by_content) in zip(candidates, existing, strict=True):
-        if by_name is not None and new_version:
+        gone = next(
+            (r for r in (by_name, by_id, by_content) if r and r.status == DocumentStatus.DELETING),
+            None,
+        )
+        if gone is not None:  # a `kb delete` of it has not finished (issue 16)
+            outcomes.append(
+                candidate.outcome(
+                    IntakeStatus.REFUSED, gone.doc_id, deleting_message(gone, "add the file again")
+                )
+            )
+        elif by_name is not None and new_version:
             outcomes.append(_new_version(candidate, by_name, by_content, catalog, blobs))
         elif by_name is not None:
+            same = by_content is not None and by_content.doc_id == by_name.doc_id
             outcomes.append(
                 candidate.outcome(
                     IntakeStatus.DUPLICATE, by_name.doc_id,
-                    f"already in the corpus as {by_name.name!r}; to replace it, run "
-                    f"`kb delete {by_name.doc_id}` first",
+                    duplicate_name_message(by_name, None if same else str(candidate.path)),
                     hint=(
                         ""
-                        if by_content is not None and by_content.doc_id == by_name.doc_id
+                        if same
                         else f"to add it as a new version of {by_name.name!r}, run "
                         f"`kb add --new-version {candidate.path}`"
                     ),
@@ -639,4 +676,5 @@ def _from_url(outcome: IntakeOutcome, origin: dict[str, str]) -> IntakeOutcome:
     if url is None:
         return outcome
     hint = outcome.hint.replace(outcome.path, url)
-    return replace(outcome, path=url, hint=hint)
+    reason = outcome.reason.replace(outcome.path, url)  # the new-version command names it
+    return replace(outcome, path=url, reason=reason, hint=hint)

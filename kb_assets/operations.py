@@ -15,6 +15,7 @@ like a crashed one (``kb build`` again).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import signal
 import socket
@@ -47,7 +48,7 @@ from kb_assets.partitions import documents_partitions
 from kb_assets.resources import SettingsResource, StoresResource
 from kb_shared import layout
 from kb_shared.errors import DocumentNotFoundError, KbError, StoreError
-from kb_shared.stores.catalog import DocumentRow, VersionStatus
+from kb_shared.stores.catalog import DocumentRow, VersionStatus, deleting_message
 
 #: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
 #: each failure's reason, and the full event log stays in the instance (Dagster UI).
@@ -265,15 +266,21 @@ def close_abandoned_runs(instance: dg.DagsterInstance, doc_id: str | None = None
     return closed
 
 
-def recover_interrupted(stores: StoresResource, instance: dg.DagsterInstance) -> list[str]:
+def recover_interrupted(
+    stores: StoresResource, instance: dg.DagsterInstance, *, delete_grace_seconds: float = 0.0
+) -> list[str]:
     """Finish what a killed ``kb`` process left half done (issue 16, crash recovery); ``kb
     build`` calls it first. Closes every run whose process is gone (``close_abandoned_runs``),
     and removes the stored data of each superseded version, and failed version older than
     the served one, whose file is still stored: a new version's switch (``record``) killed
     after the catalog switched and before the removal ended, which deletes the file last.
     A store it cannot reach leaves that for the next build. Returns the cleaned version keys.
+
+    First it finishes every ``kb delete`` that was killed (``finish_interrupted_deletes``;
+    one that started less than ``delete_grace_seconds`` ago is left alone).
     """
     close_abandoned_runs(instance)
+    finish_interrupted_deletes(stores, instance, grace_seconds=delete_grace_seconds)
     try:
         blobs = stores.blobs()
         blobs.remove_stale_temps()  # the .kb-tmp-* files of a put that was killed
@@ -380,7 +387,7 @@ def build_documents(
     outcome, and the run's failure hook put it on the catalog row).
 
     A document without a Dagster partition (the instance was reset) is not run: its outcome
-    says to run ``kb repair``.
+    says to run ``kb repair``; nor is a ``deleting`` one (its outcome says to finish the delete).
 
     SIGTERM or SIGINT stops the build (``stop_guard``): the document in progress gets
     ``STOPPED_REASON`` and no further document is started; the outcomes so far are returned.
@@ -394,7 +401,12 @@ def build_documents(
                 break
             row = _find_row(stores, doc_id)
             name = row.name if row else doc_id
-            if doc_id not in known:
+            if row is not None and row.status == DocumentStatus.DELETING:
+                outcome = BuildOutcome(
+                    doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
+                    seconds=0.0, reason=deleting_message(row),
+                )
+            elif doc_id not in known:
                 outcome = BuildOutcome(
                     doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
                     seconds=0.0,
@@ -474,7 +486,7 @@ def was_interrupted(result: dg.JobExecutionResult) -> bool:
 def documents_to_build(stores: StoresResource, *, everything: bool = False) -> list[str]:
     """Ids of pending and failed documents, and of ready ones whose newest version is
     pending (``kb add --new-version`` waits for a build); every document with
-    ``everything``."""
+    ``everything``. Never a ``deleting`` one (``delete_document``)."""
     catalog = stores.catalog()
     versions = catalog.all_versions()
 
@@ -485,9 +497,12 @@ def documents_to_build(stores: StoresResource, *, everything: bool = False) -> l
     return [
         r.doc_id
         for r in catalog.list_documents()
-        if everything
-        or r.status in (DocumentStatus.PENDING, DocumentStatus.FAILED)
-        or new_version_waits(r.doc_id)
+        if r.status != DocumentStatus.DELETING
+        and (
+            everything
+            or r.status in (DocumentStatus.PENDING, DocumentStatus.FAILED)
+            or new_version_waits(r.doc_id)
+        )
     ]
 
 
@@ -524,7 +539,8 @@ def reset_for_new_model(stores: StoresResource) -> tuple[bool, int]:
 
 @dataclass
 class DeleteReport:
-    """What ``delete_document`` removed."""
+    """What ``delete_document`` removed; ``resumed``: the document was already ``deleting``
+    (this finished a delete that was killed or failed half way)."""
 
     doc_id: str
     name: str
@@ -533,20 +549,29 @@ class DeleteReport:
     orphan_entities: int
     blobs: int
     partition: bool
+    resumed: bool = False
 
 
 def delete_document(
     stores: StoresResource, instance: dg.DagsterInstance, ref: str
 ) -> DeleteReport:
-    """Remove a document everywhere: vectors, graph edges (then orphan entities), blobs,
-    the Dagster partition and the catalog row. The catalog row goes last, so a delete that
-    fails or is killed half-way can simply be run again.
+    """Remove a document everywhere. First, in one committed catalog write, its status becomes
+    ``deleting`` (``Catalog.mark_deleting``): from then on the MCP server serves none of it and
+    no build starts it. Then its vectors, graph edges (then orphan entities), blobs, the
+    Dagster partition, and last the catalog row. Every step removes only what is still there,
+    so a delete that fails or is killed half way is finished by running it again (or by ``kb
+    build``: ``finish_interrupted_deletes``).
 
     Raises:
         DocumentNotFoundError: unknown name or id.
+        StoreError / StoreUnavailableError: a store failed; what was removed stays removed
+            and the document stays ``deleting``.
     """
     row = resolve_document(stores, ref)
     doc = row.doc_id
+    resumed = row.status == DocumentStatus.DELETING
+    if not resumed:
+        stores.catalog().mark_deleting(doc)
     index = stores.existing_vectors()
     vectors = index.delete_document(doc) if index is not None else 0
     graph = stores.graph()
@@ -581,7 +606,41 @@ def delete_document(
         orphan_entities=entities,
         blobs=count,
         partition=had_partition,
+        resumed=resumed,
     )
+
+
+def finish_interrupted_deletes(
+    stores: StoresResource, instance: dg.DagsterInstance, *, grace_seconds: float = 0.0
+) -> list[DeleteReport]:
+    """Finish the delete of every ``deleting`` document (a ``kb delete`` killed or failed half
+    way). Safe to do unasked: only ``kb delete`` sets that status, so the user's decision is
+    already on record; the document is no longer served, and every step of
+    ``delete_document`` is idempotent with the catalog row last. A store it cannot reach
+    leaves the rest for the next ``kb build`` or ``kb delete``. Returns one report per
+    finished delete.
+
+    ``grace_seconds``: leave a delete alone that started less than this long ago (its row's
+    ``updated_at``), so a caller running beside a live ``kb delete`` (the intake sensor)
+    does not race it.
+    """
+    try:
+        rows = stores.catalog().list_documents(status=DocumentStatus.DELETING)
+    except StoreError:
+        return []
+    started_before = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=grace_seconds)
+    reports = []
+    for row in rows:
+        since = row.updated_at
+        if since.tzinfo is None:  # SQLite hands back naive UTC timestamps
+            since = since.replace(tzinfo=dt.timezone.utc)
+        if grace_seconds and since > started_before:
+            continue
+        try:
+            reports.append(delete_document(stores, instance, row.doc_id))
+        except (StoreError, OSError, DocumentNotFoundError):  # unreachable, or gone meanwhile
+            continue
+    return reports
 
 
 def document_status(stores: StoresResource, instance: dg.DagsterInstance) -> list[dict[str, Any]]:
@@ -631,11 +690,14 @@ class RepairReport:
 def repair_partitions(stores: StoresResource, instance: dg.DagsterInstance) -> RepairReport:
     """Make the Dagster partition set equal the catalog's documents (``kb repair``): after
     ``KB_HOME/dagster`` was reset or a delete stopped half-way. Intake and delete keep them
-    equal otherwise; nothing else calls this."""
-    wanted = {r.doc_id for r in stores.catalog().list_documents()}
+    equal otherwise; nothing else calls this. A ``deleting`` document's partition is left to
+    its delete (neither restored nor removed)."""
+    rows = stores.catalog().list_documents()
+    wanted = {r.doc_id for r in rows if r.status != DocumentStatus.DELETING}
+    deleting = {r.doc_id for r in rows} - wanted
     present = set(instance.get_dynamic_partitions(DOCUMENTS))
     added = sorted(wanted - present)
-    removed = sorted(present - wanted)
+    removed = sorted(present - wanted - deleting)
     if added:
         register_partitions(instance, added)
     for doc in removed:

@@ -38,6 +38,12 @@ def inbox_files(inbox: Path) -> list[Path]:
     return sorted(p for p in inbox.iterdir() if is_document_file(p))
 
 
+#: A ``deleting`` document whose delete started less than this long ago (seconds) may still
+#: be in the hands of a live ``kb delete``: the sensor leaves it for that command (a delete
+#: takes seconds; ``kb build`` finishes it at once).
+DELETE_GRACE_SECONDS = 600
+
+
 def recover(context: dg.SensorEvaluationContext, stores: StoresResource) -> None:
     """Finish what a killed ``kb`` process left half done before requesting runs
     (``operations.recover_interrupted``: dead runs closed, a killed delete or version switch
@@ -50,7 +56,9 @@ def recover(context: dg.SensorEvaluationContext, stores: StoresResource) -> None
     from kb_assets.operations import recover_interrupted
 
     try:
-        closed = recover_interrupted(stores, context.instance)
+        closed = recover_interrupted(
+            stores, context.instance, delete_grace_seconds=DELETE_GRACE_SECONDS
+        )
     except (StoreError, OSError) as exc:
         context.log.warning(
             "could not finish an interrupted operation (the next tick retries): %s", exc

@@ -7,6 +7,13 @@ stores; ``served_documents`` reads the catalog once per request and says which d
 returned, and every search applies it (``search_scope`` for search_docs, ``ServedDocuments.only``
 for search_graph; read_doc refuses a document that is not ready).
 
+Deletes (issue 16, "Crash and outage recovery"): ``kb delete`` first marks a document
+``deleting`` and removes its stored data after, so a killed delete can leave part of it in the
+stores. A ``deleting`` document is treated as gone everywhere here: no search returns it, a name
+resolving to it is unknown, and ``document_list`` leaves it out (a model cannot use it, and the
+person who ran ``kb delete`` sees it in ``kb status``). It still counts as "not ready" when
+deciding whether searches must be filtered, so its leftovers are never served.
+
 Categories (issue 12): chunk payloads do not carry a document's category, so a ``category``
 filter is resolved to doc_ids from the catalog on every call (``category_documents``); moving a
 document (``kb categorize``) changes its catalog row and nothing in the vectors or graph.
@@ -49,6 +56,7 @@ _SUGGESTIONS = 3
 READY = DocumentStatus.READY
 PENDING = DocumentStatus.PENDING
 FAILED = DocumentStatus.FAILED
+DELETING = DocumentStatus.DELETING
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,7 +65,7 @@ FAILED = DocumentStatus.FAILED
 
 
 def _unknown(catalog: CatalogReader, refs: Sequence[str], what: str) -> ToolProblem:
-    rows = catalog.list_documents()
+    rows = _present(catalog.list_documents())
     known = {r.doc_id: r.doc_id for r in rows} | {normalize_name(r.name): r.doc_id for r in rows}
     hints: list[str] = []
     for ref in refs:
@@ -82,13 +90,13 @@ def _unknown(catalog: CatalogReader, refs: Sequence[str], what: str) -> ToolProb
 
 def resolve_document(catalog: CatalogReader, ref: str) -> DocumentRow:
     """The document a doc_id or file name means (``Catalog.resolve``: case, surrounding spaces
-    and a missing ``.pdf`` forgiven).
+    and a missing ``.pdf`` forgiven); a ``deleting`` one is unknown (module docstring).
 
     Raises:
         ToolProblem: no such document; the message suggests close names.
     """
     row = catalog.resolve(ref)
-    if row is None:
+    if row is None or row.status == DELETING:
         raise _unknown(catalog, [ref], "document")
     return row
 
@@ -111,9 +119,9 @@ def resolve_documents(catalog: CatalogReader, refs: Sequence[str] | None) -> lis
     (``None`` = no filter).
 
     Raises:
-        ToolProblem: any name is unknown (all unknown names are listed), any named document
-            is pending or failed (``not_ready``), or the list is empty (an empty filter would
-            match nothing, which is never what a caller means).
+        ToolProblem: any name is unknown or ``deleting`` (all such names are listed), any
+            named document is pending or failed (``not_ready``), or the list is empty (an
+            empty filter would match nothing, which is never what a caller means).
     """
     if refs is None:
         return None
@@ -127,7 +135,7 @@ def resolve_documents(catalog: CatalogReader, refs: Sequence[str] | None) -> lis
     unready: list[DocumentRow] = []
     for ref in refs:
         row = catalog.resolve(ref)
-        if row is None:
+        if row is None or row.status == DELETING:
             missing.append(ref)
         elif row.status != READY:
             unready.append(row)
@@ -174,12 +182,17 @@ def serving_keys(catalog: CatalogReader) -> dict[str, str]:
 
 
 def _all_rows(catalog: CatalogReader) -> list[DocumentRow]:
-    """Every catalog row; none for a catalog whose tables were never created (a fresh
-    ``KB_HOME``: nothing added yet)."""
+    """Every catalog row, ``deleting`` ones included; none for a catalog whose tables were
+    never created (a fresh ``KB_HOME``: nothing added yet)."""
     try:
         return catalog.list_documents()
     except SchemaMissingError:
         return []
+
+
+def _present(rows: Sequence[DocumentRow]) -> list[DocumentRow]:
+    """``rows`` without the ``deleting`` ones: the documents a caller may be told about."""
+    return [row for row in rows if row.status != DELETING]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,18 +218,18 @@ def served_documents(catalog: CatalogReader) -> ServedDocuments:
     """Read the catalog once and say which documents may be served (module docstring).
 
     Raises:
-        EmptyCorpusError: the catalog holds no document at all.
+        EmptyCorpusError: the catalog holds no document at all (``deleting`` ones aside).
         ToolProblem: it holds documents but none is ready (each is pending or failed).
     """
     rows = _all_rows(catalog)
-    if not rows:
+    if not _present(rows):
         raise EmptyCorpusError("the catalog holds no documents")
     versions = _all_versions(catalog)
     ready = frozenset(
         serving_key(row, versions.get(row.doc_id, ())) for row in rows if row.status == READY
     )
     single = all(len(history) == 1 for history in versions.values())
-    if len(ready) == len(rows) and single:
+    if len(ready) == len(rows) and single:  # a deleting row makes them differ: filtered
         return ServedDocuments(only=None)
     if not ready:
         counts = [
@@ -252,10 +265,10 @@ def category_documents(catalog: CatalogReader, category: str) -> frozenset[str]:
     Raises:
         ToolProblem: a bad category, or no ready document under it (the message lists the
             categories that have ready documents).
-        EmptyCorpusError: the catalog holds no document at all.
+        EmptyCorpusError: the catalog holds no document at all (``deleting`` ones aside).
     """
     prefix = category_prefix(category)
-    rows = _all_rows(catalog)
+    rows = _present(_all_rows(catalog))
     if not rows:
         raise EmptyCorpusError("the catalog holds no documents")
     ready = [row for row in rows if row.status == READY]
@@ -327,14 +340,14 @@ class DocumentList:
 
 def document_list(catalog: CatalogReader, category: str | None = None) -> DocumentList:
     """Every document (under the ``category`` prefix when given: ``in_category``), split by
-    status (each list ordered by normalised name); empty for a catalog whose tables were
-    never created.
+    status (each list ordered by normalised name), ``deleting`` ones left out (module
+    docstring); empty for a catalog whose tables were never created.
 
     Raises:
         ToolProblem: a category ``normalize_category`` refuses.
     """
     prefix = category_prefix(category)
-    rows = [row for row in _all_rows(catalog) if in_category(row.category, prefix)]
+    rows = [row for row in _present(_all_rows(catalog)) if in_category(row.category, prefix)]
     versions = _all_versions(catalog)
     return DocumentList(
         ready=[r for r in rows if r.status == READY],

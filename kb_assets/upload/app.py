@@ -5,12 +5,15 @@ Routes (JSON unless said otherwise):
 
 * ``GET /`` — the page; ``/static/…`` its script and style.
 * ``GET /api/config`` — the size limit, the document suffixes, the Dagster UI's URL.
-* ``POST /api/check`` ``{"files": [{"name", "size"}]}`` — each file's verdict before any byte
-  is sent (``checks.check_files``).
-* ``PUT /api/files?name=…`` — one file's bytes as the request body (``Content-Length``
-  required); checked again, streamed to a temporary file (stopped past the limit), admitted
-  (``intake.admit``). 201 added, 200 duplicate, 409 refused before reading the body, 413 over
-  the limit, 422 refused after the transfer.
+* ``POST /api/check`` ``{"files": [{"name", "size"}], "new_version": false}`` — each file's
+  verdict before any byte is sent (``checks.check_files``); a name already in the corpus says
+  whether it can be sent as a new version (``new_version_possible``).
+* ``PUT /api/files?name=…[&new_version=1]`` — one file's bytes as the request body
+  (``Content-Length`` required); checked again, streamed to a temporary file (stopped past the
+  limit), admitted (``intake.admit``; with ``new_version=1`` as the next version of the
+  document of that name, as ``kb add --new-version``). 201 added (``outcome.version`` is the
+  version it became), 200 duplicate, 409 refused before reading the body, 413 over the limit,
+  422 refused after the transfer.
 * ``GET /api/builds?hours=`` — ``builds.recent_builds``; ``GET /api/tasks`` — the worker.
 * ``POST /api/runs/{run_id}/retry``, ``POST /api/documents/{doc}/rebuild/{asset}``,
   ``POST /api/documents/{doc}/build`` (a pending document, when no sensor builds it),
@@ -172,15 +175,25 @@ async def _config(request: Request, service: UploadService) -> Response:
     )
 
 
+#: The query values of ``new_version`` on ``PUT /api/files``.
+FLAG_VALUES = {"": False, "0": False, "false": False, "1": True, "true": True}
+
+
 async def _check(request: Request, service: UploadService) -> Response:
     body = await request.json()
     files = body.get("files") if isinstance(body, dict) else None
-    if not isinstance(files, list) or not all(
+    new_version = body.get("new_version", False) if isinstance(body, dict) else False
+    if not isinstance(files, list) or not isinstance(new_version, bool) or not all(
         isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(f.get("size"), int)
         for f in files
     ):
-        return _error(400, 'send {"files": [{"name": "<file name>", "size": <bytes>}, …]}')
-    checks = await _call(service.check, [(f["name"], f["size"]) for f in files])
+        return _error(
+            400,
+            'send {"files": [{"name": "<file name>", "size": <bytes>}, …]} and optionally '
+            '"new_version": true',
+        )
+    pairs = [(f["name"], f["size"]) for f in files]
+    checks = await _call(lambda: service.check(pairs, new_version=new_version))
     return JSONResponse({"files": [c.as_dict() for c in checks]})
 
 
@@ -190,7 +203,11 @@ async def _upload(request: Request, service: UploadService) -> Response:
     if not length.isdigit():
         return _error(411, "send the file's size (Content-Length) with its bytes")
     size = int(length)
-    (check,) = await _call(service.check, [(name, size)])
+    flag = request.query_params.get("new_version", "").lower()
+    if flag not in FLAG_VALUES:
+        return _error(400, f"new_version must be 1 or 0, not {flag!r}")
+    new_version = FLAG_VALUES[flag]
+    (check,) = await _call(lambda: service.check([(name, size)], new_version=new_version))
     if not check.accepted:
         return JSONResponse({"file": check.as_dict()}, status_code=409)
     with tempfile.TemporaryDirectory(prefix="kb-upload-") as folder:
@@ -209,7 +226,7 @@ async def _upload(request: Request, service: UploadService) -> Response:
             return _error(
                 400, f"the upload stopped after {received:,} of {size:,} bytes; send it again"
             )
-        outcome = await _call(service.admit_file, path)
+        outcome = await _call(lambda: service.admit_file(path, new_version=new_version))
     shown = {**outcome.as_dict(), "path": name}
     return JSONResponse({"outcome": shown}, status_code=OUTCOME_CODES[outcome.status])
 

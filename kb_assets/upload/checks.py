@@ -6,6 +6,11 @@ from a name and a size alone: a document suffix (``.pdf``, ``.md``, ``.txt``), a
 normalised name in the batch, and no document of that name (or that ``doc_id``) in the
 catalog. What needs the bytes (identical content, a binary ``.md``) is decided by ``admit``
 after the transfer, and ``admit`` applies every rule again.
+
+A name already in the corpus may be sent as that document's next version instead (the page's
+"Upload as new version"; ``admit(new_version=True)``, as ``kb add --new-version``): the check
+offers it (``FileCheck.new_version_possible``) unless a version of the document is still
+waiting to be built, and with ``new_version`` accepts it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ from kb_assets.intake import (
 from kb_shared.errors import IdentityError, IntakeError, StoreError
 from kb_shared.identity import check_file_name, doc_id, normalize_name
 from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES
-from kb_shared.stores.catalog import Catalog
+from kb_shared.stores.catalog import (
+    Catalog,
+    DocumentRow,
+    DocumentStatus,
+    VersionStatus,
+    deleting_message,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,8 @@ class FileCheck:
         status: ``None`` when accepted, else ``duplicate`` or ``refused`` (``IntakeStatus``).
         doc_id: its ``doc_id`` (the existing document's for a duplicate), or ``None``.
         reason: why it is refused ("" when accepted).
+        new_version_possible: its name is a catalogued document's that can take a new version
+            (none of its versions is waiting to be built): the page offers to send it as one.
     """
 
     name: str
@@ -44,6 +57,7 @@ class FileCheck:
     status: IntakeStatus | None = None
     doc_id: str | None = None
     reason: str = ""
+    new_version_possible: bool = False
 
     def as_dict(self) -> dict[str, object]:
         """JSON-serialisable form."""
@@ -71,9 +85,14 @@ def name_refusal(name: str) -> str:
 
 
 def check_files(
-    files: Sequence[tuple[str, int]], catalog: Catalog, max_bytes: int
+    files: Sequence[tuple[str, int]], catalog: Catalog, max_bytes: int, *,
+    new_version: bool = False,
 ) -> list[FileCheck]:
     """Decide each ``(name, size in bytes)`` of one batch, in order (module docstring).
+
+    With ``new_version`` a name already in the corpus is accepted as that document's next
+    version when it can take one (its ``doc_id`` is the document's); otherwise it is refused
+    with the reason.
 
     Raises:
         IntakeError: the catalog could not be read; nothing may be sent, since a duplicate
@@ -107,23 +126,67 @@ def check_files(
             )
             continue
         seen_names[normal] = seen_ids[ident] = name
-        checks.append(_against_catalog(raw, size, catalog))
+        checks.append(_against_catalog(raw, size, catalog, new_version=new_version))
     return checks
 
 
-def _against_catalog(name: str, size: int, catalog: Catalog) -> FileCheck:
+def duplicate_reason(existing: DocumentRow, waiting: int | None) -> str:
+    """Why a name already in the corpus is not sent as a new document, with the ways on.
+
+    Args:
+        existing: the catalogued document of that name.
+        waiting: the number of its version still waiting to be built, or ``None``.
+
+    Returns:
+        e.g. ``"'Rules.pdf' is already in the corpus (doc_id rules.pdf, ready). To add it as
+        a new version: Upload as new version; to replace it entirely: delete it first"``; the
+        intake's wording (``intake.duplicate_name_message``) with the page's actions.
+    """
+    where = (
+        f"{existing.name!r} is already in the corpus (doc_id {existing.doc_id}, "
+        f"{existing.status})"
+    )
+    if waiting is not None:
+        return (
+            f"{where}. Version {waiting} is waiting to be built; once it is, this file can be "
+            "uploaded as a new version. To replace it entirely: delete it first"
+        )
+    return (
+        f"{where}. To add it as a new version: Upload as new version; to replace it entirely: "
+        "delete it first"
+    )
+
+
+def _waiting_version(catalog: Catalog, existing: DocumentRow) -> int | None:
+    """The number of ``existing``'s version still waiting to be built, or ``None``."""
+    versions = catalog.versions(existing.doc_id)
+    newest = versions[-1] if versions else None
+    if newest is not None and newest.status == VersionStatus.PENDING:
+        return newest.version
+    return None
+
+
+def _against_catalog(name: str, size: int, catalog: Catalog, *, new_version: bool) -> FileCheck:
     try:
         by_name = catalog.find_by_normalized_name(name)
         by_id = None if by_name is not None else catalog.find_by_doc_id(doc_id(name))
+        waiting = None if by_name is None else _waiting_version(catalog, by_name)
     except (StoreError, OSError) as error:
         raise IntakeError(
             f"the duplicate check could not read the catalog ({error}); nothing was sent, "
             "because adding a duplicate would corrupt the existing document"
         ) from error
+    if by_name is not None and by_name.status == DocumentStatus.DELETING:
+        return FileCheck(
+            name, size, False, IntakeStatus.REFUSED, by_name.doc_id,
+            deleting_message(by_name, "upload the file again"),
+        )
+    if by_name is not None and new_version and waiting is None:
+        return FileCheck(name, size, True, None, by_name.doc_id)
     if by_name is not None:
         return FileCheck(
             name, size, False, IntakeStatus.DUPLICATE, by_name.doc_id,
-            f"already in the corpus as {by_name.name!r}; to replace it, delete it first",
+            duplicate_reason(by_name, waiting), new_version_possible=waiting is None,
         )
     if by_id is not None:
         return _refused(

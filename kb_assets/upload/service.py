@@ -85,25 +85,29 @@ class UploadService:
         return self.settings.max_upload_bytes
 
     # --- intake ----------------------------------------------------------------------------
-    def check(self, files: Sequence[tuple[str, int]]) -> list[FileCheck]:
-        """``checks.check_files`` of ``(name, size)`` pairs against the catalog.
+    def check(
+        self, files: Sequence[tuple[str, int]], *, new_version: bool = False
+    ) -> list[FileCheck]:
+        """``checks.check_files`` of ``(name, size)`` pairs against the catalog
+        (``new_version``: a known name is checked as that document's next version).
 
         Raises:
             IntakeError: the catalog could not be read.
         """
         with self.stores() as stores:
-            return check_files(files, stores.catalog(), self.max_bytes)
+            return check_files(files, stores.catalog(), self.max_bytes, new_version=new_version)
 
-    def admit_file(self, path: Path) -> IntakeOutcome:
+    def admit_file(self, path: Path, *, new_version: bool = False) -> IntakeOutcome:
         """Admit one received file with ``kb_assets.intake.admit`` (one at a time, so two
         uploads never race in the duplicate check); then, with ``build_uploads``, queue its
-        build.
+        build. With ``new_version`` a file whose name is a catalogued document's becomes its
+        next version (``kb add --new-version``'s rule; the outcome's ``version`` says which).
 
         Raises:
             IntakeError: as ``admit``; nothing was added.
         """
         with self._admitting, self.stores() as stores:
-            (outcome,) = admit([path], stores, self.instance)
+            (outcome,) = admit([path], stores, self.instance, new_version=new_version)
         if outcome.status == IntakeStatus.ADDED and outcome.doc_id and self.build_uploads:
             self.build(outcome.doc_id, outcome.name)
         return outcome

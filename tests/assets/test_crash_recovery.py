@@ -10,6 +10,7 @@ Stores are the embedded ones (SQLite catalog and graph, SQLite vector index, fil
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -19,18 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import dagster as dg
 import pytest
 import sqlalchemy as sa
+from mcp import Client
 
 from kb_assets.constants import CHECK_EDGES_RESOLVE, CHECK_INDEX_MATCHES_CHUNKS, DOCUMENTS
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource
+from kb_mcp.server import build_server
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog.aer import aer_metrics
 from tests.assets.crash_hook import STOP_LINE
-from tests.fakes import tiny_pdf
+from tests.fakes import HashingEmbedder, tiny_pdf
 from tests.market.aer_fixtures import Q3_2025_26, Q4_2025_26, write_release
 
 pytestmark = pytest.mark.slow
@@ -283,6 +287,8 @@ def test_a_new_version_build_killed_in_the_switch_finishes_as_if_never_killed(
 
 #: Stop points inside ``kb delete`` (``operations.delete_document``).
 INSIDE_DELETE = {
+    # the first step: the catalog says deleting, every store still holds all of it
+    "marked_deleting": StopPoint("kb_shared.stores.catalog.Catalog.mark_deleting", after=True),
     "points_removed": StopPoint(
         "kb_shared.stores.vectors_sqlite.SqliteVectorIndex._delete_document", after=True,
     ),
@@ -298,10 +304,58 @@ INSIDE_DELETE = {
 }
 
 
+def served_after_the_kill(home: Path) -> dict[str, Any]:
+    """What the MCP server on ``home`` answers about ``NAME``: list_documents' ids, and the
+    error text of search_docs, search_graph and read_doc (``None`` where a call succeeded)."""
+    server = build_server(Settings(home=home), embedder=HashingEmbedder(32), warm=False)
+
+    async def ask() -> dict[str, Any]:
+        async with Client(server) as client:
+            listed = await client.call_tool("list_documents", {})
+            calls = {
+                "search_docs": {"query": "first"},
+                "search_graph": {"query": "first"},
+                "read_doc": {"document": NAME, "chunk_numbers": [0]},
+            }
+            answers = {tool: await client.call_tool(tool, args) for tool, args in calls.items()}
+        found = {"listed": [d["doc_id"] for d in listed.structured_content["documents"]]}
+        for tool, answer in answers.items():
+            found[tool] = answer.content[0].text.removeprefix(f"Error executing tool {tool}: ") \
+                if answer.is_error else None
+        return found
+
+    return anyio.run(ask)
+
+
+#: What the server says while the only document is being deleted: as if it were gone.
+EMPTY = (
+    "The corpus is empty: no document has been indexed yet, so there is nothing to search. "
+    "Add PDFs with `kb add PATH…` (the pipeline then builds them), and call list_documents to "
+    "see what is indexed."
+)
+GONE = {
+    "listed": [],
+    "search_docs": EMPTY,
+    "search_graph": EMPTY,
+    "read_doc": (
+        f"unknown document {NAME!r}: give a file name or doc_id exactly as list_documents shows "
+        "them; the catalog has no documents yet"
+    ),
+}
+
+
 @pytest.mark.parametrize("stop", list(INSIDE_DELETE))
 def test_a_delete_killed_half_way_finishes_when_run_again(stop: str, tmp_path: Path) -> None:
     home = built(tmp_path / "kb", [V1, V2])
     kb_killed_at(home, INSIDE_DELETE[stop], "delete", NAME)
+    left = snapshot(home)
+    if stop == "marked_deleting":  # everything is still stored; only the status changed
+        assert len(left["points"]) > 0 and left["edges"] and left["blobs"]
+    if stop != "catalog_row_removed":
+        assert [(row[0], row[1]) for row in left["documents"]] == [(DOC, "deleting")]
+        status = kb(home, "status", "--json")
+        assert [(d["doc_id"], d["status"]) for d in json.loads(status)] == [(DOC, "deleting")]
+    assert served_after_the_kill(home) == GONE
     again = kb_run(home, "delete", NAME)
     if stop == "catalog_row_removed":
         assert (again.returncode, " ".join(again.stderr.split())) == (
@@ -309,12 +363,37 @@ def test_a_delete_killed_half_way_finishes_when_run_again(stop: str, tmp_path: P
         )
     else:
         assert again.returncode == 0, again.stdout + again.stderr
+        assert again.stdout.startswith(
+            f"finished deleting {NAME} (an earlier delete of it did not finish): "
+        )
     found = snapshot(home)
     assert found == {
         "documents": [], "versions": {}, "points": [], "point_rows": 0, "edges": {},
         "graph_totals": (0, 0), "blobs": [],
     }
     assert not dagster_state(home)[2]
+
+
+def test_a_killed_delete_is_finished_by_the_next_build_and_refuses_a_re_add_before(
+    tmp_path: Path,
+) -> None:
+    home = built(tmp_path / "kb", [V1])
+    kb_killed_at(home, INSIDE_DELETE["marked_deleting"], "delete", NAME)
+    folder = tmp_path / "again"
+    folder.mkdir()
+    (folder / NAME).write_bytes(tiny_pdf("third"))
+    refused = kb_run(home, "add", str(folder / NAME))
+    assert refused.returncode != 0
+    said = " ".join((refused.stdout + refused.stderr).split())
+    assert f"run `kb delete {DOC}` to finish it" in said, said
+    built_again = kb(home, "build")
+    assert built_again.strip() == "nothing to build: every document is ready (use --all to rebuild)"
+    assert snapshot(home) == {
+        "documents": [], "versions": {}, "points": [], "point_rows": 0, "edges": {},
+        "graph_totals": (0, 0), "blobs": [],
+    }
+    assert not dagster_state(home)[2]
+    kb(home, "add", str(folder / NAME))  # now it is gone, the name is free again
 
 
 def aer_state(home: Path) -> tuple[list[Any], list[tuple[Any, ...]]]:

@@ -117,7 +117,10 @@ def test_the_sensor_writes_nothing_and_requests_an_add_run(tmp_path: Path) -> No
     ]
     assert _run_add(instance, home, add).success
     reason = (settings.inbox / "refused" / "inbox doc.PDF.reason.txt").read_text()
-    assert reason.startswith("duplicate: already in the corpus as 'Inbox Doc.pdf'")
+    assert reason.startswith(
+        "duplicate: 'Inbox Doc.pdf' is already in the corpus (doc_id inbox-doc.pdf, pending). "
+        "To add it as a new version: `kb add --new-version "
+    )
     # The pending document is still requested; Dagster dedupes by run key.
     assert (again.partition_key, again.run_key) == ("inbox-doc.pdf", build.run_key)
     assert instance.get_dynamic_partitions(DOCUMENTS) == ["inbox-doc.pdf"]

@@ -63,10 +63,23 @@ def test_names_matching_after_normalisation_are_duplicates(tmp_path: Path, store
     (outcome,) = admit([again], stores, instance)
     assert (outcome.status, outcome.doc_id) == ("duplicate", "report.pdf")
     assert outcome.reason == (
-        "already in the corpus as 'Report.pdf'; to replace it, run `kb delete report.pdf` first"
+        "'Report.pdf' is already in the corpus (doc_id report.pdf, pending). To add it as a new "
+        f"version: `kb add --new-version {again}`; to replace it entirely: "
+        "`kb delete report.pdf` first"
     )
     # the existing document's bytes are untouched
     assert stores.blobs().get("pdfs/report.pdf") == PDF_A
+
+
+def test_the_same_file_again_gets_no_new_version_command(tmp_path: Path, stores, instance) -> None:
+    admit([write(tmp_path / "one", "Report.pdf", PDF_A)], stores, instance)
+    stores.catalog().mark_ready("report.pdf", pages=1, chunk_count=1)
+    (outcome,) = admit([write(tmp_path / "two", "Report.pdf", PDF_A)], stores, instance)
+    assert (outcome.status, outcome.doc_id, outcome.hint) == ("duplicate", "report.pdf", "")
+    assert outcome.reason == (
+        "'Report.pdf' is already in the corpus (doc_id report.pdf, ready) with the same "
+        "content; to replace it entirely: `kb delete report.pdf` first"
+    )
 
 
 def test_nfd_name_is_a_duplicate_of_nfc(tmp_path: Path, stores, instance) -> None:

@@ -209,8 +209,9 @@ def test_a_refused_admission_fails_the_request_and_a_retry_with_another_name_wor
     row = only_request(catalog)
     assert (row.status, row.failure_reason) == (
         "failed",
-        "already in the corpus as 'Metering Guide.pdf'; to replace it, run "
-        "`kb delete metering-guide.pdf` first",
+        "'Metering Guide.pdf' is already in the corpus (doc_id metering-guide.pdf, pending). "
+        f"To add it as a new version: `kb add --new-version {reach_site.url('/download')}`; "
+        "to replace it entirely: `kb delete metering-guide.pdf` first",
     )
     retry = kb("requests", "approve", str(request.id), "--name", "Metering Guide 2024.pdf")
     assert retry.exit_code == 0, retry.output

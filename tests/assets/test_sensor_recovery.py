@@ -82,7 +82,9 @@ def test_a_tick_closes_a_dead_run_and_removes_a_killed_puts_temp_file(home: Path
 def test_a_store_that_fails_during_recovery_does_not_stop_the_intake(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def unavailable(stores: StoresResource, instance: dg.DagsterInstance) -> list[str]:
+    def unavailable(
+        stores: StoresResource, instance: dg.DagsterInstance, **_: float
+    ) -> list[str]:
         raise StoreUnavailableError("catalog database at sqlite:///x is unavailable")
 
     monkeypatch.setattr(operations, "recover_interrupted", unavailable)

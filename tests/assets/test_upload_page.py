@@ -140,7 +140,9 @@ def test_names_and_sizes_are_checked_with_the_intake_rules(kb: Corpus) -> None:
         (True, None, "new-guide.pdf", ""),
         (
             False, IntakeStatus.DUPLICATE, EXISTING_ID,
-            f"already in the corpus as {EXISTING!r}; to replace it, delete it first",
+            f"{EXISTING!r} is already in the corpus (doc_id {EXISTING_ID}, pending). Version 1 "
+            "is waiting to be built; once it is, this file can be uploaded as a new version. To "
+            "replace it entirely: delete it first",
         ),
         (
             False, IntakeStatus.DUPLICATE, "new-guide.pdf",
@@ -407,7 +409,9 @@ def test_the_page_uploads_checks_and_follows_builds_in_chromium(
     refused.wait_for()
     assert refused.get_attribute("data-status") == "duplicate"
     assert refused.locator(".why").inner_text() == (
-        f"duplicate: already in the corpus as {EXISTING!r}; to replace it, delete it first"
+        f"duplicate: {EXISTING!r} is already in the corpus (doc_id {EXISTING_ID}, pending). "
+        "Version 1 is waiting to be built; once it is, this file can be uploaded as a new "
+        "version. To replace it entirely: delete it first"
     )
     accepted = page.locator('.upload[data-name="Network Guide.pdf"]')
     page.wait_for_selector('.upload[data-name="Network Guide.pdf"][data-status="added"]')

@@ -30,6 +30,7 @@ SQL_FILES = (
     "003_reader_role.sql",
     "004_document_category.sql",
     "005_document_versions.sql",
+    "006_document_deleting.sql",
 )
 SHA = "e" * 64
 

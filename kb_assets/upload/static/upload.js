@@ -101,9 +101,24 @@ async function addFiles(fileList) {
     } else {
       setUpload(row, verdict.status, `${verdict.status}: ${verdict.reason}`);
       row.querySelector("progress").style.visibility = "hidden";
+      if (verdict.new_version_possible) offerNewVersion(row, file);
     }
   });
   pump();
+}
+
+// A name already in the corpus: send the file as that document's next version instead
+// (PUT /api/files?new_version=1, the intake's `kb add --new-version`).
+function offerNewVersion(row, file) {
+  const button = el("button", { type: "button", class: "new-version", text: "Upload as new version" });
+  button.addEventListener("click", () => {
+    button.remove();
+    row.querySelector("progress").style.visibility = "";
+    setUpload(row, "queued", "waiting to send as a new version");
+    state.queue.push({ file, row, newVersion: true });
+    pump();
+  });
+  row.append(button);
 }
 
 function uploadRow(file) {
@@ -130,19 +145,20 @@ function setProgress(row, fraction) {
 
 function pump() {
   while (state.sending < PARALLEL_UPLOADS && state.queue.length) {
-    const { file, row } = state.queue.shift();
+    const { file, row, newVersion } = state.queue.shift();
     state.sending += 1;
-    send(file, row).finally(() => {
+    send(file, row, newVersion).finally(() => {
       state.sending -= 1;
       pump();
     });
   }
 }
 
-function send(file, row) {
+function send(file, row, newVersion) {
   return new Promise((resolve) => {
     const xhr = new XMLHttpRequest();
-    xhr.open("PUT", `/api/files?name=${encodeURIComponent(file.name)}`);
+    const flag = newVersion ? "&new_version=1" : "";
+    xhr.open("PUT", `/api/files?name=${encodeURIComponent(file.name)}${flag}`);
     const headers = authHeaders({ "X-KB-Upload": "1", "Content-Type": "application/octet-stream" });
     for (const [key, value] of Object.entries(headers)) xhr.setRequestHeader(key, value);
     xhr.upload.onprogress = (event) => {
@@ -151,7 +167,7 @@ function send(file, row) {
     xhr.onload = () => {
       let data = {};
       try { data = JSON.parse(xhr.responseText); } catch (_) { /* not JSON: use the status */ }
-      finished(row, xhr.status, data);
+      finished(row, xhr.status, data, file);
       resolve();
     };
     xhr.onerror = () => {
@@ -163,14 +179,18 @@ function send(file, row) {
   });
 }
 
-function finished(row, status, data) {
+function finished(row, status, data, file) {
   const outcome = data.outcome;
-  if (outcome && outcome.status === "added") {
+  if (outcome && outcome.status === "added" && outcome.version > 1) {
+    setUpload(row, "added",
+      `version ${outcome.version} of ${outcome.name}; build requested (see Builds)`);
+  } else if (outcome && outcome.status === "added") {
     setUpload(row, "added", `added as ${outcome.doc_id}; build requested (see Builds)`);
   } else if (outcome) {
     setUpload(row, outcome.status, `${outcome.status}: ${outcome.reason}`);
   } else if (data.file) {
     setUpload(row, data.file.status || "refused", `${data.file.status}: ${data.file.reason}`);
+    if (data.file.new_version_possible) offerNewVersion(row, file);
   } else {
     setUpload(row, "failed", data.error || `the server answered ${status}`);
   }

@@ -41,8 +41,10 @@ from kb_shared.stores.catalog.documents import (
     DocumentCatalog,
     DocumentReads,
     DocumentRow,
+    deleting_message,
     documents,
     duplicate_message,
+    ensure_deleting_status,
 )
 from kb_shared.stores.catalog.versions import (
     VERSION_STATUSES,
@@ -167,9 +169,11 @@ __all__ = [
     "compliance_actions",
     "compliance_sync_state",
     "document_requests",
+    "deleting_message",
     "document_versions",
     "documents",
     "duplicate_message",
+    "ensure_deleting_status",
     "reference_requests",
     "reference_sources",
     "serving_version",

@@ -1,4 +1,5 @@
-"""The ``documents`` table: one row per PDF, and its lifecycle (pending → ready | failed).
+"""The ``documents`` table: one row per PDF, and its lifecycle (pending → ready | failed;
+any → deleting → row removed).
 
 The constraints keep the data true, not the Python around them: ``doc_id`` primary key,
 ``normalized_name`` and ``sha256`` unique. The intake writes a ``pending`` row first
@@ -7,6 +8,9 @@ unique ``sha256`` also covers the files of earlier versions) so these indexes cl
 between two uploads of the same document;
 the pipeline's ``record`` asset then marks it ``ready`` (or ``failed``). A ``failed`` row
 always has a reason and a ``ready`` row always has its page and chunk counts (CHECKs).
+``kb delete`` first marks the row ``deleting`` (``mark_deleting``, one committed write: from
+then on nothing serves or builds it), then removes the stored data and the row last, so a
+delete killed half way is finished by running it again (issue 16, "Crash and outage recovery").
 Identity rules: DESIGN.md "Identity", implemented in ``kb_shared.identity``.
 """
 
@@ -51,15 +55,21 @@ CATEGORY_DEPTH = 8
 
 class DocumentStatus(StrEnum):
     """A document's lifecycle (``DocumentRow.status``): ``pending`` from intake until its first
-    build ends, then ``ready`` or ``failed``. Only ``ready`` documents are served."""
+    build ends, then ``ready`` or ``failed``; ``deleting`` from the start of ``kb delete`` until
+    its row is removed. Only ``ready`` documents are served; ``deleting`` ones are never built."""
 
     PENDING = "pending"
     READY = "ready"
     FAILED = "failed"
+    DELETING = "deleting"
 
 
 #: The values of the ``status`` column's CHECK constraint.
 DOCUMENT_STATUSES = tuple(status.value for status in DocumentStatus)
+
+#: The ``status`` CHECK (``ck_documents_status``); ``sql/006_document_deleting.sql`` widens a
+#: Postgres table made before ``deleting``, ``ensure_deleting_status`` any older table.
+STATUS_CHECK = "status IN (" + ", ".join(f"'{value}'" for value in DOCUMENT_STATUSES) + ")"
 
 #: The identities a new document can collide on, in the order they are reported.
 DUPLICATE_FIELDS = ("name", "sha256", "doc_id")
@@ -92,7 +102,7 @@ documents = sa.Table(
     sa.Column("category", sa.String(CATEGORY_MAX)),
     sa.UniqueConstraint("normalized_name", name="uq_documents_normalized_name"),
     sa.UniqueConstraint("sha256", name="uq_documents_sha256"),
-    sa.CheckConstraint("status IN ('pending', 'ready', 'failed')", name="ck_documents_status"),
+    sa.CheckConstraint(STATUS_CHECK, name="ck_documents_status"),
     sa.CheckConstraint(
         "(status = 'failed') = (failure_reason IS NOT NULL)", name="ck_documents_failure_reason"
     ),
@@ -108,7 +118,7 @@ documents = sa.Table(
 
 @dataclass(frozen=True, slots=True)
 class DocumentRow:
-    """One document. ``status`` is ``pending`` | ``ready`` | ``failed``; counts are ``None``
+    """One document. ``status`` is a ``DocumentStatus`` value; counts are ``None``
     until the pipeline records them; ``size_bytes`` is the PDF size in bytes; ``blob_key`` and
     ``markdown_key`` are blob-store keys; timestamps are aware UTC; ``category`` is a
     ``normalize_category`` path (``aemo/procedures``) or ``None``."""
@@ -194,6 +204,8 @@ def duplicate_message(field: str, name: str, existing: DocumentRow) -> str:
     Raises:
         ValueError: an unknown ``field``.
     """
+    if existing.status == DocumentStatus.DELETING and field in DUPLICATE_FIELDS:
+        return f'"{name}" cannot be added now: ' + deleting_message(existing, "add it again")
     what = f'"{existing.name}" (doc_id {existing.doc_id}, status {existing.status})'
     if field == "name":
         return (
@@ -211,6 +223,16 @@ def duplicate_message(field: str, name: str, existing: DocumentRow) -> str:
             f"{what} already uses; rename the file so its letters and digits differ"
         )
     raise ValueError(f"a duplicate field is one of {DUPLICATE_FIELDS}, not {field!r}")
+
+
+def deleting_message(row: DocumentRow, then: str = "") -> str:
+    """The one wording of "``row`` is ``deleting``": what happened and the command that
+    finishes it, then ``then`` (what to do next, e.g. ``"add it again"``) when given."""
+    text = (
+        f'"{row.name}" (doc_id {row.doc_id}) is being deleted: a `kb delete` of it has not '
+        f"finished; run `kb delete {row.doc_id}` to finish it (`kb build` also finishes it)"
+    )
+    return f"{text}, then {then}" if then else text
 
 
 def _count(value: Any, field: str) -> int | None:
@@ -551,6 +573,20 @@ class DocumentCatalog(DocumentReads):
             raise _not_found(doc_id)
         return to_row(DocumentRow, row)
 
+    def mark_deleting(self, doc_id: str) -> DocumentRow:
+        """Set status ``deleting`` (clearing any failure reason), in one committed write: the
+        first step of ``kb delete`` (module docstring). A table made before this status first
+        gets the wider CHECK in the same transaction (``ensure_deleting_status``).
+
+        Raises:
+            DocumentNotFoundError: no such document.
+        """
+        with self._write() as conn:
+            ensure_deleting_status(conn)
+            return self._set(
+                conn, doc_id, status=DocumentStatus.DELETING, failure_reason=None
+            )
+
     def delete(self, doc_id: str) -> bool:
         """Delete the catalog row of a document and its version history
         (``catalog/versions.py``). Returns ``False`` when there was none."""
@@ -559,3 +595,50 @@ class DocumentCatalog(DocumentReads):
             conn.execute(versions.delete().where(versions.c.doc_id == doc_id))
             result = conn.execute(documents.delete().where(documents.c.doc_id == doc_id))
         return result.rowcount > 0
+
+
+def ensure_deleting_status(conn: Connection) -> bool:
+    """Give a ``documents`` table made before the ``deleting`` status (its CHECK allows only
+    pending, ready and failed) the current ``STATUS_CHECK``, inside ``conn``'s transaction;
+    ``True`` when it changed. Postgres alters the constraint (as ``sql/006_document_deleting.sql``
+    does); SQLite cannot alter a CHECK, so the table is rebuilt with every row kept (the
+    procedure of https://www.sqlite.org/lang_altertable.html#otheralter: no other table or
+    view refers to ``documents``). A missing table is left alone.
+    """
+    if conn.dialect.name == "postgresql":
+        found = conn.execute(
+            sa.text(
+                "SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c "
+                "JOIN pg_class t ON t.oid = c.conrelid "
+                "WHERE t.oid = to_regclass('documents') AND c.conname = 'ck_documents_status'"
+            )
+        ).scalar()
+        if found is not None and _allows_every_status(found):
+            return False
+        conn.execute(
+            sa.text(
+                "ALTER TABLE documents DROP CONSTRAINT IF EXISTS ck_documents_status, "
+                f"ADD CONSTRAINT ck_documents_status CHECK ({STATUS_CHECK})"
+            )
+        )
+        return True
+    ddl = conn.execute(
+        sa.text("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'documents'")
+    ).scalar()
+    if ddl is None or _allows_every_status(ddl):
+        return False
+    present = {column["name"] for column in sa.inspect(conn).get_columns("documents")}
+    kept = ", ".join(column.name for column in documents.columns if column.name in present)
+    staging = documents.to_metadata(sa.MetaData(), name="documents_rebuild")
+    staging.indexes.clear()
+    staging.create(conn)
+    conn.execute(sa.text(f"INSERT INTO documents_rebuild ({kept}) SELECT {kept} FROM documents"))
+    conn.execute(sa.text("DROP TABLE documents"))
+    conn.execute(sa.text("ALTER TABLE documents_rebuild RENAME TO documents"))
+    for index in documents.indexes:
+        index.create(conn)
+    return True
+
+
+def _allows_every_status(definition: str) -> bool:
+    return all(f"'{value}'" in definition for value in DOCUMENT_STATUSES)

@@ -387,7 +387,8 @@ class VersionCatalog(VersionReads):
             caller removes now (every version not serving; each ``key`` says where).
 
         Raises:
-            DocumentNotFoundError: no such document or version.
+            DocumentNotFoundError: no such document or version, or the document is
+                ``deleting`` (a ``kb delete`` started during the build; nothing is written).
             ValueError: an unknown field, a bad value, or missing pages/chunk_count.
         """
         values = document_fields(fields)
@@ -400,6 +401,13 @@ class VersionCatalog(VersionReads):
             target = next((v for v in history if v.version == number), None)
             if target is None:
                 raise _not_found(doc_id, number)
+            status = conn.execute(
+                sa.select(documents.c.status).where(documents.c.doc_id == doc_id)
+            ).scalar()
+            if status == DocumentStatus.DELETING:  # a kb delete began while this built
+                raise DocumentNotFoundError(
+                    f"document {doc_id!r} is being deleted: its build result is not recorded"
+                )
             this = (document_versions.c.doc_id == doc_id) & (
                 document_versions.c.version == number
             )
@@ -454,7 +462,8 @@ class VersionCatalog(VersionReads):
         ``FAILURE_REASON_MAX``). A version that is not serving becomes ``failed``, and the
         document too when no version of it is served (its first build). A failed rebuild of
         the serving version marks the document ``failed`` (its stores may be half-written, so
-        it is not served until it builds again) and leaves the version row as it is.
+        it is not served until it builds again) and leaves the version row as it is. A
+        ``deleting`` document keeps that status.
 
         Raises:
             DocumentNotFoundError: no such document or version.
@@ -479,7 +488,10 @@ class VersionCatalog(VersionReads):
             if serving is None or serving.version == number:
                 conn.execute(
                     documents.update()
-                    .where(documents.c.doc_id == doc_id)
+                    .where(
+                        documents.c.doc_id == doc_id,
+                        documents.c.status != DocumentStatus.DELETING,  # stays on its way out
+                    )
                     .values(
                         status=DocumentStatus.FAILED,
                         failure_reason=message,
