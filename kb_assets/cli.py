@@ -106,7 +106,8 @@ def add(
     A URL is downloaded first through the safe fetcher (https, public addresses only, a PDF
     under KB_MAX_UPLOAD_BYTES) and then added like a file of its name. Exits 1 when any file
     or URL was refused (not a document, empty, unreadable, a refused download, or its content
-    is already in the corpus under another name); a name already in the corpus is a
+    is already in the corpus under another name), and when a file's name is in the corpus with
+    other content (its hint names --new-version); a file already in the corpus as it is, is a
     duplicate, reported but not an error, so adding a folder again is safe. A file found in a
     folder is filed under its folder path below it (`kb add docs/` files docs/aemo/x.pdf
     under aemo); `kb categorize` moves a document later. With --new-version a changed file of
@@ -136,6 +137,8 @@ def add(
         if o.hint:
             console.print(f"{o.name}: {o.hint}")
     refused = sum(1 for o in outcomes if o.status == IntakeStatus.REFUSED)
+    # new content under a catalogued name was not added: the user's change is not in kb
+    changed = sum(1 for o in outcomes if o.status == IntakeStatus.DUPLICATE and o.hint)
     if not outcomes:
         console.print("no documents found in " + ", ".join(str(p) for p in paths))
     elif added:
@@ -148,6 +151,12 @@ def add(
         _build(settings, stores, added)
     if refused:
         err.print(f"{refused} file(s) refused; see the reasons above")
+    if changed:
+        err.print(
+            f"{changed} file(s) not added: their names are in the corpus with other content "
+            "(add each with --new-version, or delete the old one first)"
+        )
+    if refused or changed:
         raise typer.Exit(1)
 
 

@@ -616,7 +616,10 @@ def test_kb_add_new_version_and_kb_versions(tmp_path: Path) -> None:
     built.close()
 
     plain = runner.invoke(cli.app, ["add", str(second)])
-    assert plain.exit_code == 0
+    assert plain.exit_code == 1  # the changed file was not added
+    assert "1 file(s) not added: their names are in the corpus with other content" in (
+        " ".join(plain.output.split())
+    )
     assert (
         f"to add it as a new version of 'Fake Procedure.pdf', run `kb add --new-version {second}`"
         in " ".join(plain.output.split())
