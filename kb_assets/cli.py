@@ -30,7 +30,7 @@ from kb_assets.constants import PARTITION_TAG, REBUILDABLE, DocumentStatus
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeOutcome, IntakeStatus, admit, admit_sources
 from kb_assets.resources import StoresResource
-from kb_shared.access import WILDCARD_HOSTS, bracket_host, exposure_problem
+from kb_shared.access import exposure_problem
 from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import deleting_message
@@ -544,16 +544,12 @@ def ui(
     upload = _upload_page(settings, upload_host, upload_port, dagster_url, upload_public)
     console.print(
         f"Dagster UI: {dagster_url}\nUpload page: {_url(upload_host, upload_port)}  "
-        "(Ctrl-C stops both)"
+        "(Ctrl-C stops both; each says when it is up)"
     )
     _serve([serve.dagster_ui(settings, host=host, port=port), upload])
 
 
-def _url(host: str, port: int) -> str:
-    """``http://host:port`` for a server bound to ``host`` (a wildcard address shown as
-    127.0.0.1, an IPv6 literal in brackets)."""
-    shown = "127.0.0.1" if host in WILDCARD_HOSTS else bracket_host(host)
-    return f"http://{shown}:{port}"
+_url = serve.server_url
 
 
 def _upload_page(
@@ -625,7 +621,9 @@ def demo(
         f"Knowledge graph: {mcp_base}/graph\n"
         f"Figure galleries: {mcp_base}/documents/<doc_id>/figures{galleries}\n"
         f"Dagster UI: {dagster_url}\n"
-        f"Upload page: {_url(UPLOAD_HOST, upload_port)}  (Ctrl-C stops them all)",
+        f"Upload page: {_url(UPLOAD_HOST, upload_port)}  (Ctrl-C stops them all)\n"
+        "Starting them; each prints '… is up' when it answers (the Dagster UI takes a minute "
+        "or two).",
         soft_wrap=True,
     )
     _serve([

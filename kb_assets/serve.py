@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
 from kb_assets.instance import prepare_dagster_home
+from kb_shared.access import WILDCARD_HOSTS, bracket_host
 from kb_shared.settings import Settings
 
 #: Seconds each server group gets to exit after the forwarded signal before SIGKILL, so every
@@ -44,18 +47,35 @@ class ServerCommand:
         argv: the command line.
         env: its complete environment.
         cwd: its working directory (``None`` = kb's).
+        url: where it answers (``http://host:port``); when set, the supervisor says when the
+            port first accepts a connection (``dagster dev`` takes a minute or more).
     """
 
     name: str
     argv: Sequence[str]
     env: Mapping[str, str]
     cwd: Path | None = None
+    url: str = ""
 
 
 @dataclass
 class _Running:
     command: ServerCommand
     process: subprocess.Popen[bytes]
+    started: float = field(default_factory=time.monotonic)
+    up: bool = False
+
+    def check_up(self) -> bool:
+        """Whether the server just became reachable at its ``url`` (once per server)."""
+        if self.up or not self.command.url:
+            return False
+        where = urllib.parse.urlsplit(self.command.url)
+        try:
+            with socket.create_connection((where.hostname, where.port or 80), timeout=0.1):
+                self.up = True
+        except OSError:
+            return False
+        return True
 
     @property
     def group(self) -> int:
@@ -105,7 +125,9 @@ class Supervisor:
         return process
 
     def wait(self) -> tuple[int, str]:
-        """Block until a stop signal arrives or a server exits.
+        """Block until a stop signal arrives or a server exits; meanwhile print
+        ``"<name> is up: <url> (<n> s)"`` when a server with a ``url`` first accepts a
+        connection.
 
         Returns:
             ``(exit code for kb, message)``: ``0`` after a stop signal; a server's own exit
@@ -118,6 +140,10 @@ class Supervisor:
                 code = server.process.poll()
                 if code is not None:
                     return (code or 1), f"{server.command.name} exited with code {code}; stopping"
+                if server.check_up():
+                    took = time.monotonic() - server.started
+                    print(f"{server.command.name} is up: {server.command.url} ({took:.0f} s)",
+                          flush=True)
             time.sleep(POLL_SECONDS)
 
     def stop(self, number: int = signal.SIGTERM) -> None:
@@ -172,6 +198,13 @@ def serve(commands: Sequence[ServerCommand]) -> tuple[int, str]:
         return supervisor.wait()
 
 
+def server_url(host: str, port: int) -> str:
+    """``http://host:port`` for a server bound to ``host``: a wildcard address is shown (and
+    probed) as 127.0.0.1, an IPv6 literal goes in brackets."""
+    shown = "127.0.0.1" if host in WILDCARD_HOSTS else bracket_host(host)
+    return f"http://{shown}:{port}"
+
+
 #: ``workspace.yaml`` at the repository root: the code location ``dagster dev`` loads.
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspace.yaml"
 
@@ -194,7 +227,7 @@ def dagster_ui(settings: Settings, *, host: str, port: int) -> ServerCommand:
     argv = [
         sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-h", host, "-p", str(port),
     ]
-    return ServerCommand("Dagster UI", argv, env, cwd=dagster_home)
+    return ServerCommand("Dagster UI", argv, env, cwd=dagster_home, url=server_url(host, port))
 
 
 def mcp_server(settings: Settings) -> ServerCommand:
@@ -206,7 +239,9 @@ def mcp_server(settings: Settings) -> ServerCommand:
         KB_MCP_PORT=str(settings.mcp_port),
     )
     argv = [sys.executable, "-m", "kb_mcp.cli", "serve", "--transport", "http"]
-    return ServerCommand("MCP server", argv, env)
+    return ServerCommand(
+        "MCP server", argv, env, url=server_url(settings.mcp_host, settings.mcp_port)
+    )
 
 
 def upload_page(
@@ -226,4 +261,4 @@ def upload_page(
     ]
     if public:
         argv.append("--public")
-    return ServerCommand("upload page", argv, env)
+    return ServerCommand("upload page", argv, env, url=server_url(host, port))

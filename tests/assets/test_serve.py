@@ -200,3 +200,24 @@ def test_a_signal_to_kb_stops_every_server_and_frees_the_ports(demo, number: int
     assert process.poll() == 0, log.read_text()[-3000:]
     assert [pid for pid in children if alive(pid)] == []
     assert port_free(ui_port) and port_free(mcp_port)
+
+
+def test_wait_says_when_a_server_first_answers_at_its_url(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    port = free_port()
+    listen = (
+        "import socket, time\n"
+        f"s = socket.socket(); s.bind(('127.0.0.1', {port})); time.sleep(0.5); s.listen()\n"
+        "time.sleep(2); raise SystemExit(3)\n"
+    )
+    with Supervisor(grace=1.0) as supervisor:
+        supervisor.start(ServerCommand(
+            "slow server", [sys.executable, "-c", listen], dict(os.environ),
+            url=f"http://127.0.0.1:{port}",
+        ))
+        code, _ = supervisor.wait()
+    assert code == 3
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 1  # once, not at every poll
+    assert said[0].startswith(f"slow server is up: http://127.0.0.1:{port} (")
