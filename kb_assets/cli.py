@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kb_assets import operations, serve
+from kb_assets import backfill, operations, serve
 from kb_assets.cli_migrate import migrate_command
 from kb_assets.cli_references import references_app
 from kb_assets.cli_requests import requests_app
@@ -172,6 +172,7 @@ def _build(
     assets: list[str] | None = None,
     force: tuple[str, ...] = (),
     as_json: bool = False,
+    batch: int = 1,
 ) -> None:
     instance = dagster_instance(settings)
     names = {r.doc_id: r.name for r in stores.catalog().list_documents()}
@@ -191,9 +192,14 @@ def _build(
             progress.update(task, advance=1, description=f"built {outcome.name}")
 
         progress.update(task, description=f"building {names.get(doc_ids[0], doc_ids[0])}")
-        outcomes = operations.build_documents(
-            stores, instance, doc_ids, assets=assets, force=force, on_done=done
-        )
+        if batch > 1:  # KB_BACKFILL_BATCH documents a run (kb_assets.backfill)
+            outcomes = backfill.build_batches(
+                stores, instance, doc_ids, assets=assets, force=force, on_done=done, batch=batch
+            )
+        else:
+            outcomes = operations.build_documents(
+                stores, instance, doc_ids, assets=assets, force=force, on_done=done
+            )
     stores.close()
     if as_json:
         console.print_json(json.dumps([o.as_dict() for o in outcomes]))
@@ -270,7 +276,9 @@ def rebuild(
     ] = False,
 ) -> None:
     """Re-materialise only ASSET (and `record`) for the named documents; nothing upstream
-    runs, because upstream outputs are read from the blob store."""
+    runs, because upstream outputs are read from the blob store. With --all, KB_BACKFILL_BATCH
+    documents per run (the backfill policy's runs, executed by this process; a document
+    that fails in its batch is run again alone)."""
     settings, stores = _context()
     try:
         selection = operations.rebuild_selection(asset)
@@ -290,7 +298,7 @@ def rebuild(
         if doc_ids:
             _build(
                 settings, stores, doc_ids, assets=operations.RESET_SELECTION,
-                force=tuple(operations.RESET_SELECTION),
+                force=tuple(operations.RESET_SELECTION), batch=settings.backfill_batch,
             )
         return
     if names:
@@ -314,7 +322,8 @@ def rebuild(
     if not doc_ids:
         console.print("no ready documents to rebuild")
         return
-    _build(settings, stores, doc_ids, assets=selection, force=(asset,))
+    batch = settings.backfill_batch if everything else 1
+    _build(settings, stores, doc_ids, assets=selection, force=(asset,), batch=batch)
 
 
 @app.command()

@@ -8,6 +8,12 @@ loads its inputs instead of re-running them, and an asset can skip unchanged wor
 Layout (``kb_shared.layout``): ``markdown/{doc}.md`` + ``markdown/{doc}.json`` (metadata) for
 ``markdown``, ``chunks/{doc}.parquet`` for ``chunks``, ``assets/{asset}/{doc}.json`` for the
 step summaries of the other assets.
+
+A batched run (``kb_assets.assets.batch``: one run over a range of documents) hands the IO
+manager a ``Batch``: one blob per document is stored, exactly as a single run stores it, and
+its inputs are loaded per document (``Batch`` again, with the documents whose stored output is
+missing named). The run's failed documents are kept under
+``layout.asset_output_key(RUN_FAILURES, run_id)``, so later steps of the run leave them out.
 """
 
 # No `from __future__ import annotations`: Dagster reads ``BlobIOManager``'s field annotation
@@ -16,6 +22,8 @@ step summaries of the other assets.
 import io
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 import pyarrow as pa
@@ -27,6 +35,27 @@ from kb_assets.resources import StoresResource
 from kb_shared import layout
 from kb_shared.chunking import Chunk
 from kb_shared.stores.blobs import BlobStore
+
+#: The pseudo-asset name under which a batched run's failed documents are stored (one JSON
+#: object ``{doc_id: reason}`` per run id; ``StepRecords.run_failures``).
+RUN_FAILURES = "batch-failures"
+
+#: Dagster's run tag of the first partition of a range run (``dagster._core.storage.tags``).
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+
+
+@dataclass
+class Batch:
+    """One asset's outputs over the documents of a batched run.
+
+    Attributes:
+        outputs: doc_id -> the output a single run of that document has (``MarkdownDocument``,
+            ``list[Chunk]`` or ``StepSummary``).
+        missing: doc_id -> why its stored output could not be loaded (as an input only).
+    """
+
+    outputs: dict[str, Any] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
 
 _CHUNK_SCHEMA = pa.schema(
     [
@@ -150,6 +179,28 @@ class StepRecords:
             return None
         return previous if stored() == previous.counts.get(count, -1) else None
 
+    def run_failures(self, run_id: str) -> dict[str, str]:
+        """The documents a batched run has failed so far: doc_id -> reason ({} for none)."""
+        key = layout.asset_output_key(RUN_FAILURES, run_id)
+        if not self._blobs.exists(key):
+            return {}
+        return dict(json.loads(self._blobs.get(key)))
+
+    def add_run_failures(self, run_id: str, failures: dict[str, str]) -> None:
+        """Add ``failures`` (doc_id -> reason) to the run's failure list (nothing when empty).
+        Steps of one run add in turn (they run one after another for the same documents)."""
+        if not failures:
+            return
+        merged = {**self.run_failures(run_id), **failures}
+        data = json.dumps(merged, ensure_ascii=False).encode("utf-8")
+        self._blobs.put(layout.asset_output_key(RUN_FAILURES, run_id), data)
+
+    def clear_run_failures(self, run_id: str) -> None:
+        """Remove the run's failure list (the batch driver has read it)."""
+        key = layout.asset_output_key(RUN_FAILURES, run_id)
+        if self._blobs.exists(key):
+            self._blobs.delete(key)
+
     def _markdown(self, doc: str) -> MarkdownDocument:
         meta = json.loads(self._blobs.get(layout.markdown_meta_key(doc)))
         text = self._blobs.get(layout.markdown_key(doc)).decode("utf-8")
@@ -183,9 +234,30 @@ class BlobIOManager(dg.ConfigurableIOManager):
         return StepRecords(self.stores.blobs())
 
     def handle_output(self, context: dg.OutputContext, obj: object) -> None:
-        """Store ``obj`` for the output's asset and partition."""
-        self._records().save(context.asset_key.path[-1], context.asset_partition_key, obj)
+        """Store ``obj`` for the output's asset and partition; a ``Batch`` one blob per
+        document it holds (the failed ones of a batch have none)."""
+        asset = context.asset_key.path[-1]
+        records = self._records()
+        if isinstance(obj, Batch):
+            for doc, output in obj.outputs.items():
+                records.save(asset, doc, output)
+            return
+        records.save(asset, context.asset_partition_key, obj)
 
     def load_input(self, context: dg.InputContext) -> object:
-        """Read the upstream asset's stored output for this partition."""
-        return self._records().load(context.asset_key.path[-1], context.asset_partition_key)
+        """Read the upstream asset's stored output for this partition; in a batched run a
+        ``Batch`` of each document's, a document without a stored output named in
+        ``missing`` (its step then fails that document alone)."""
+        asset = context.asset_key.path[-1]
+        records = self._records()
+        if RANGE_START_TAG not in context.step_context.dagster_run.tags:
+            return records.load(asset, context.asset_partition_key)
+        batch = Batch()
+        for doc in context.asset_partition_keys:
+            try:
+                batch.outputs[doc] = records.load(asset, doc)
+            except (FileNotFoundError, KeyError):
+                batch.missing[doc] = (
+                    f"no stored {asset} output (build every step: `kb build {doc}`)"
+                )
+        return batch

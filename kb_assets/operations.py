@@ -204,6 +204,20 @@ def run_build(
         job: module-level function returning the build job (tests pass one on fakes).
     """
     selected = list(assets or CORPUS_ASSETS)
+    close_abandoned_runs(instance, doc_id)
+    return dg.execute_job(
+        dg.reconstructable(job),
+        instance=instance,
+        run_config=run_config_for(selected, force, settings),
+        tags={PARTITION_TAG: doc_id, PROCESS_TAG: this_process()},
+        asset_selection=[dg.AssetKey(name) for name in selected],
+    )
+
+
+def run_config_for(
+    selected: Sequence[str], force: Iterable[str], settings: SettingsResource | None
+) -> dict[str, Any]:
+    """The run config of a build run of ``selected`` assets (``run_build``'s arguments)."""
     ops = {name: {"config": {"force": True}} for name in force if name in selected}
     run_config: dict[str, Any] = dict(QUIET_LOGGERS)
     if ops:
@@ -214,14 +228,7 @@ def run_build(
             "stores": {"config": launch},
             "providers": {"config": launch},
         }
-    close_abandoned_runs(instance, doc_id)
-    return dg.execute_job(
-        dg.reconstructable(job),
-        instance=instance,
-        run_config=run_config,
-        tags={PARTITION_TAG: doc_id, PROCESS_TAG: this_process()},
-        asset_selection=[dg.AssetKey(name) for name in selected],
-    )
+    return run_config
 
 
 def this_process() -> str:
@@ -381,10 +388,14 @@ def build_documents(
     assets: Sequence[str] | None = None,
     force: Iterable[str] = (),
     on_done: Callable[[BuildOutcome], None] | None = None,
+    job: Callable[[], dg.JobDefinition] = build_job,
 ) -> list[BuildOutcome]:
     """Build each document in turn, its runs configured with ``stores``' settings; returns one
     outcome per document (never raises for a document's failure — its reason is in the
     outcome, and the run's failure hook put it on the catalog row).
+
+    ``job``: as ``run_build``. ``kb_assets.backfill.build_batches`` builds several documents
+    per run instead.
 
     A document without a Dagster partition (the instance was reset) is not run: its outcome
     says to run ``kb repair``; nor is a ``deleting`` one (its outcome says to finish the delete).
@@ -416,7 +427,9 @@ def build_documents(
                     ),
                 )
             else:
-                outcome = _build_one(stores, instance, doc_id, assets=assets, force=force)
+                outcome = build_one(
+                    stores, instance, doc_id, assets=assets, force=force, job=job
+                )
             outcomes.append(outcome)
             if on_done is not None:
                 on_done(outcome)
@@ -425,17 +438,32 @@ def build_documents(
     return outcomes
 
 
-def _build_one(
+def build_one(
     stores: StoresResource,
     instance: dg.DagsterInstance,
     doc_id: str,
     *,
     assets: Sequence[str] | None,
     force: tuple[str, ...],
+    job: Callable[[], dg.JobDefinition] = build_job,
 ) -> BuildOutcome:
+    """Build one document in its own run (``run_build``) and report its outcome."""
     started = time.perf_counter()
-    result = run_build(instance, doc_id, assets=assets, force=force, settings=stores)
+    result = run_build(instance, doc_id, assets=assets, force=force, settings=stores, job=job)
     seconds = round(time.perf_counter() - started, 2)
+    return outcome_of(stores, doc_id, result, seconds, success=result.success)
+
+
+def outcome_of(
+    stores: StoresResource,
+    doc_id: str,
+    result: dg.JobExecutionResult,
+    seconds: float,
+    *,
+    success: bool,
+) -> BuildOutcome:
+    """One document's outcome of ``result`` (its own run, or its batch's with ``success``
+    saying whether the document came through)."""
     row = _find_row(stores, doc_id)
     common: dict[str, Any] = {
         "doc_id": doc_id,
@@ -445,7 +473,7 @@ def _build_one(
         "pages": row.pages if row else None,
         "step_seconds": step_seconds(result),
     }
-    if result.success:
+    if success:
         return BuildOutcome(
             status=DocumentStatus.READY,
             chunks=row.chunk_count if row else None,

@@ -159,6 +159,13 @@ class Settings(BaseSettings):
     graph_pool_limit: int | None = Field(
         None, ge=1, le=1000, description="Concurrent steps in the `graph` pool; unset = no limit."
     )
+    backfill_batch: int = Field(
+        25, ge=1, le=1000,
+        description=(
+            "Documents per run of a backfill and of `kb rebuild --all` (1 = a run each; "
+            "benchmarks/results/partitions-2026-12-01.md)."
+        ),
+    )
 
     # --- MCP server --------------------------------------------------------------------
     mcp_host: str = "127.0.0.1"

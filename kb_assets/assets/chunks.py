@@ -9,6 +9,7 @@ import time
 
 import dagster as dg
 
+from kb_assets.assets.batch import is_batch_run, run_batch
 from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
 from kb_assets.constants import CHUNKS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
@@ -32,7 +33,18 @@ def chunks(
     config: BuildConfig,
     stores: StoresResource,
     document: MarkdownDocument,
-) -> dg.Output[list[Chunk]]:
+):
+    """One document (``chunk_document``), or each of a batched run (``batch.run_batch``;
+    ``document`` is then a ``Batch``, and so is the output: no return annotation)."""
+    if is_batch_run(context):
+        return run_batch(
+            context, stores, lambda doc, document: chunk_document(stores, document),
+            {"document": document},
+        )[0]
+    return chunk_document(stores, document)
+
+
+def chunk_document(stores: StoresResource, document: MarkdownDocument) -> dg.Output[list[Chunk]]:
     """Chunk the document. Chunking is cheap and deterministic, so it always re-runs. Chunk
     ids are built from the version's key (``version_of``), so no two versions share one."""
     budget = stores.settings.chunk_words

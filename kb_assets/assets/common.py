@@ -20,14 +20,26 @@ from kb_assets.resources import StoresResource
 from kb_shared import layout
 from kb_shared.chunking import Chunk
 from kb_shared.citations import PointPayload
+from kb_shared.errors import SettingsError
 from kb_shared.providers.base import Provider
+from kb_shared.settings import Settings
 from kb_shared.stores.catalog import DocumentRow, DocumentVersionRow
 
-#: Partitions per run of a backfill (Launchpad or ``kb`` over many documents). One: the asset
-#: bodies read ``context.partition_key`` and the blob IO manager stores one document per
-#: output, so a run over a partition range would fail. Raising it needs both to take
-#: ``context.partition_keys`` first (docs/deploy.md, "Backfills").
-BACKFILL_PARTITIONS_PER_RUN = 1
+def backfill_batch_setting() -> int:
+    """``KB_BACKFILL_BATCH`` from the environment; its default (25) when the environment
+    holds an invalid setting, so importing the assets never fails on one (``kb`` and the
+    run's resources report it, in one line, where they read settings)."""
+    try:
+        return Settings().backfill_batch
+    except SettingsError:
+        return int(Settings.model_fields["backfill_batch"].default)
+
+
+#: Partitions per run of a backfill from the UI (and of ``kb rebuild --all``): the
+#: ``KB_BACKFILL_BATCH`` setting, read when the code location loads. A run over several
+#: documents does each one's work in turn and fails only the documents that fail
+#: (``kb_assets.assets.batch``); measured: benchmarks/results/partitions-2026-12-01.md.
+BACKFILL_PARTITIONS_PER_RUN = backfill_batch_setting()
 BACKFILL_POLICY = dg.BackfillPolicy.multi_run(max_partitions_per_run=BACKFILL_PARTITIONS_PER_RUN)
 
 
@@ -45,7 +57,8 @@ def corpus_asset(
     in ``CORPUS_GROUP``, its output kept by the blob IO manager (``io_manager.BlobIOManager``)
     unless ``stored`` is false (``record`` only returns a ``MaterializeResult``). It joins its
     concurrency pool (``pools.ASSET_POOLS``; none for the cheap steps) and backfills with
-    ``BACKFILL_POLICY``.
+    ``BACKFILL_POLICY``: its body must handle a batched run (``batch.run_batch``), whose
+    inputs and output are ``io_manager.Batch``es (so they are typed ``Any`` for Dagster).
 
     Args:
         inputs: parameter name -> name of the upstream asset whose output it receives.
@@ -63,7 +76,11 @@ def corpus_asset(
             group_name=CORPUS_GROUP,
             kinds=kinds,
             io_manager_key=BLOB_IO if stored else None,
-            ins={param: dg.AssetIn(upstream) for param, upstream in (inputs or {}).items()},
+            # Any: a batched run passes a ``Batch`` where a single run passes one output
+            ins={
+                param: dg.AssetIn(upstream, dagster_type=dg.Any)
+                for param, upstream in (inputs or {}).items()
+            },
             deps=list(after) or None,
             check_specs=[
                 dg.AssetCheckSpec(check, asset=name, blocking=True, description=text)

@@ -17,6 +17,7 @@ import time
 import dagster as dg
 import pymupdf
 
+from kb_assets.assets.batch import is_batch_run, run_batch
 from kb_assets.assets.common import (
     BuildConfig,
     corpus_asset,
@@ -55,6 +56,24 @@ def figures(
     config: BuildConfig,
     stores: StoresResource,
     providers: dg.ResourceParam[Providers],
+    document: MarkdownDocument,
+):
+    """One document (``figures_of``), or each of a batched run (``batch.run_batch``;
+    ``document`` is then a ``Batch``, and so is the output: no return annotation)."""
+    if is_batch_run(context):
+        return run_batch(
+            context, stores,
+            lambda doc, document: figures_of(context, config, stores, providers, document),
+            {"document": document},
+        )[0]
+    return figures_of(context, config, stores, providers, document)
+
+
+def figures_of(
+    context: dg.AssetExecutionContext,
+    config: BuildConfig,
+    stores: StoresResource,
+    providers: Providers,
     document: MarkdownDocument,
 ) -> dg.Output[StepSummary]:
     """Locate, crop, store and index the figures of the version being built (``version_of``:

@@ -16,6 +16,7 @@ from collections import Counter
 
 import dagster as dg
 
+from kb_assets.assets.batch import is_batch_run, run_batch
 from kb_assets.assets.common import (
     BuildConfig,
     check_chunks_of,
@@ -51,6 +52,29 @@ def graph(
     config: BuildConfig,
     stores: StoresResource,
     providers: dg.ResourceParam[Providers],
+    document: MarkdownDocument,
+    chunk_list: list[Chunk],
+):
+    """One document (``graph_document``), or each of a batched run (``batch.run_batch``:
+    ``document`` and ``chunk_list`` are then ``Batch``es; one check result over the batch)."""
+    if is_batch_run(context):
+        yield from run_batch(
+            context, stores,
+            lambda doc, document, chunk_list: graph_document(
+                context, config, stores, providers, document, chunk_list
+            ),
+            {"document": document, "chunk_list": chunk_list},
+            checks=[CHECK_EDGES_RESOLVE],
+        )
+        return
+    yield from graph_document(context, config, stores, providers, document, chunk_list)
+
+
+def graph_document(
+    context: dg.AssetExecutionContext,
+    config: BuildConfig,
+    stores: StoresResource,
+    providers: Providers,
     document: MarkdownDocument,
     chunk_list: list[Chunk],
 ):

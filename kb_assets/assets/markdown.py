@@ -9,6 +9,7 @@ import time
 
 import dagster as dg
 
+from kb_assets.assets.batch import is_batch_run, run_batch
 from kb_assets.assets.common import (
     BuildConfig,
     corpus_asset,
@@ -44,6 +45,25 @@ def markdown(
     config: BuildConfig,
     stores: StoresResource,
     providers: dg.ResourceParam[Providers],
+):
+    """One document (``convert_document``), or each document of a batched run
+    (``batch.run_batch``: one output per document, a failure the document's own).
+
+    No return annotation: a batched run returns an ``Output`` of a ``batch.Batch``.
+    """
+    if is_batch_run(context):
+        return run_batch(
+            context, stores, lambda doc: convert_document(context, config, stores, providers, doc)
+        )[0]
+    return convert_document(context, config, stores, providers, context.partition_key)
+
+
+def convert_document(
+    context: dg.AssetExecutionContext,
+    config: BuildConfig,
+    stores: StoresResource,
+    providers: Providers,
+    doc_id: str,
 ) -> dg.Output[MarkdownDocument]:
     """Convert the file of the version being built (``version_to_build``: the newest) — its
     PDF, or its ``.md``/``.txt`` file (``converter_for``); reuse the stored Markdown when the
@@ -53,7 +73,6 @@ def markdown(
         dagster.Failure: the PDF cannot be converted (the converter's reason; the run's
             failure hook records it on the catalog row).
     """
-    doc_id = context.partition_key
     row = version_to_build(stores, doc_id)
     blobs = stores.blobs()
     converter = converter_for(row.name, providers)

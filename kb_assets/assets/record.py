@@ -26,6 +26,7 @@ removal (the span of one query) finds no passage of that document; it never mixe
 
 import dagster as dg
 
+from kb_assets.assets.batch import is_batch_run, run_batch
 from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
 from kb_assets.constants import EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
 from kb_assets.outputs import MarkdownDocument, StepSummary
@@ -48,6 +49,27 @@ from kb_shared.stores.catalog import DocumentVersionRow, VersionStatus
 def record(
     context: dg.AssetExecutionContext,
     config: BuildConfig,
+    stores: StoresResource,
+    document: MarkdownDocument,
+    embedded: StepSummary,
+    graphed: StepSummary,
+    figured: StepSummary,
+):
+    """One document (``record_document``), or each of a batched run (``batch.run_batch``:
+    the inputs are then ``Batch``es, and the result one ``MaterializeResult`` with each
+    document's metadata on its partition)."""
+    if is_batch_run(context):
+        return run_batch(
+            context, stores,
+            lambda doc, **inputs: record_document(context, stores, **inputs),
+            {"document": document, "embedded": embedded, "graphed": graphed, "figured": figured},
+            stored=False,
+        )[0]
+    return record_document(context, stores, document, embedded, graphed, figured)
+
+
+def record_document(
+    context: dg.AssetExecutionContext,
     stores: StoresResource,
     document: MarkdownDocument,
     embedded: StepSummary,

@@ -173,7 +173,7 @@ def test_partitions_are_added_in_batches_in_order(tmp_path: Path) -> None:
         add_document_partitions(instance, keys, batch=0)
 
 
-def test_corpus_assets_join_their_pools_and_backfill_one_document_per_run() -> None:
+def test_corpus_assets_join_their_pools_and_backfill_kb_backfill_batch_documents_per_run() -> None:
     pools = {asset.key.to_user_string(): asset.op.pool for asset in CORPUS_ASSETS}
     assert pools == {
         "markdown": "llm",
@@ -185,7 +185,8 @@ def test_corpus_assets_join_their_pools_and_backfill_one_document_per_run() -> N
     }
     for asset in CORPUS_ASSETS:
         assert asset.backfill_policy == BACKFILL_POLICY
-    assert BACKFILL_POLICY.max_partitions_per_run == 1
+    # KB_BACKFILL_BATCH is unset in tests (conftest), so the default: 25 documents a run
+    assert BACKFILL_POLICY.max_partitions_per_run == 25
 
 
 def test_the_init_step_prepares_the_instance_from_the_environment(

@@ -1,0 +1,193 @@
+"""Batched runs: one run of the corpus assets over a range of document partitions (a backfill
+with ``BackfillPolicy.multi_run(N)``, or ``kb``'s own batches: ``operations.build_batches``).
+
+A step of a batched run does each document's work in turn (the same per-document function a
+single-partition run calls) and passes on a ``Batch``: the outputs of the documents that
+succeeded, which the blob IO manager stores one blob per document, as it does for one.
+
+One document's failure does not fail the step (Dagster 1.13 has no per-partition outcome for
+a step over a range: a step that raises marks every partition of the range failed and skips
+every downstream step, and a step that succeeds marks every partition materialised;
+``dagster/_core/execution/plan/execute_step.py``, ``_get_output_asset_events``). So the step
+catches it, records it on the document's catalog row (``Catalog.fail_version``, the same
+reason ``jobs.record_build_failure`` writes for a single run), adds it to the run's failure
+list (``StepRecords.add_run_failures``) so later steps of the run leave the document out, and
+finishes the others. The failed document's partition then shows the batch's materialisation
+with ``failed`` metadata until it is built alone: ``kb``'s batch driver runs it again as a
+single-partition run at once, whose failure Dagster records like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from kb_assets.io_manager import Batch, StepRecords
+from kb_assets.jobs import failure_text
+from kb_assets.resources import StoresResource
+from kb_shared.errors import StoreError
+
+#: What a per-document function returns: its output event (``Output`` or, for ``record``,
+#: ``MaterializeResult``), or its events in order (output, then asset check results).
+DocumentEvents = dg.Output | dg.MaterializeResult | Iterable[Any]
+
+
+def is_batch_run(context: dg.AssetExecutionContext) -> bool:
+    """Whether the step runs over a partition range (run tags
+    ``dagster/asset_partition_range_start``/``_end``, what a backfill run with more than one
+    partition per run gets) rather than one partition (``dagster/partition``)."""
+    return context.has_partition_key_range and not context.has_partition_key
+
+
+@dataclass
+class BatchProgress:
+    """What a batched step did: per-document outputs, failures and check outcomes.
+
+    Attributes:
+        outputs: doc_id -> the document's output (what a single run would have stored).
+        failed: doc_id -> reason (``jobs.failure_text`` form), for documents failed here.
+        skipped: documents left out because an earlier step of the run failed them.
+        checks: check name -> doc_ids whose check did not pass.
+        checked: check name -> number of documents checked.
+    """
+
+    outputs: dict[str, Any] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    checks: dict[str, list[str]] = field(default_factory=dict)
+    checked: dict[str, int] = field(default_factory=dict)
+
+
+def record_document_failure(stores: StoresResource, doc_id: str, reason: str) -> None:
+    """Mark the version being built of ``doc_id`` (its newest) failed with ``reason``, as the
+    build job's failure hook does for a single run (``Catalog.fail_version``). A catalog that
+    cannot be reached leaves the row as it is (the run's failure list still has the reason)."""
+    try:
+        catalog = stores.catalog()
+        history = catalog.versions(doc_id)
+        if history:
+            catalog.fail_version(doc_id, history[-1].version, reason)
+    except StoreError:
+        return
+
+
+def run_batch(
+    context: dg.AssetExecutionContext,
+    stores: StoresResource,
+    work: Callable[..., DocumentEvents],
+    inputs: Mapping[str, Batch] | None = None,
+    *,
+    stored: bool = True,
+    checks: Sequence[str] = (),
+) -> list[Any]:
+    """Do ``work(doc_id, **inputs_of_doc)`` for each document of the step's partition range
+    and return the step's events: one ``Output(Batch)`` (``MaterializeResult`` when not
+    ``stored``) whose per-partition metadata is each document's own
+    (``context.add_asset_metadata``), then one result per asset check over the batch.
+
+    A document that an earlier step of this run failed is skipped; one whose input is not
+    stored, whose work raises, or whose asset check does not pass is failed
+    (``record_document_failure``) and added to the run's failure list. A failed check is
+    reported with severity WARN, naming the documents, so it does not block the others'
+    downstream steps (they have left the batch already). ``checks`` names the asset's check
+    specs: each gets a result even when no document reached it.
+    """
+    records = StepRecords(stores.blobs())
+    asset = context.asset_key.path[-1]
+    earlier = records.run_failures(context.run.run_id)
+    progress = BatchProgress()
+    for doc in context.partition_keys:
+        if doc in earlier:
+            progress.skipped.append(doc)
+            continue
+        missing = [f"{name}: {batch.missing[doc]}" for name, batch in (inputs or {}).items()
+                   if doc not in batch.outputs]
+        if missing:
+            _fail(context, stores, progress, doc, f"{asset}: {'; '.join(missing)}")
+            continue
+        try:
+            events = work(doc, **{n: b.outputs[doc] for n, b in (inputs or {}).items()})
+            events = [events] if isinstance(events, dg.Output | dg.MaterializeResult) else list(events)
+        except Exception as error:  # noqa: BLE001 - one document's failure stays its own
+            _fail(context, stores, progress, doc, failure_text(asset, error))
+            continue
+        _collect(context, stores, progress, doc, events, asset)
+    records.add_run_failures(context.run.run_id, progress.failed)
+    for name in checks:  # every check spec gets a result, even when no document reached it
+        progress.checked.setdefault(name, 0)
+    return _batch_events(context, progress, stored=stored)
+
+
+def _fail(
+    context: dg.AssetExecutionContext,
+    stores: StoresResource,
+    progress: BatchProgress,
+    doc: str,
+    reason: str,
+) -> None:
+    progress.failed[doc] = reason
+    record_document_failure(stores, doc, reason)
+    context.log.warning("%s failed in this batch: %s", doc, reason)
+    context.add_asset_metadata({"failed": reason}, partition_key=doc)
+
+
+def _collect(
+    context: dg.AssetExecutionContext,
+    stores: StoresResource,
+    progress: BatchProgress,
+    doc: str,
+    events: list[Any],
+    asset: str,
+) -> None:
+    """Keep one document's output and metadata; fail it on a check that did not pass."""
+    failing: list[str] = []
+    for event in events:
+        if isinstance(event, dg.AssetCheckResult):
+            name = event.check_name or ""
+            progress.checked[name] = progress.checked.get(name, 0) + 1
+            if not event.passed:
+                progress.checks.setdefault(name, []).append(doc)
+                failing.append(name)
+        elif isinstance(event, dg.Output):
+            progress.outputs[doc] = event.value
+            context.add_asset_metadata(dict(event.metadata or {}), partition_key=doc)
+        elif isinstance(event, dg.MaterializeResult):
+            progress.outputs[doc] = None
+            context.add_asset_metadata(dict(event.metadata or {}), partition_key=doc)
+    if failing:  # its output stays stored, as in a single run whose blocking check fails
+        _fail(context, stores, progress, doc, f"asset check {', '.join(failing)} failed on {asset}")
+
+
+def _batch_events(
+    context: dg.AssetExecutionContext, progress: BatchProgress, *, stored: bool
+) -> list[Any]:
+    metadata = {
+        "batch_documents": len(progress.outputs) + len(progress.failed) + len(progress.skipped),
+        "batch_succeeded": len(progress.outputs),
+        "batch_failed": len(progress.failed),
+        "batch_skipped": len(progress.skipped),
+        "failed_documents": ", ".join(sorted(progress.failed)[:50]),
+    }
+    events: list[Any] = [
+        dg.Output(Batch(outputs=progress.outputs), metadata=metadata)
+        if stored
+        else dg.MaterializeResult(metadata=metadata)
+    ]
+    for name, count in sorted(progress.checked.items()):
+        failed = progress.checks.get(name, [])
+        events.append(
+            dg.AssetCheckResult(
+                check_name=name,
+                passed=not failed,
+                severity=dg.AssetCheckSeverity.WARN if failed else dg.AssetCheckSeverity.ERROR,
+                metadata={
+                    "documents_checked": count,
+                    "documents_failed": len(failed),
+                    "failed_documents": ", ".join(sorted(failed)[:50]),
+                },
+            )
+        )
+    return events
