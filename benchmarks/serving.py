@@ -4,6 +4,7 @@ Run from the repository root (not part of the unit test run)::
 
     .venv/bin/python -m benchmarks.serving --home benchmarks/work/ingest
     .venv/bin/python -m benchmarks.serving --home DIR --clients 1,4,16 --calls 96
+    .venv/bin/python -m benchmarks.serving --home DIR --clients 1 --variant latency
 
 What it does:
 
@@ -24,6 +25,9 @@ What it does:
    requests per second (calls answered / wall time), errors, and the server's CPU seconds per
    request (``/proc/<pid>/stat``).
 5. Stops the server (SIGTERM, then SIGKILL after 20 s) whatever happened.
+6. Unless ``--no-profile``: the ``search_docs`` tool's body in this process, without HTTP or
+   MCP, timed (CPU per call) and then under ``cProfile`` (``profile_search_docs``): where the
+   CPU of one call goes, by stage and by function.
 
 **Why plain JSON-RPC posts, not the SDK client, for the load.** The server is stateless JSON
 (``stateless_http=True, json_response=True``, ``kb_mcp.http``): every ``tools/call`` is one
@@ -62,6 +66,7 @@ from benchmarks.common import (
     fmt_duration,
     latency_summary,
     log,
+    served_questions,
 )
 from benchmarks.mcp_server import Server, running_server, server_env
 
@@ -259,6 +264,121 @@ async def warm_up(server: Server, questions: Sequence[str]) -> tuple[list[dict[s
 
 
 # --------------------------------------------------------------------------------------
+# In-process profile of one search_docs
+# --------------------------------------------------------------------------------------
+#: Functions whose cumulative time the profile table lists (module:function substrings).
+PROFILED_STAGES = (
+    ("query embedding", "embed_query"),
+    ("retrieval (query embedding included, hybrid search, fusion, re-ordering, citations)",
+     "retrieval.py:{search_docs}"),
+    ("hybrid search (SQL, payload decoding, fusion)", "vectors.py:{hybrid_search}"),
+    ("exact identifiers (sparse searches)", "exact_identifier_matches"),
+    ("rows and sentences, bonuses (feature_order)", "feature_order"),
+    ("table rows below the cut (row_candidates)", "row_candidates"),
+    ("scope (catalog)", "search_scope"),
+    ("figure images", "figure_images"),
+    ("render (text + structured result)", "docs_result"),
+)
+
+
+@dataclass
+class Profile:
+    """CPU per ``search_docs`` call in-process, in ms: without the profiler (``cpu_ms``), and
+    under ``cProfile`` (which inflates Python-level calls) per stage, with the functions of
+    most own time."""
+
+    cpu_ms: float
+    profiled_ms: float
+    stages: list[tuple[str, float]]
+    hottest: list[tuple[str, int, float]]
+
+
+def profile_search_docs(home: Path, questions: Sequence[str], rounds: int = 2) -> Profile:
+    """Run the body of the ``search_docs`` tool (``kb_mcp.tools.search_docs``: scope,
+    ``kb_shared.retrieval.search_docs`` with the server's Markdown pages, figure images,
+    render) in this process, without HTTP or MCP: one untimed pass over ``questions``, then
+    ``rounds`` timed passes without the profiler and one under ``cProfile``.
+
+    Returns:
+        CPU ms per call without and with the profiler, cumulative CPU ms per call of each
+        ``PROFILED_STAGES`` entry, and the 10 functions with the most own CPU time (name,
+        calls per call, ms per call).
+    """
+    import cProfile  # noqa: PLC0415
+    import pstats  # noqa: PLC0415
+
+    from kb_mcp import images, render  # noqa: PLC0415
+    from kb_mcp.documents import search_scope  # noqa: PLC0415
+    from kb_mcp.links import links_for  # noqa: PLC0415
+    from kb_mcp.state import open_state  # noqa: PLC0415
+    from kb_shared import retrieval  # noqa: PLC0415
+    from kb_shared.settings import Settings  # noqa: PLC0415
+
+    settings = Settings(home=home, **{f"{r.lower()}_provider": "local" for r in PROVIDER_ROLES})
+    state = open_state(settings)
+    links = links_for(settings)
+
+    def one(question: str) -> None:
+        scope = search_scope(state.catalog, None, None)
+        answer = retrieval.search_docs(state.vectors(), state.embedder, question, top_k=8,
+                                       documents=scope, reranker=state.reranker,
+                                       markdown=retrieval.markdown_pages(state.blobs))
+        shown = [] if answer.low_confidence else render.shown_results(answer)
+        render.docs_result(answer, links, images.figure_images(state.blobs, shown))
+
+    try:
+        state.warm()
+        for question in questions:
+            one(question)
+        cpu_before = time.process_time()
+        for _ in range(rounds):
+            for question in questions:
+                one(question)
+        cpu_ms = 1000 * (time.process_time() - cpu_before) / (rounds * len(questions))
+        profiler = cProfile.Profile(time.process_time)
+        cpu_before = time.process_time()
+        profiler.enable()
+        for question in questions:
+            one(question)
+        profiler.disable()
+        profiled_ms = 1000 * (time.process_time() - cpu_before) / len(questions)
+    finally:
+        state.close()
+    calls = len(questions)
+    stats = pstats.Stats(profiler)
+    table = stats.stats  # type: ignore[attr-defined]
+    stages: list[tuple[str, float]] = []
+    for label, needle in PROFILED_STAGES:
+        cumulative = sum(
+            entry[3] for (path, _line, name), entry in table.items()
+            if needle in f"{Path(path).name}:{{{name}}}" or needle == name
+        )
+        stages.append((label, 1000 * cumulative / calls))
+    stats.sort_stats("tottime")
+    hottest = [
+        (f"{Path(path).name}:{line}({name})" if line else name, round(entry[1] / calls),
+         1000 * entry[2] / calls)
+        for path, line, name in stats.fcn_list[:10]  # type: ignore[attr-defined]
+        for entry in (table[(path, line, name)],)
+    ]
+    return Profile(cpu_ms, profiled_ms, stages, hottest)
+
+
+def add_profile_section(report: Report, profile: Profile) -> None:
+    """The profile's heading, CPU per call and its two tables."""
+    report.heading("Where a search_docs call spends its CPU (in-process profile)")
+    report.text(
+        "The tool's body without HTTP or MCP (scope, retrieval with page-precise citations, "
+        f"figure images, render): **{profile.cpu_ms:.1f} ms CPU per call** without a "
+        f"profiler; {profile.profiled_ms:.1f} ms under `cProfile`, whose per-stage figures "
+        "below carry its overhead (Python-heavy stages are inflated most).")
+    report.table(("stage (under cProfile)", "cumulative CPU ms / call"),
+                 [[label, f"{ms:.1f}"] for label, ms in profile.stages])
+    report.table(("function (most own time)", "calls / call", "own CPU ms / call"),
+                 [[f"`{name}`", n, f"{ms:.2f}"] for name, n, ms in profile.hottest])
+
+
+# --------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------
 def write_report(report: Report, levels: Sequence[Level], server: Server,
@@ -325,13 +445,7 @@ def write_report(report: Report, levels: Sequence[Level], server: Server,
 
 async def run(args: argparse.Namespace) -> int:
     """Start the server, check, warm up, run every level, write the report."""
-    from benchmarks.retrieval import load_eval_set  # noqa: PLC0415
-
-    home = args.home.resolve()
-    if not (home / "vectors.sqlite").exists() and not (home / "kb.sqlite").exists():
-        raise SystemExit(f"{home} holds no built corpus (run benchmarks.ingest first)")
-    eval_set = load_eval_set(args.eval)
-    questions = [q.question for q in eval_set.questions]
+    home, questions = served_questions(args.home, args.eval)
     levels_wanted = [int(n) for n in args.clients.split(",") if n.strip()]
     if not levels_wanted or min(levels_wanted) < 1:
         raise SystemExit("--clients needs positive integers, e.g. 1,4,16")
@@ -339,7 +453,7 @@ async def run(args: argparse.Namespace) -> int:
     report = Report(name="serving", title="Serving latency benchmark (kb-mcp over HTTP)",
                     variant=args.variant)
     report.fact("KB_HOME", f"`{home}`")
-    report.fact("questions", f"{len(questions)} from `{eval_set.folder}`")
+    report.fact("questions", f"{len(questions)} from `{args.eval}`")
     report.fact("calls per tool per level", f"{args.calls} (cap {args.max_seconds:.0f} s "
                 "per level)")
     report.fact("clients", ", ".join(map(str, levels_wanted)))
@@ -370,6 +484,9 @@ async def run(args: argparse.Namespace) -> int:
         memory = server.memory()
     log(f"server stopped (exit code {server.process.returncode})")
     write_report(report, levels, server, memory, sdk_problems, warm_errors)
+    if args.profile:
+        log("profiling search_docs in this process")
+        add_profile_section(report, profile_search_docs(home, questions))
     report.write()
     for level in levels:
         docs = [c.seconds for c in level.calls if c.tool == "search_docs" and not c.error]
@@ -400,6 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=120.0,
                         help="no new call starts after this many seconds of a level "
                              "(default 120)")
+    parser.add_argument("--no-profile", dest="profile", action="store_false",
+                        help="skip the in-process profile of search_docs (after the load)")
     parser.add_argument("--variant", default="", help="report file suffix")
     args = parser.parse_args(argv)
     if args.calls < 1:

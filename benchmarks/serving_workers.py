@@ -50,9 +50,19 @@ from benchmarks.common import (
     fmt_duration,
     latency_summary,
     log,
+    served_questions,
 )
 from benchmarks.mcp_server import Server, running_server, server_env
-from benchmarks.serving import CALL_TIMEOUT, DEFAULT_EVAL, Call, call_tool, warm_up
+from benchmarks.serving import (
+    CALL_TIMEOUT,
+    DEFAULT_EVAL,
+    Call,
+    Profile,
+    add_profile_section,
+    call_tool,
+    profile_search_docs,
+    warm_up,
+)
 
 #: Seconds between RSS samples of the server's processes during the load.
 SAMPLE_SECONDS = 5.0
@@ -264,96 +274,6 @@ async def measure(home: Path, workers: int, clients: int, seconds: float,
 
 
 # --------------------------------------------------------------------------------------
-# In-process profile of one search_docs
-# --------------------------------------------------------------------------------------
-#: Functions whose cumulative time the profile table lists (module:function substrings).
-PROFILED_STAGES = (
-    ("query embedding", "embed_query"),
-    ("retrieval (query embedding included, hybrid search, fusion, rerank)",
-     "retrieval.py:{search_docs}"),
-    ("scope (catalog)", "search_scope"),
-    ("figure images", "figure_images"),
-    ("render (text + structured result)", "docs_result"),
-)
-
-
-@dataclass
-class Profile:
-    """CPU per ``search_docs`` call in-process (ms, measured under the profiler, which adds
-    its own overhead to Python-level calls), per stage and the functions with the most own
-    time."""
-
-    cpu_ms: float
-    stages: list[tuple[str, float]]
-    hottest: list[tuple[str, int, float]]
-
-
-def profile_search_docs(home: Path, questions: Sequence[str], rounds: int = 2) -> Profile:
-    """Run the body of the ``search_docs`` tool (``kb_mcp.tools.search_docs``: scope,
-    ``kb_shared.retrieval.search_docs``, figure images, render) in this process, without HTTP
-    or MCP, under ``cProfile``, ``rounds`` times per question after one untimed pass.
-
-    Returns:
-        CPU ms per call of the whole body, cumulative CPU ms per call of each
-        ``PROFILED_STAGES`` entry, and the 10 functions with the most own CPU time (name,
-        calls per call, ms per call).
-    """
-    import cProfile  # noqa: PLC0415
-    import pstats  # noqa: PLC0415
-
-    from kb_mcp import images, render  # noqa: PLC0415
-    from kb_mcp.documents import search_scope  # noqa: PLC0415
-    from kb_mcp.links import links_for  # noqa: PLC0415
-    from kb_mcp.state import open_state  # noqa: PLC0415
-    from kb_shared import retrieval  # noqa: PLC0415
-    from kb_shared.settings import Settings  # noqa: PLC0415
-
-    settings = Settings(home=home, **{f"{r.lower()}_provider": "local" for r in PROVIDER_ROLES})
-    state = open_state(settings)
-    links = links_for(settings)
-
-    def one(question: str) -> None:
-        scope = search_scope(state.catalog, None, None)
-        answer = retrieval.search_docs(state.vectors(), state.embedder, question, top_k=8,
-                                       documents=scope, reranker=state.reranker)
-        shown = [] if answer.low_confidence else render.shown_results(answer)
-        render.docs_result(answer, links, images.figure_images(state.blobs, shown))
-
-    try:
-        state.warm()
-        for question in questions:
-            one(question)
-        profiler = cProfile.Profile(time.process_time)
-        calls = rounds * len(questions)
-        cpu_before = time.process_time()
-        profiler.enable()
-        for _ in range(rounds):
-            for question in questions:
-                one(question)
-        profiler.disable()
-        total_ms = 1000 * (time.process_time() - cpu_before) / calls
-    finally:
-        state.close()
-    stats = pstats.Stats(profiler)
-    stages: list[tuple[str, float]] = []
-    for label, needle in PROFILED_STAGES:
-        table = stats.stats  # type: ignore[attr-defined]
-        cumulative = sum(
-            entry[3] for (path, _line, name), entry in table.items()
-            if needle in f"{Path(path).name}:{{{name}}}" or needle == name
-        )
-        stages.append((label, 1000 * cumulative / calls))
-    stats.sort_stats("tottime")
-    hottest = [
-        (f"{Path(path).name}:{line}({name})" if line else name, round(entry[1] / calls),
-         1000 * entry[2] / calls)
-        for path, line, name in stats.fcn_list[:10]  # type: ignore[attr-defined]
-        for entry in (stats.stats[(path, line, name)],)  # type: ignore[attr-defined]
-    ]
-    return Profile(total_ms, stages, hottest)
-
-
-# --------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------
 def write_report(report: Report, runs: Sequence[Run], profile: Profile | None) -> None:
@@ -397,14 +317,7 @@ def write_report(report: Report, runs: Sequence[Run], profile: Profile | None) -
         + "."
     )
     if profile is not None:
-        report.heading("Where a search_docs call spends its CPU (in-process profile)")
-        report.text(
-            f"The tool's body without HTTP or MCP, under `cProfile` (CPU time): "
-            f"{profile.cpu_ms:.1f} ms per call including the profiler's overhead.")
-        report.table(("stage", "cumulative CPU ms / call"),
-                     [[label, f"{ms:.1f}"] for label, ms in profile.stages])
-        report.table(("function (most own time)", "calls / call", "own CPU ms / call"),
-                     [[f"`{name}`", n, f"{ms:.2f}"] for name, n, ms in profile.hottest])
+        add_profile_section(report, profile)
     report.heading("Errors")
     kinds = Counter((run.workers, (c.error or "")[:160]) for run in runs for c in run.calls
                     if c.error)
@@ -426,12 +339,7 @@ def write_report(report: Report, runs: Sequence[Run], profile: Profile | None) -
 
 async def run(args: argparse.Namespace) -> int:
     """Measure every worker count, write the report; exit 1 when any call failed."""
-    from benchmarks.retrieval import load_eval_set  # noqa: PLC0415
-
-    home = args.home.resolve()
-    if not (home / "vectors.sqlite").exists() and not (home / "kb.sqlite").exists():
-        raise SystemExit(f"{home} holds no built corpus")
-    questions = [q.question for q in load_eval_set(args.eval).questions]
+    home, questions = served_questions(args.home, args.eval)
     counts = [int(n) for n in args.workers.split(",") if n.strip()]
     if not counts or min(counts) < 1:
         raise SystemExit("--workers needs positive integers, e.g. 1,2")

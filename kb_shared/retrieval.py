@@ -35,6 +35,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from kb_shared.citations import Citation, PointPayload
 from kb_shared.editions import HeldDocument, edition_mismatch
@@ -169,6 +170,33 @@ def analyse(query: str) -> AnalysedQuery:
     )
 
 
+#: Distinct texts whose terms ``text_terms`` keeps: the candidates of one corpus recur from
+#: query to query (benchmarks/results/serving-2026-12-01-latency.md).
+TERMS_CACHE = 4096
+
+
+@lru_cache(maxsize=TERMS_CACHE)
+def text_terms(text: str) -> frozenset[str]:
+    """The distinct ``kb_shared.sparse.tokenize`` terms of ``text``, kept per process in a
+    bounded LRU keyed by the text itself (a changed chunk is a new key, never a stale hit)."""
+    return frozenset(tokenize(text))
+
+
+class PayloadsOf:
+    """``PointPayload.from_payload`` of each point a search looks at, parsed once per search
+    (memo by point id); call with a ``StoredPoint``."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, PointPayload] = {}
+
+    def __call__(self, point: StoredPoint) -> PointPayload:
+        """The point's parsed payload."""
+        parsed = self._parsed.get(point.id)
+        if parsed is None:
+            parsed = self._parsed[point.id] = PointPayload.from_payload(point.payload)
+        return parsed
+
+
 # ---------------------------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------------------------
@@ -207,10 +235,11 @@ class Passage:
         similarity: float | None = None,
         sparse_rank: int | None = None,
         citation: Citation | None = None,
+        payload: PointPayload | None = None,
     ) -> Passage:
-        """The passage of a stored point, its payload parsed once; ``citation`` replaces the
-        payload's (a page-precise one, ``precise_citation``)."""
-        payload = PointPayload.from_payload(point.payload)
+        """The passage of a stored point, its payload parsed once (or ``payload``, already
+        parsed); ``citation`` replaces the payload's (a page-precise one, ``precise_citation``)."""
+        payload = payload if payload is not None else PointPayload.from_payload(point.payload)
         cite = citation if citation is not None else payload.citation
         return cls(number, point, payload, cite, score, similarity, sparse_rank)
 
@@ -266,15 +295,19 @@ class DocsAnswer:
 # ---------------------------------------------------------------------------------------------
 
 
-def term_coverage(query: AnalysedQuery, point: StoredPoint) -> float:
+def term_coverage(
+    query: AnalysedQuery, point: StoredPoint, payload: PointPayload | None = None
+) -> float:
     """Share of the query's distinct sparse terms that occur in the point's text, section,
-    title or figure caption; ``0.0`` for a query without terms."""
+    title or figure caption; ``0.0`` for a query without terms. ``payload``: the point's,
+    when already parsed."""
     if not query.terms:
         return 0.0
-    payload = PointPayload.from_payload(point.payload)
+    if payload is None:
+        payload = PointPayload.from_payload(point.payload)
     caption = payload.figure.caption if payload.figure is not None else ""
     context = " ".join((payload.section, payload.title, caption))
-    have = set(tokenize(f"{point.text}\n{context}"))
+    have = text_terms(f"{point.text}\n{context}")
     return len(query.terms & have) / len(query.terms)
 
 
@@ -295,7 +328,7 @@ def exact_identifier_matches(
     matched: dict[str, list[Hit]] = {}
     for term in analysed.identifiers:
         hits = index.sparse_search(term, RARE_TERM_MAX_POINTS + 1, documents, kinds)
-        exact = [h for h in hits if term in set(tokenize(h.point.text))]
+        exact = [h for h in hits if term in text_terms(h.point.text)]
         if 1 <= len(exact) <= RARE_TERM_MAX_POINTS:
             matched[term] = exact
     return matched
@@ -346,12 +379,13 @@ FEATURE_CANDIDATES = 30
 
 
 def feature_order(
-    query: str, pool: Sequence[Hit], limit: int
+    query: str, pool: Sequence[Hit], limit: int, payload_of: PayloadsOf | None = None
 ) -> tuple[list[Hit], list[float], list[UnitMatch | None]]:
     """``pool`` re-ordered by fused score plus ``retrieval_features.bonuses`` (stable: equal
     scores keep the fused order), cut to ``limit``; returns the hits, their scores and their
-    best units (``retrieval_features.best_units``)."""
-    payloads = [PointPayload.from_payload(h.point.payload) for h in pool]
+    best units (``retrieval_features.best_units``). ``payload_of``: the search's payloads."""
+    payload_of = payload_of or PayloadsOf()
+    payloads = [payload_of(h.point) for h in pool]
     texts = [h.point.text for h in pool]
     matches = best_units(query, texts, payloads)
     extra = bonuses(query, texts, payloads, matches=matches)
@@ -371,19 +405,23 @@ ROW_LOOKUP = 10
 ROW_TAIL = 2 * CANDIDATE_FACTOR * RERANK_CANDIDATES
 
 
-def row_candidates(query: str, pool: Sequence[Hit], rest: Sequence[Hit]) -> list[Hit]:
+def row_candidates(
+    query: str, pool: Sequence[Hit], rest: Sequence[Hit], payload_of: PayloadsOf | None = None
+) -> list[Hit]:
     """The first ``ROW_LOOKUP`` table points of ``rest`` (what the keyword and meaning
     searches found but fusion ranked below ``pool``) whose best row holds more of the question
     than any unit of the pool (``best_units`` over both): a large table ranks low on meaning,
     and one row among 30 barely moves its BM25. Each enters with the score of the pool's
     ``ROW_LOOKUP``-th hit (its bonus decides the rest). No search of its own: ``rest`` comes
-    from the same ``hybrid_search`` (``hybrid_candidates``' ``tail``)."""
+    from the same ``hybrid_search`` (``hybrid_candidates``' ``tail``). ``payload_of``: the
+    search's payloads."""
     have = {h.id for h in pool}
     tables = [h for h in rest if h.point.kind == KIND_TABLE and h.id not in have][:ROW_LOOKUP]
     if not pool or not tables:
         return []
     both = [*pool, *tables]
-    payloads = [PointPayload.from_payload(h.point.payload) for h in both]
+    payload_of = payload_of or PayloadsOf()
+    payloads = [payload_of(h.point) for h in both]
     shares = [m.share if m else 0.0 for m in best_units(query, [h.point.text for h in both], payloads)]
     lead = max(shares[: len(pool)], default=0.0)
     floor = pool[min(ROW_LOOKUP, len(pool)) - 1].score
@@ -501,8 +539,7 @@ def definition_candidates(
     return list(found.values())
 
 
-def _held(point: StoredPoint) -> HeldDocument:
-    payload = PointPayload.from_payload(point.payload)
+def _held(payload: PointPayload) -> HeldDocument:
     return HeldDocument(payload.name, payload.title or "", payload.version or "")
 
 
@@ -540,6 +577,7 @@ def search_docs(
     if top_k < 1 or offset < 0:
         raise ValueError(f"top_k must be >= 1 and offset >= 0, got {top_k} and {offset}")
     analysed = analyse(query)
+    payload_of = PayloadsOf()
     kinds = [kind] if kind else list(DOCUMENT_KINDS)
     vector = embedder.embed_query(query)
     wanted = offset + top_k + 1  # one more than the page: tells whether a next page exists
@@ -554,10 +592,7 @@ def search_docs(
         order = reranker.rerank(query, [h.point.text for h in pool], top_n=wanted)
         hits = [pool[i] for i, _ in order]
         scores = [float(s) for _, s in order]
-        matches = best_units(
-            query, [h.point.text for h in hits],
-            [PointPayload.from_payload(h.point.payload) for h in hits],
-        )
+        matches = best_units(query, [h.point.text for h in hits], [payload_of(h.point) for h in hits])
     else:
         size = max(wanted, FEATURE_CANDIDATES)
         fused, best_similarity = hybrid_candidates(
@@ -567,26 +602,30 @@ def search_docs(
         pool = [
             *pool,
             *definition_candidates(index, query, pool, documents, kinds),
-            *row_candidates(query, pool, rest),
+            *row_candidates(query, pool, rest, payload_of),
         ]
-        hits, scores, matches = feature_order(query, pool, wanted)
+        hits, scores, matches = feature_order(query, pool, wanted, payload_of)
     if not hits and not any(index.count(kind=k) for k in DOCUMENT_KINDS):
         raise EmptyCorpusError("the vector index holds no points")
-    coverage = max((term_coverage(analysed, hit.point) for hit in hits), default=0.0)
+    coverage = max(
+        (term_coverage(analysed, hit.point, payload_of(hit.point)) for hit in hits), default=0.0
+    )
     low = (
         not exact
         and coverage < MIN_TERM_COVERAGE
         and (best_similarity is None or best_similarity < NOTHING_FOUND_SIMILARITY)
     )
-    mismatch = edition_mismatch(query, [_held(hit.point) for hit in hits[:EDITION_DOCUMENTS]])
+    mismatch = edition_mismatch(
+        query, [_held(payload_of(hit.point)) for hit in hits[:EDITION_DOCUMENTS]]
+    )
     low = low or mismatch is not None
     ranked = list(zip(hits, scores, matches, strict=True))[offset : offset + top_k]
     page = [
         Passage.of(
             hit.point, offset + position, score=score, similarity=hit.dense_score,
-            sparse_rank=hit.sparse_rank,
+            sparse_rank=hit.sparse_rank, payload=payload_of(hit.point),
             citation=precise_citation(
-                PointPayload.from_payload(hit.point.payload), hit.point.text, match, markdown
+                payload_of(hit.point), hit.point.text, match, markdown
             ) if markdown is not None else None,
         )
         for position, (hit, score, match) in enumerate(ranked, start=1)

@@ -158,16 +158,21 @@ def heads_with(payload: PointPayload, text: str, numbers: Sequence[str]) -> bool
     )
 
 
-def _document_words(payload: PointPayload) -> set[str]:
-    text = f"{payload.name.replace('_', ' ')} {payload.title}"
-    return {t for t in tokenize(text) if t.isalpha() and len(t) > 2 and t not in STOPWORDS}
+def _document_words(payload: PointPayload) -> frozenset[str]:
+    return _name_words(payload.name, payload.title)
+
+
+@lru_cache(maxsize=1024)
+def _name_words(name: str, title: str) -> frozenset[str]:
+    text = f"{name.replace('_', ' ')} {title}"
+    return frozenset(t for t in tokenize(text) if t.isalpha() and len(t) > 2 and t not in STOPWORDS)
 
 
 def routed_documents(question: str, payloads: Sequence[PointPayload]) -> set[str]:
     """Doc ids among the candidates that the question names: a word of the question that is in
     the document's file name or title and in no other candidate document's."""
     words = {t for t in tokenize(question) if t.isalpha()}
-    by_document: dict[str, set[str]] = {}
+    by_document: dict[str, frozenset[str]] = {}
     for payload in payloads:
         by_document.setdefault(payload.doc_id, _document_words(payload))
     routed = set()
@@ -308,11 +313,14 @@ def best_units(
     cut = [_cut(text, _caption(p)) for text, p in zip(texts, payloads, strict=True)]
     weights = query_weights(question, [held for _, held in cut])
     total = sum(weights.values())
+    wanted = weights.keys()
     out: list[UnitMatch | None] = []
     for pieces, _ in cut:
         best: tuple[float, Unit | None] = (0.0, None)
         every: set[Feature] = set()
         for unit in pieces if total else ():
+            if unit.features.isdisjoint(wanted):
+                continue  # shares nothing: adds nothing and cannot lead
             have = unit.features & weights.keys()
             every |= have
             share = sum(weights[f] for f in have) / total

@@ -26,7 +26,18 @@ Tables, all prefixed with the index ``name`` (default ``chunks``):
   vocabulary equals the set of ``kb_shared.sparse.tokenize`` terms (tested). Ranked by
   FTS5's ``bm25()`` (k1=1.2, b=0.75; FTS5 returns it negated, so ``Hit.score = -bm25``).
 
-The rowid of a point is shared by the three tables. Writes run in one ``BEGIN IMMEDIATE``
+* ``{name}_codes`` / ``{name}_removed`` — the sign code of each dense vector (1 bit per
+  dimension) with a plain float32 copy for rescoring, and the log of deleted rowids
+  (``kb_shared.stores.vectors_codes.CodeTables``). Every write transaction bumps
+  ``generation`` in ``{name}_meta``, so each process keeps an in-memory copy of the codes
+  and reads only what changed since. From ``EXACT_BELOW`` live points on, a dense search
+  ranks the codes by Hamming distance, takes ``max(OVERSAMPLE * limit, MIN_RESCORE)``
+  candidates (of the filtered documents / kinds only) and orders them by exact cosine; below
+  it, or on a file not yet upgraded, it is vec0's exact scan. The float copy exists because
+  reading a vec0 row by rowid cost ~80× more CPU (125 ms against 1.6 ms for 800 rows).
+  Figures: benchmarks/results/scale-2026-12-01-ann.md.
+
+The rowid of a point is shared by the tables. Writes run in one ``BEGIN IMMEDIATE``
 transaction each (all or nothing); the file is in WAL mode, so readers in other threads and
 processes keep reading the last committed state while a writer commits. Each thread gets its
 own connection (``check_same_thread`` semantics of sqlite3 are kept per thread).
@@ -40,8 +51,10 @@ from __future__ import annotations
 import json
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -61,6 +74,7 @@ from kb_shared.stores.vectors import (
     VectorIndex,
     check_points,
 )
+from kb_shared.stores.vectors_codes import CodeCache, CodeTables, binary_code
 
 #: vec0's upper bound on ``k`` in a KNN query (sqlite-vec 0.1.9: "k value in knn query too
 #: large, … the limit is 4096").
@@ -71,10 +85,32 @@ MAX_KNN = 4096
 BUSY_TIMEOUT_MS = 30_000
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
-#: Layout version recorded in ``{name}_meta``; 2 = FTS5 table that stores its terms.
-SCHEMA_VERSION = "2"
+#: Layout version recorded in ``{name}_meta``; 2 = FTS5 table that stores its terms, 3 = plus
+#: the binary codes tables. A version-2 file is read as it is (exact dense scan) and upgraded
+#: by the first writer (``open(create=True)`` or a write).
+SCHEMA_VERSION = "3"
+_READABLE_VERSIONS = ("2", SCHEMA_VERSION)
+
+#: Dense searches on fewer live points than this scan every float vector (exact); from it on
+#: they rank binary codes first (benchmarks/results/scale-2026-12-01-ann.md).
+EXACT_BELOW = 20_000
+#: Candidates per wanted hit taken from the Hamming ranking for float rescoring, and the
+#: fewest candidates ever rescored (benchmarks/results/scale-2026-12-01-ann.md: recall@10
+#: against the exact scan by candidate count).
+OVERSAMPLE = 16
+MIN_RESCORE = 800
 
 _FTS_TOKENIZER = "unicode61 remove_diacritics 0 categories 'L* M* N* Co' tokenchars '-_./'"
+
+
+class _ThreadConnection:
+    """One thread's connection, held in its ``threading.local`` slot: the connection is closed
+    when the holder is collected (the thread ended) or by ``SqliteVectorIndex.close``."""
+
+    __slots__ = ("conn", "__weakref__")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
 
 
 class SqliteVectorIndex(VectorIndex):
@@ -83,13 +119,23 @@ class SqliteVectorIndex(VectorIndex):
     Args:
         path: the SQLite file; created with its parent folder by ``open(create=True)``.
         name: table prefix, ``[a-z][a-z0-9_]*``; several indexes can share one file.
+        exact_below, oversample, min_rescore: dense search tuning (``EXACT_BELOW``,
+            ``OVERSAMPLE``, ``MIN_RESCORE``).
 
     The constructor does no I/O. Errors: ``StoreUnavailableError`` when the file cannot be
     opened or stays locked longer than ``BUSY_TIMEOUT_MS``; ``StoreError`` for other SQLite
     failures and for use before ``open``; ``ValueError`` for bad input (nothing is written).
     """
 
-    def __init__(self, path: str | Path, name: str = "chunks") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        name: str = "chunks",
+        *,
+        exact_below: int = EXACT_BELOW,
+        oversample: int = OVERSAMPLE,
+        min_rescore: int = MIN_RESCORE,
+    ) -> None:
         if not _NAME.match(name):
             raise ValueError(f"index name {name!r} must match [a-z][a-z0-9_]* (max 41 chars)")
         self.path = Path(path)
@@ -101,17 +147,24 @@ class SqliteVectorIndex(VectorIndex):
         self._points = f"{name}_points"
         self._vec = f"{name}_vec"
         self._fts = f"{name}_fts"
+        #: dense search tuning (module constants by default; the scale benchmark varies them)
+        self.exact_below, self.oversample, self.min_rescore = exact_below, oversample, min_rescore
+        self._code_tables = CodeTables(name)
         self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        self._holders: weakref.WeakSet[_ThreadConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
 
     # -- connections ---------------------------------------------------------------------
 
     def _connection(self) -> sqlite3.Connection:
-        """This thread's connection, opened (extension loaded, WAL, busy timeout) on first use."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
+        """This thread's connection, opened (extension loaded, WAL, busy timeout) on first use.
+
+        It lives as long as the thread: when a thread ends, its thread-local holder goes and
+        the connection is closed with it (the MCP server's worker threads come and go; keeping
+        their connections leaked a file descriptor per thread: soak-2026-12-01-bursts.md)."""
+        holder = getattr(self._local, "holder", None)
+        if holder is not None:
+            return holder.conn
         try:
             conn = sqlite3.connect(
                 str(self.path),
@@ -130,9 +183,11 @@ class SqliteVectorIndex(VectorIndex):
             raise StoreUnavailableError(
                 f"cannot open the SQLite vector index {self.path}: {exc}"
             ) from exc
-        self._local.conn = conn
+        holder = _ThreadConnection(conn)
+        weakref.finalize(holder, conn.close)
+        self._local.holder = holder
         with self._lock:
-            self._connections.append(conn)
+            self._holders.add(holder)
         return conn
 
     @contextmanager
@@ -167,9 +222,9 @@ class SqliteVectorIndex(VectorIndex):
     def close(self) -> None:
         """Close every connection this object opened (on any thread). Safe to call twice."""
         with self._lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
+            holders, self._holders = list(self._holders), weakref.WeakSet()
+        for holder in holders:
+            holder.conn.close()
         self._local = threading.local()
 
     # -- collection ----------------------------------------------------------------------
@@ -206,12 +261,31 @@ class SqliteVectorIndex(VectorIndex):
                 recorded = CollectionInfo(model=model, dimension=dimension)
         return recorded
 
+    def open(self, model: str, dimension: int, *, create: bool = True) -> CollectionInfo:
+        """``VectorIndex.open``; with ``create`` (the writer) a version-2 file is also upgraded
+        to ``SCHEMA_VERSION`` (codes back-filled from the stored floats, one transaction).
+        Without ``create`` nothing is written: an old file is searched exactly until upgraded.
+        """
+        info = super().open(model, dimension, create=create)
+        if create and self._layout_version(self._connection()) != SCHEMA_VERSION:
+            with self._write("upgrading the index layout") as conn:
+                self._ensure_codes(conn)
+        return info
+
+    def _layout_version(self, conn: sqlite3.Connection) -> str | None:
+        """The ``schema_version`` recorded in ``{name}_meta`` (``None`` if none)."""
+        with self._errors("reading the layout version"):
+            row = conn.execute(
+                f"SELECT value FROM {self._meta} WHERE key = 'schema_version'"
+            ).fetchone()
+        return None if row is None else row[0]
+
     def _check_layout(self) -> None:
-        """Refuse a file of another ``SCHEMA_VERSION`` (rebuild it)."""
+        """Refuse a file of a layout version this code cannot read (rebuild it)."""
         version = self._connection().execute(
             f"SELECT value FROM {self._meta} WHERE key = 'schema_version'"
         ).fetchone()
-        if version is None or version[0] != SCHEMA_VERSION:
+        if version is None or version[0] not in _READABLE_VERSIONS:
             raise StoreError(
                 f"the vector index {self.path} has layout version "
                 f"{version[0] if version else 'unknown'}, this kb needs {SCHEMA_VERSION}: "
@@ -246,8 +320,23 @@ class SqliteVectorIndex(VectorIndex):
         )
         conn.executemany(
             f"INSERT INTO {self._meta}(key, value) VALUES (?, ?)",
-            [("model", model), ("dimension", str(dimension)), ("schema_version", SCHEMA_VERSION)],
+            [("model", model), ("dimension", str(dimension)), ("schema_version", "2")],
         )
+        self._ensure_codes(conn)
+
+    def _ensure_codes(self, conn: sqlite3.Connection) -> None:
+        """Inside a write transaction: give a version-2 layout the codes tables, filled from
+        the stored float vectors (nothing to do on a current one)."""
+        if self._layout_version(conn) != SCHEMA_VERSION:
+            self._code_tables.create(conn)
+            conn.execute(f"UPDATE {self._meta} SET value = ? WHERE key = 'schema_version'",
+                         (SCHEMA_VERSION,))
+
+    def _next_generation(self, conn: sqlite3.Connection) -> int:
+        """Inside a write transaction: upgrade an old layout, then bump and return the write
+        generation."""
+        self._ensure_codes(conn)
+        return self._code_tables.next_generation(conn)
 
     def drop(self) -> bool:
         """Drop the index's tables in one transaction (the file stays). Returns whether
@@ -257,7 +346,8 @@ class SqliteVectorIndex(VectorIndex):
             return False
         with self._write("dropping the index") as conn:
             existed = self._read_info(conn) is not None
-            for table in (self._fts, self._vec, self._points, self._meta):
+            tables = (self._code_tables.codes, self._code_tables.removed)
+            for table in (self._fts, self._vec, *tables, self._points, self._meta):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         return existed
 
@@ -270,6 +360,7 @@ class SqliteVectorIndex(VectorIndex):
         if not rows:
             return 0
         with self._write(f"upserting {len(rows)} points") as conn:
+            generation = self._next_generation(conn)
             ids = json.dumps([row.id for row in rows])
             existing = dict(
                 conn.execute(
@@ -278,7 +369,8 @@ class SqliteVectorIndex(VectorIndex):
                     (ids,),
                 ).fetchall()
             )
-            self._delete_rowids(conn, list(existing.values()), points_too=False)
+            self._delete_rowids(conn, list(existing.values()), points_too=False,
+                                generation=generation)
             next_rowid = conn.execute(
                 f"SELECT coalesce(max(rowid), 0) FROM {self._points}"
             ).fetchone()[0]
@@ -308,22 +400,28 @@ class SqliteVectorIndex(VectorIndex):
                 f"INSERT INTO {self._fts}(rowid, terms) VALUES (?, ?)",
                 [(rowid, r.terms) for rowid, r in zip(rowids, rows, strict=True)],
             )
+            self._code_tables.write(conn, rowids, np.stack([r.dense for r in rows]), generation)
         return len(rows)
 
     def _delete_rowids(
-        self, conn: sqlite3.Connection, rowids: list[int], *, points_too: bool
+        self, conn: sqlite3.Connection, rowids: list[int], *, points_too: bool,
+        generation: int | None,
     ) -> None:
+        """Delete ``rowids`` from the vector, FTS and codes tables (and the points table if
+        ``points_too``, logging them in ``{name}_removed`` at ``generation``)."""
         if not rowids:
             return
         params = [(rowid,) for rowid in rowids]
         conn.executemany(f"DELETE FROM {self._vec} WHERE rowid = ?", params)
         conn.executemany(f"DELETE FROM {self._fts} WHERE rowid = ?", params)
+        self._code_tables.delete(conn, rowids, generation if points_too else None)
         if points_too:
             conn.executemany(f"DELETE FROM {self._points} WHERE rowid = ?", params)
 
     def _delete_ids(self, ids: list[str]) -> int:
         """Delete the stored ones of ``ids`` in one transaction; returns how many."""
         with self._write(f"deleting {len(ids)} ids") as conn:
+            generation = self._next_generation(conn)
             rowids = [
                 r[0]
                 for r in conn.execute(
@@ -332,19 +430,20 @@ class SqliteVectorIndex(VectorIndex):
                     (json.dumps(ids),),
                 )
             ]
-            self._delete_rowids(conn, rowids, points_too=True)
+            self._delete_rowids(conn, rowids, points_too=True, generation=generation)
         return len(rowids)
 
     def _delete_document(self, document: str) -> int:
         """Delete every point of ``document`` in one transaction; returns how many (0 if none)."""
         with self._write(f"deleting document {document!r}") as conn:
+            generation = self._next_generation(conn)
             rowids = [
                 r[0]
                 for r in conn.execute(
                     f"SELECT rowid FROM {self._points} WHERE document = ?", (document,)
                 )
             ]
-            self._delete_rowids(conn, rowids, points_too=True)
+            self._delete_rowids(conn, rowids, points_too=True, generation=generation)
         return len(rowids)
 
     # -- reads ---------------------------------------------------------------------------
@@ -386,10 +485,66 @@ class SqliteVectorIndex(VectorIndex):
         return [row[0] for row in rows]
 
     def _dense_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[Hit]:
-        """The ``limit`` (at most ``MAX_KNN``) nearest points that pass ``filters``.
+        """The ``limit`` (at most ``MAX_KNN``) nearest points that pass ``filters``: exact
+        below ``exact_below`` live points or on a version-2 file, else the best of the
+        binary-code candidates by exact cosine (see the module docstring).
 
         ``Hit.score`` is the cosine similarity ``1 - cosine distance``; ties are ordered by id.
         """
+        limit = min(limit, MAX_KNN)
+        candidates = self._code_candidates(query, limit, filters)
+        if candidates is None:
+            return self._exact_dense_search(query, limit, filters)
+        sql = (
+            f"WITH scored AS (SELECT c.value AS rowid, "
+            f"vec_distance_cosine(v.dense, ?) AS distance "
+            f"FROM json_each(?) AS c JOIN {self._code_tables.codes} AS v ON v.rowid = c.value "
+            "ORDER BY distance, c.value LIMIT ?) "
+            "SELECT p.id, p.document, p.kind, p.text, p.payload, scored.distance "
+            f"FROM scored JOIN {self._points} AS p ON p.rowid = scored.rowid "
+            "ORDER BY scored.distance, p.id"
+        )
+        with self._errors("dense search"):
+            rows = (
+                self._connection()
+                .execute(sql, (query.tobytes(), json.dumps(candidates), limit))
+                .fetchall()
+            )
+        return [Hit(point=_stored(row[:5]), score=1.0 - float(row[5])) for row in rows]
+
+    def _code_candidates(
+        self, query: np.ndarray, limit: int, filters: Filters
+    ) -> list[int] | None:
+        """Rowids to rescore for a dense search, nearest codes first; ``None`` when the
+        search should scan exactly (no codes yet, or fewer than ``exact_below`` points)."""
+        cache = self._refreshed_codes()
+        if cache is None or cache.size < self.exact_below:
+            return None
+        wanted = dict(filters)
+        return cache.candidates(
+            binary_code(query),
+            max(self.oversample * limit, self.min_rescore),
+            documents=wanted.get("document"),
+            kinds=wanted.get("kind"),
+        )
+
+    def _refreshed_codes(self) -> CodeCache | None:
+        """This process's copy of the codes as of the last committed write (read in one read
+        transaction, a consistent snapshot); ``None`` on a version-2 file."""
+        conn = self._connection()
+        code_bytes = -(-self._require_open().dimension // 8)
+        with self._errors("reading the binary codes"):
+            conn.execute("BEGIN")
+            try:
+                if self._layout_version(conn) != SCHEMA_VERSION:
+                    return None
+                return self._code_tables.refreshed(conn, code_bytes)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    def _exact_dense_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[Hit]:
+        """vec0's exact KNN scan (every float vector) for ``_dense_search``."""
         clauses, params = _in_filters(filters)
         sql = (
             f"WITH knn AS (SELECT rowid, distance FROM {self._vec} "
@@ -493,10 +648,23 @@ class _Row:
         self.terms = fts_document(point.terms_source)
 
 
+#: Distinct payload texts ``_decoded_payload`` keeps decoded (a search reads ~400 candidates,
+#: the same few thousand points again and again; benchmarks/results/
+#: serving-2026-12-01-latency.md).
+PAYLOAD_CACHE = 8192
+
+
+@lru_cache(maxsize=PAYLOAD_CACHE)
+def _decoded_payload(payload: str) -> dict[str, Any]:
+    return json.loads(payload)
+
+
 def _stored(row: Sequence[Any]) -> StoredPoint:
     point_id, document, kind, text, payload = row
+    # a copy per point: the cached dict is never handed out, so no caller can change it
     return StoredPoint(
-        id=point_id, document=document, kind=kind, text=text, payload=json.loads(payload)
+        id=point_id, document=document, kind=kind, text=text,
+        payload=dict(_decoded_payload(payload)),
     )
 
 

@@ -135,6 +135,7 @@ def test_floors_file_parses_and_breaches_ignore_what_was_not_measured() -> None:
     assert floors["regulatory/mrr"] == 0.73
     assert floors["regulatory/definition/mrr"] == 0.75
     assert floors["financebench/recall_at_5"] == 0.58
+    assert floors["financebench/mrr"] == 0.39
     found = breaches({"regulatory/mrr": 0.72, "regulatory/recall_at_1": 0.9}, floors)
     assert [(b.key, b.value, b.floor) for b in found] == [("regulatory/mrr", 0.72, 0.73)]
 

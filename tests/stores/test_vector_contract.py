@@ -1,6 +1,8 @@
 """Contract suite for the vector index role, run unchanged against every backend:
 
 * ``sqlite`` — ``SqliteVectorIndex`` on a file in ``tmp_path`` (sqlite-vec + FTS5);
+* ``sqlite-codes`` — the same with ``exact_below=0``: every dense search ranks the binary
+  codes and rescores the candidates (the path large indexes take);
 * ``qdrant`` — ``QdrantVectorIndex`` on ``QdrantClient(":memory:")`` (Qdrant's local mode,
   same API as a server).
 
@@ -46,14 +48,16 @@ class Backend:
     make_other: Callable[[], VectorIndex]
 
 
-@pytest.fixture(params=["sqlite", "qdrant"])
+@pytest.fixture(params=["sqlite", "sqlite-codes", "qdrant"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     handles: list[VectorIndex] = []
-    if request.param == "sqlite":
+    if request.param.startswith("sqlite"):
         path = tmp_path / "vectors.sqlite"
+        # "sqlite-codes": dense searches always go through the binary codes (no exact scan)
+        tuning = {"exact_below": 0} if request.param == "sqlite-codes" else {}
 
         def make(where: Path = path) -> VectorIndex:
-            handles.append(SqliteVectorIndex(where))
+            handles.append(SqliteVectorIndex(where, **tuning))
             return handles[-1]
 
         def make_other() -> VectorIndex:
