@@ -15,24 +15,38 @@ Usage: ``python -m tests.assets.crash_hook [--stop-in NAME [--after] [--within M
   the test's SIGKILL lands at that point and nowhere else. With ``--within MODULE`` only a
   call made from that module's code stops (``--within kb_assets.assets.figures``: the
   figures step's upsert, not the embeddings step's).
+* With ``NOTION_PAGES_ENV`` set to a JSON file (a list of tracker pages, as
+  ``tests.market.notion_server.tracker_page`` gives them), a ``FakeNotion`` serving those
+  pages answers at ``API_URL`` through respx, and the Notion settings point at it, so
+  ``kb sync notion`` reads that tracker (respx mocks of the test's own process are not seen
+  here). Unset, nothing about Notion changes.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import json
 import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+import respx
 
 from kb_shared.providers import factory
 from kb_shared.providers.base import HeadingPathContextualiser
 from tests.fakes import FakeConverter, FakeExtractor, FakeFigureLocator, HashingEmbedder
+from tests.market.notion_server import API_URL, DATA_SOURCE_ID, TOKEN, FakeNotion
 
 #: What the stopped process writes to ``KB_CRASH_FD`` when it reaches the stop point.
 STOP_LINE = b"stopped\n"
+#: The environment variable naming the JSON file of tracker pages to serve (see the module).
+#: Not ``KB_``-prefixed: the crash tests pass their own environment on without those.
+NOTION_PAGES_ENV = "CRASH_HOOK_NOTION_PAGES"
 
 
 def install_fake_providers() -> None:
@@ -46,6 +60,20 @@ def install_fake_providers() -> None:
     }
     for role, fake in fakes.items():
         setattr(factory, role, lambda _settings, fake=fake: fake)
+
+
+def install_fake_notion(pages_file: Path) -> respx.MockRouter:
+    """Serve the tracker pages in the JSON file ``pages_file`` (a list of page objects) from
+    a ``FakeNotion`` at ``API_URL`` for the rest of this process, and point ``NOTION_TOKEN``,
+    ``KB_NOTION_DATA_SOURCE_ID`` and ``KB_NOTION_API_URL`` at it; returns the started router."""
+    server = FakeNotion(json.loads(pages_file.read_text(encoding="utf-8")))
+    router = respx.MockRouter(assert_all_called=False, assert_all_mocked=True)
+    router.route(host=urlsplit(API_URL).hostname).mock(side_effect=server.handle)
+    router.start()
+    os.environ.update(
+        NOTION_TOKEN=TOKEN, KB_NOTION_DATA_SOURCE_ID=DATA_SOURCE_ID, KB_NOTION_API_URL=API_URL
+    )
+    return router
 
 
 def _owner(dotted: str) -> tuple[Any, str]:
@@ -104,6 +132,8 @@ def run(argv: list[str]) -> None:
     split = argv.index("--")
     options, kb_args = argv[:split], argv[split + 1:]
     install_fake_providers()
+    if os.environ.get(NOTION_PAGES_ENV):
+        install_fake_notion(Path(os.environ[NOTION_PAGES_ENV]))
     if "--stop-in" in options:
         within = options[options.index("--within") + 1] if "--within" in options else None
         stop_in(

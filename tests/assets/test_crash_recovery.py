@@ -10,6 +10,7 @@ Stores are the embedded ones (SQLite catalog and graph, SQLite vector index, fil
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +35,11 @@ from kb_assets.resources import StoresResource
 from kb_mcp.server import build_server
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog.aer import aer_metrics
-from tests.assets.crash_hook import STOP_LINE
+from tests.assets.crash_hook import NOTION_PAGES_ENV, STOP_LINE
 from tests.fakes import HashingEmbedder, tiny_pdf
 from tests.market.aer_fixtures import Q3_2025_26, Q4_2025_26, write_release
+from tests.market.notion_server import DATA_SOURCE_ID, FakeNotion, page_id, tracker_page
+from tests.market.test_notion_sync import small_tracker
 
 pytestmark = pytest.mark.slow
 
@@ -437,3 +441,78 @@ def test_an_aer_sync_killed_mid_transaction_leaves_the_previous_sync_and_runs_ag
     assert aer_state(home) == before
     kb(home, "sync", "aer", str(q4))
     assert aer_state(home) == after
+
+
+def notion_state(home: Path) -> dict[str, Any]:
+    """Every stored compliance action, the totals the search gives over all of them (count,
+    fine total, with and without a fine, synced_at) and the sync-state row (as a dict)."""
+    stores = StoresResource(home=str(home))
+    try:
+        catalog = stores.catalog()
+        found = catalog.search_compliance(limit=200)
+        state = catalog.compliance_sync_state()
+        return {
+            "actions": catalog.list_compliance_actions(),
+            "totals": (found.count, found.fine_total, found.with_fine, found.without_fine,
+                       found.synced_at),
+            "sync_state": None if state is None else dataclasses.asdict(state),
+        }
+    finally:
+        stores.close()
+
+
+def without_sync_times(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` without its two ``synced_at`` (the clock, which two runs never share)."""
+    sync_state = state["sync_state"]
+    return {
+        "actions": state["actions"],
+        "totals": state["totals"][:-1],
+        "sync_state": {k: v for k, v in sync_state.items() if k != "synced_at"},
+    }
+
+
+def test_a_notion_sync_killed_mid_transaction_leaves_the_previous_sync_and_runs_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after the changed tracker's rows are inserted, updated and deleted and before
+    the sync state is written, in the one transaction of ``Catalog.replace_compliance_actions``:
+    the store holds the first sync exactly, and the sync run again gives what an uninterrupted
+    one does. The ``kb`` processes read the tracker from ``crash_hook``'s ``FakeNotion``."""
+    pages = tmp_path / "tracker.json"
+    monkeypatch.setenv(NOTION_PAGES_ENV, str(pages))
+    tracker = FakeNotion(small_tracker())
+    pages.write_text(json.dumps(tracker.pages), encoding="utf-8")
+    expected, home = tmp_path / "uninterrupted", tmp_path / "kb"
+    for target in (expected, home):
+        kb(target, "sync", "notion")
+    before = notion_state(home)
+    assert before["totals"][:4] == (4, Decimal("3900000.50"), 3, 1)
+
+    tracker.trash("origin")  # Origin's 2,000,000.50 goes
+    (agl,) = [p for p in tracker.pages if p["id"] == page_id("agl")]
+    agl["properties"]["Fine"]["number"] = 1_750_000  # was 1,500,000
+    agl["last_edited_time"] = "2026-12-01T09:30:00.000Z"
+    tracker.pages.append(tracker_page(
+        "energyaustralia", summary="Late bills", organisation="EnergyAustralia Pty Ltd",
+        regulatory_body="AER", status="Paid", fine=300_000, date="2026-03-02",
+    ))
+    pages.write_text(json.dumps(tracker.pages), encoding="utf-8")
+    kb(expected, "sync", "notion")
+    after = notion_state(expected)
+    # 1,750,000 (AGL) + 400,000 (Alinta) + 300,000 (EnergyAustralia); Red Energy has no fine
+    assert after["totals"][:4] == (4, Decimal("2450000.00"), 3, 1)
+    assert {k: after["sync_state"][k] for k in (
+        "read", "inserted", "updated", "deleted", "unchanged", "data_source_id")} == {
+        "read": 4, "inserted": 1, "updated": 1, "deleted": 1, "unchanged": 2,
+        "data_source_id": DATA_SOURCE_ID}
+
+    kb_killed_at(
+        home,
+        StopPoint("kb_shared.stores.catalog.compliance.ComplianceCatalog._apply", after=True),
+        "sync", "notion",
+    )
+    assert notion_state(home) == before
+    kb(home, "sync", "notion")
+    again = notion_state(home)
+    assert without_sync_times(again) == without_sync_times(after)
+    assert again["sync_state"]["synced_at"] > before["sync_state"]["synced_at"]
