@@ -388,13 +388,13 @@ def build_documents(
     assets: Sequence[str] | None = None,
     force: Iterable[str] = (),
     on_done: Callable[[BuildOutcome], None] | None = None,
-    job: Callable[[], dg.JobDefinition] = build_job,
+    job: Callable[[], dg.JobDefinition] | None = None,
 ) -> list[BuildOutcome]:
     """Build each document in turn, its runs configured with ``stores``' settings; returns one
     outcome per document (never raises for a document's failure — its reason is in the
     outcome, and the run's failure hook put it on the catalog row).
 
-    ``job``: as ``run_build``. ``kb_assets.backfill.build_batches`` builds several documents
+    ``job``: as ``run_build`` (``None``: its default). ``kb_assets.backfill.build_batches`` builds several documents
     per run instead.
 
     A document without a Dagster partition (the instance was reset) is not run: its outcome
@@ -445,11 +445,12 @@ def build_one(
     *,
     assets: Sequence[str] | None,
     force: tuple[str, ...],
-    job: Callable[[], dg.JobDefinition] = build_job,
+    job: Callable[[], dg.JobDefinition] | None = None,
 ) -> BuildOutcome:
     """Build one document in its own run (``run_build``) and report its outcome."""
     started = time.perf_counter()
-    result = run_build(instance, doc_id, assets=assets, force=force, settings=stores, job=job)
+    chosen = {} if job is None else {"job": job}  # None: run_build's own default job
+    result = run_build(instance, doc_id, assets=assets, force=force, settings=stores, **chosen)
     seconds = round(time.perf_counter() - started, 2)
     return outcome_of(stores, doc_id, result, seconds, success=result.success)
 
