@@ -711,6 +711,18 @@ def numeric(metadata_map: Mapping[str, Any], key: str, default: float = 0.0) -> 
         return default
 
 
+def positive_counts(text: str, option: str, example: str) -> list[int]:
+    """The comma-separated positive integers of a command-line option (``"1,4,16"``).
+
+    Raises:
+        SystemExit: none given, or one below 1 (``option`` and ``example`` name the fix).
+    """
+    counts = [int(n) for n in text.split(",") if n.strip()]
+    if not counts or min(counts) < 1:
+        raise SystemExit(f"{option} needs positive integers, e.g. {example}")
+    return counts
+
+
 def served_questions(home: Path, eval_folder: Path) -> tuple[Path, list[str]]:
     """What a serving benchmark starts from: ``home`` resolved, once it holds a built corpus
     (``kb.sqlite`` or ``vectors.sqlite``), and the questions of ``eval_folder/questions.jsonl``

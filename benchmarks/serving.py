@@ -66,6 +66,7 @@ from benchmarks.common import (
     fmt_duration,
     latency_summary,
     log,
+    positive_counts,
     served_questions,
 )
 from benchmarks.mcp_server import Server, running_server, server_env
@@ -446,9 +447,7 @@ def write_report(report: Report, levels: Sequence[Level], server: Server,
 async def run(args: argparse.Namespace) -> int:
     """Start the server, check, warm up, run every level, write the report."""
     home, questions = served_questions(args.home, args.eval)
-    levels_wanted = [int(n) for n in args.clients.split(",") if n.strip()]
-    if not levels_wanted or min(levels_wanted) < 1:
-        raise SystemExit("--clients needs positive integers, e.g. 1,4,16")
+    levels_wanted = positive_counts(args.clients, "--clients", "1,4,16")
 
     report = Report(name="serving", title="Serving latency benchmark (kb-mcp over HTTP)",
                     variant=args.variant)

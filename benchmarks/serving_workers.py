@@ -50,6 +50,7 @@ from benchmarks.common import (
     fmt_duration,
     latency_summary,
     log,
+    positive_counts,
     served_questions,
 )
 from benchmarks.mcp_server import Server, running_server, server_env
@@ -340,9 +341,7 @@ def write_report(report: Report, runs: Sequence[Run], profile: Profile | None) -
 async def run(args: argparse.Namespace) -> int:
     """Measure every worker count, write the report; exit 1 when any call failed."""
     home, questions = served_questions(args.home, args.eval)
-    counts = [int(n) for n in args.workers.split(",") if n.strip()]
-    if not counts or min(counts) < 1:
-        raise SystemExit("--workers needs positive integers, e.g. 1,2")
+    counts = positive_counts(args.workers, "--workers", "1,2")
     report = Report(name="serving-workers", variant=args.variant,
                     title="Multi-worker serving benchmark (kb-mcp serve --workers N)")
     report.fact("KB_HOME", f"`{home}`")
