@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -207,14 +208,26 @@ V1, V2 = tiny_pdf("first"), tiny_pdf("second")
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The stores after uninterrupted builds: of version 1 (``"v1"``) and after a new version
-    2 replaced it (``"v2"``)."""
+def built_homes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Homes built once per module by uninterrupted ``kb build`` runs: version 1 (``"v1"``),
+    and version 1 then version 2 as its new version (``"v2"``). Tests never write to them:
+    each works on a copy (``copy_of``), which saves one or two real builds per test."""
     root = tmp_path_factory.mktemp("uninterrupted")
-    return {
-        "v1": snapshot(built(root / "v1", [V1])),
-        "v2": snapshot(built(root / "v2", [V1, V2])),
-    }
+    return {"v1": built(root / "v1", [V1]), "v2": built(root / "v2", [V1, V2])}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(built_homes: dict[str, Path]) -> dict[str, Any]:
+    """The stores after uninterrupted builds (``snapshot`` of each of ``built_homes``)."""
+    return {key: snapshot(home) for key, home in built_homes.items()}
+
+
+def copy_of(home: Path, tmp_path: Path) -> Path:
+    """A copy of the built ``home`` at ``tmp_path/kb`` (every store of the embedded default
+    lives under KB_HOME, addressed relative to it, so the copy is a KB_HOME of its own)."""
+    target = tmp_path / "kb"
+    shutil.copytree(home, target)
+    return target
 
 
 def assert_recovered(home: Path, expected: dict[str, Any]) -> None:
@@ -280,9 +293,9 @@ INSIDE_SWITCH = {
 
 @pytest.mark.parametrize("stop", list(INSIDE_SWITCH))
 def test_a_new_version_build_killed_in_the_switch_finishes_as_if_never_killed(
-    stop: str, tmp_path: Path, uninterrupted: dict[str, Any]
+    stop: str, tmp_path: Path, built_homes: dict[str, Path], uninterrupted: dict[str, Any]
 ) -> None:
-    home = built(tmp_path / "kb", [V1])
+    home = copy_of(built_homes["v1"], tmp_path)
     add(home, V2, new_version=True)
     kb_killed_at(home, INSIDE_SWITCH[stop], "build")
     kb(home, "build")
@@ -349,8 +362,10 @@ GONE = {
 
 
 @pytest.mark.parametrize("stop", list(INSIDE_DELETE))
-def test_a_delete_killed_half_way_finishes_when_run_again(stop: str, tmp_path: Path) -> None:
-    home = built(tmp_path / "kb", [V1, V2])
+def test_a_delete_killed_half_way_finishes_when_run_again(
+    stop: str, tmp_path: Path, built_homes: dict[str, Path]
+) -> None:
+    home = copy_of(built_homes["v2"], tmp_path)
     kb_killed_at(home, INSIDE_DELETE[stop], "delete", NAME)
     left = snapshot(home)
     if stop == "marked_deleting":  # everything is still stored; only the status changed
@@ -379,9 +394,9 @@ def test_a_delete_killed_half_way_finishes_when_run_again(stop: str, tmp_path: P
 
 
 def test_a_killed_delete_is_finished_by_the_next_build_and_refuses_a_re_add_before(
-    tmp_path: Path,
+    tmp_path: Path, built_homes: dict[str, Path]
 ) -> None:
-    home = built(tmp_path / "kb", [V1])
+    home = copy_of(built_homes["v1"], tmp_path)
     kb_killed_at(home, INSIDE_DELETE["marked_deleting"], "delete", NAME)
     folder = tmp_path / "again"
     folder.mkdir()
