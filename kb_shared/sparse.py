@@ -4,9 +4,10 @@ Regulatory text is full of codes that a general-purpose tokenizer breaks apart: 
 (``SO_OP_3705``), clause numbers (``3.1.5``, ``4.10.0``), market notices (``IN008-24``), DUIDs
 (``BW01``) and NEMDE variable names (``UIGFSurplus``). A search for one of them must find the
 chunk that contains it, so this module keeps them whole. The same terms feed both backends:
-SQLite's FTS5 (``fts_document`` / ``fts_query``, ranked by FTS5's ``bm25()``) and Qdrant's
-sparse vectors (``sparse_vector``, IDF applied by Qdrant's ``Modifier.IDF``), so a code is one
-term whichever store is live.
+SQLite's FTS5 (``fts_document`` / ``fts_query``; FTS5 matches, the points are ranked by the
+score Qdrant would give them, ``kb_shared.stores.vectors_sparse``) and Qdrant's sparse vectors
+(``sparse_vector``, IDF applied by Qdrant's ``Modifier.IDF``), so a code is one term and ranks
+the same whichever store is live.
 
 The rules of ``tokenize``, in order:
 
@@ -74,7 +75,7 @@ BM25_B = 0.75
 #: sparse vectors. A chunk is ~300 words (``chunking.chunk_markdown(budget_words=300)``);
 #: after stopwords and with compound parts added that is ~200-300 tokens. A fixed value keeps
 #: a point's sparse vector independent of the rest of the corpus (Qdrant has no corpus-wide
-#: length statistic); FTS5's ``bm25()`` uses the real average instead.
+#: length statistic). Both backends rank with it (``kb_shared.stores.vectors_sparse``).
 AVERAGE_DOCUMENT_TOKENS = 256
 
 #: Sparse vector indices are 31-bit so they fit Qdrant's u32 indices and any signed int32.

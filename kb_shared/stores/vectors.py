@@ -256,7 +256,9 @@ class VectorReader(ClosingStore, ABC):
         documents: Sequence[str] | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """Best points by term match over ``kb_shared.sparse`` terms of ``text``, best first.
+        """Best points by term match over ``kb_shared.sparse`` terms of ``text``, best first,
+        equal scores by id; every backend gives Qdrant's IDF-weighted BM25 score
+        (``kb_shared.stores.vectors_sparse``), so a migrated index ranks alike.
 
         A query with no usable terms returns ``[]``. Raw user text is never handed to a
         query parser (FTS5 syntax in it is matched as words).
@@ -266,7 +268,9 @@ class VectorReader(ClosingStore, ABC):
         """
         self._require_open()
         filters = check_filters(documents, kinds)
-        return [] if limit <= 0 or filters is None else self._sparse_search(text, limit, filters)
+        if limit <= 0 or filters is None:
+            return []
+        return sorted(self._sparse_search(text, limit, filters), key=lambda h: (-h.score, h.id))
 
     def hybrid_search(
         self,
@@ -336,7 +340,8 @@ class VectorReader(ClosingStore, ABC):
 
     @abstractmethod
     def _sparse_search(self, text: str, limit: int, filters: Filters) -> list[Hit]:
-        """``sparse_search`` for ``limit`` >= 1 and checked ``filters``; ``[]`` when
+        """``sparse_search`` for ``limit`` >= 1 and checked ``filters``: the ``limit`` best by
+        (score, then id) — a backend must settle ties at the cut by id itself; ``[]`` when
         ``text`` has no terms."""
 
 

@@ -62,6 +62,9 @@ DIMENSION_KEY = "kb_dimension"
 UPSERT_BATCH = 256
 #: Points per scroll page when listing ids.
 SCROLL_PAGE = 1024
+#: Extra points a sparse search asks for, so ties at the ``limit``-th score can be ordered
+#: by id (``QdrantVectorIndex._sparse_search``).
+TIE_MARGIN = 8
 
 
 class QdrantVectorIndex(VectorIndex):
@@ -285,20 +288,31 @@ class QdrantVectorIndex(VectorIndex):
         return _hits(response.points)
 
     def _sparse_search(self, text: str, limit: int, filters: Filters) -> list[Hit]:
-        """Best points by IDF-weighted dot product of sparse vectors; ``[]`` for no terms."""
+        """Best points by IDF-weighted dot product of sparse vectors, ties by id; ``[]`` for
+        no terms.
+
+        Qdrant orders equal scores by storage position, so more than ``limit`` points are
+        asked for until the lowest score returned is below the ``limit``-th (every point tied
+        with it is then in hand) or the collection has no more matches.
+        """
         indices, values = sparse_vector(text)
         if not indices:
             return []
-        with self._calls(f"sparse search in {self.collection!r}"):
-            response = self.client.query_points(
-                self.collection,
-                query=models.SparseVector(indices=indices, values=values),
-                using=SPARSE,
-                query_filter=_any_filter(filters),
-                limit=limit,
-                with_payload=True,
-            )
-        return _hits(response.points)
+        asked = limit + TIE_MARGIN
+        while True:
+            with self._calls(f"sparse search in {self.collection!r}"):
+                response = self.client.query_points(
+                    self.collection,
+                    query=models.SparseVector(indices=indices, values=values),
+                    using=SPARSE,
+                    query_filter=_any_filter(filters),
+                    limit=asked,
+                    with_payload=True,
+                )
+            hits = sorted(_hits(response.points), key=lambda h: (-h.score, h.id))
+            if len(hits) < asked or hits[-1].score < hits[limit - 1].score:
+                return hits[:limit]
+            asked *= 2
 
 
 def _struct(checked: CheckedPoint) -> models.PointStruct:

@@ -23,8 +23,9 @@ Tables, all prefixed with the index ``name`` (default ``chunks``):
   ``tokenchars '-_./'`` (joiners stay inside a token), ``categories 'L* M* N* Co'`` (marks
   are token characters, so Arabic harakat do not split a word) and ``remove_diacritics 0``
   (``ä`` stays ``ä``), so every term of our tokenizer is exactly one FTS5 token — the FTS5
-  vocabulary equals the set of ``kb_shared.sparse.tokenize`` terms (tested). Ranked by
-  FTS5's ``bm25()`` (k1=1.2, b=0.75; FTS5 returns it negated, so ``Hit.score = -bm25``).
+  vocabulary equals the set of ``kb_shared.sparse.tokenize`` terms (tested). FTS5 matches;
+  its ``bm25()`` picks the candidates, which are ranked by the score Qdrant computes for the
+  same points (``kb_shared.stores.vectors_sparse``), so a migrated index answers alike.
 
 * ``{name}_codes`` / ``{name}_removed`` — the sign code of each dense vector (1 bit per
   dimension) with a plain float32 copy for rescoring, and the log of deleted rowids
@@ -75,6 +76,7 @@ from kb_shared.stores.vectors import (
     check_points,
 )
 from kb_shared.stores.vectors_codes import CodeCache, CodeTables, binary_code
+from kb_shared.stores.vectors_sparse import SparseScorer
 
 #: vec0's upper bound on ``k`` in a KNN query (sqlite-vec 0.1.9: "k value in knn query too
 #: large, … the limit is 4096").
@@ -150,6 +152,7 @@ class SqliteVectorIndex(VectorIndex):
         #: dense search tuning (module constants by default; the scale benchmark varies them)
         self.exact_below, self.oversample, self.min_rescore = exact_below, oversample, min_rescore
         self._code_tables = CodeTables(name)
+        self._scorer = SparseScorer(self._fts, self._points, self._meta)
         self._local = threading.local()
         self._holders: weakref.WeakSet[_ThreadConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -562,36 +565,34 @@ class SqliteVectorIndex(VectorIndex):
         return [Hit(point=_stored(row[:5]), score=1.0 - float(row[5])) for row in rows]
 
     def _sparse_search(self, text: str, limit: int, filters: Filters) -> list[Hit]:
-        """Best points by FTS5 BM25 over the terms of ``text`` (OR of quoted terms).
+        """Best points by Qdrant's sparse score over FTS5's matches of ``text``
+        (``kb_shared.stores.vectors_sparse``), so both backends rank alike.
 
-        ``Hit.score`` is ``-bm25()`` (higher is better); ties are ordered by id (without
-        filters, which of several tied points makes the cut at ``limit`` follows rowid). A
-        text with no terms returns ``[]``. Without filters the top ``limit`` rowids are taken
-        from FTS5 before the join, so the texts of the other matches are never read (about
-        half the time of join-then-sort on 20k chunks).
+        ``Hit.score`` is the score Qdrant gives the same point; ties are ordered by id. A text
+        with no terms returns ``[]``. Statistics and candidates come from one read snapshot.
         """
-        match = fts_query(text)
-        if match is None:
+        if fts_query(text) is None:
             return []
         clauses, params = _in_filters(filters, prefix="p.")
-        if clauses:
-            sql = (
-                f"SELECT p.id, p.document, p.kind, p.text, p.payload, bm25({self._fts}) AS rank "
-                f"FROM {self._fts} JOIN {self._points} AS p ON p.rowid = {self._fts}.rowid "
-                f"WHERE {self._fts} MATCH ?{''.join(' AND ' + c for c in clauses)} "
-                "ORDER BY rank, p.id LIMIT ?"
-            )
-        else:
-            sql = (
-                f"WITH top AS (SELECT rowid, bm25({self._fts}) AS rank FROM {self._fts} "
-                f"WHERE {self._fts} MATCH ? ORDER BY rank, rowid LIMIT ?) "
-                "SELECT p.id, p.document, p.kind, p.text, p.payload, top.rank "
-                f"FROM top JOIN {self._points} AS p ON p.rowid = top.rowid "
-                "ORDER BY top.rank, p.id"
-            )
+        conn = self._connection()
         with self._errors("sparse search"):
-            rows = self._connection().execute(sql, (match, *params, limit)).fetchall()
-        return [Hit(point=_stored(row[:5]), score=-float(row[5])) for row in rows]
+            self._scorer.prepare(conn)
+            conn.execute("BEGIN")
+            try:
+                scored = self._scorer.search(conn, text, limit, clauses, params)
+                rows = conn.execute(
+                    f"SELECT p.id, p.document, p.kind, p.text, p.payload "
+                    f"FROM json_each(?) AS wanted JOIN {self._points} AS p "
+                    "ON p.rowid = wanted.value ORDER BY wanted.key",
+                    (json.dumps([row.rowid for row in scored]),),
+                ).fetchall()
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+        return [
+            Hit(point=_stored(row), score=hit.score)
+            for row, hit in zip(rows, scored, strict=True)
+        ]
 
     def export_points(self, after: str | None = None, limit: int = 500) -> list[ExportedPoint]:
         """Up to ``limit`` stored points with id greater than ``after`` (``None``: from the
