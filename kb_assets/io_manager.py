@@ -132,13 +132,16 @@ class StepRecords:
     def save(self, asset: str, doc: str, output: object) -> None:
         """Store ``asset``'s output for ``doc``.
 
+        A ``MarkdownDocument`` is two blobs, its text and its metadata, stored all or nothing
+        (``_save_markdown``).
+
         Raises:
             TypeError: ``output`` is not the type ``asset`` produces.
+            BlobStoreFullError, OSError: the blob store refused a write (the output keeps
+                what was stored before; a Markdown pair that cannot be put back, nothing).
         """
         if asset == MARKDOWN and isinstance(output, MarkdownDocument):
-            self._blobs.put(layout.markdown_key(doc), output.markdown.encode("utf-8"))
-            meta = json.dumps(output.meta(), ensure_ascii=False, indent=1)
-            self._blobs.put(layout.markdown_meta_key(doc), meta.encode("utf-8"))
+            self._save_markdown(doc, output)
         elif asset == CHUNKS and isinstance(output, list):
             self._blobs.put(layout.chunks_key(doc), chunks_to_parquet(output))
         elif asset not in (MARKDOWN, CHUNKS) and isinstance(output, StepSummary):
@@ -200,6 +203,47 @@ class StepRecords:
         key = layout.asset_output_key(RUN_FAILURES, run_id)
         if self._blobs.exists(key):
             self._blobs.delete(key)
+
+    def _save_markdown(self, doc: str, document: MarkdownDocument) -> None:
+        """Write the text, then the metadata, which marks a stored pair (``previous_markdown``
+        looks for it). When the metadata write fails, both blobs are put back as they were
+        (``_put_back``), so the document keeps the new pair, its previous pair, or none."""
+        text_key, meta_key = layout.markdown_key(doc), layout.markdown_meta_key(doc)
+        written = {
+            text_key: document.markdown.encode("utf-8"),
+            meta_key: json.dumps(document.meta(), ensure_ascii=False, indent=1).encode("utf-8"),
+        }
+        before = {key: self._blobs.get(key) if self._blobs.exists(key) else None for key in written}
+        self._blobs.put(text_key, written[text_key])
+        try:
+            self._blobs.put(meta_key, written[meta_key])
+        except Exception as error:
+            self._put_back(before, written, error)
+            raise
+
+    def _put_back(
+        self, before: dict[str, bytes | None], written: dict[str, bytes], error: Exception
+    ) -> None:
+        """Undo a write of ``written`` that failed with ``error``: each key gets its ``before``
+        blob again (removed where there was none; left alone where it was the same). When a
+        put fails as well (a full disk has no room for the old blob either), every key is
+        removed, and the conversion runs again on the next build: no pair rather than half of
+        one. A store that refuses that too is named in a note on ``error``."""
+        try:
+            try:
+                for key, data in before.items():
+                    if data is None:
+                        self._blobs.delete(key)
+                    elif data != written[key]:
+                        self._blobs.put(key, data)
+            except Exception:  # noqa: BLE001 - no room to put one back
+                for key in before:
+                    self._blobs.delete(key)
+        except Exception as undo:  # noqa: BLE001 - the write's own error goes up
+            error.add_note(
+                f"{', '.join(before)} may not match each other: undoing the write failed too "
+                f"({undo}); `kb rebuild markdown` writes both again"
+            )
 
     def _markdown(self, doc: str) -> MarkdownDocument:
         meta = json.loads(self._blobs.get(layout.markdown_meta_key(doc)))

@@ -210,7 +210,7 @@ def citation_payload(
     *, extra: Mapping[str, Any] | None = None, **fields: Any
 ) -> dict[str, Any]:
     """The JSON payload of ``PointPayload.build(**fields)`` plus ``extra`` keys, for callers
-    that write payload dicts directly (tests, ``benchmarks/scale.py``).
+    that write payload dicts directly (tests, ``benchmarks/scale_corpus.py``).
 
     Args:
         fields: ``PointPayload.build``'s: ``doc_id``, ``name``, ``title``, ``version``,

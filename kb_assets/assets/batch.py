@@ -3,7 +3,8 @@ with ``BackfillPolicy.multi_run(N)``, or ``kb``'s own batches: ``operations.buil
 
 A step of a batched run does each document's work in turn (the same per-document function a
 single-partition run calls) and passes on a ``Batch``: the outputs of the documents that
-succeeded, which the blob IO manager stores one blob per document, as it does for one.
+succeeded, which the blob IO manager stores one blob per document, as it does for one. Every
+corpus asset's body is ``run_documents``, which does one or the other.
 
 One document's failure does not fail the step (Dagster 1.13 has no per-partition outcome for
 a step over a range: a step that raises marks every partition of the range failed and skips
@@ -72,6 +73,32 @@ def record_document_failure(stores: StoresResource, doc_id: str, reason: str) ->
             catalog.fail_version(doc_id, history[-1].version, reason)
     except StoreError:
         return
+
+
+def run_documents(
+    context: dg.AssetExecutionContext,
+    stores: StoresResource,
+    work: Callable[..., DocumentEvents],
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    stored: bool = True,
+    checks: Sequence[str] = (),
+) -> Any:
+    """The body of every corpus asset: ``work(doc_id, **inputs)`` for the step's one
+    partition or, in a batched run (``is_batch_run``), ``run_batch`` over each document of
+    the range (``inputs`` are then ``Batch``es; ``stored`` and ``checks`` as there).
+
+    Returns:
+        A single-partition run: what ``work`` returns (an event, or a generator of events for
+        an asset with checks). A batched run: its one ``Output(Batch)`` or
+        ``MaterializeResult`` when ``checks`` is empty, else that and the check results, in
+        a list. An asset with ``checks`` is a generator that yields from this; one without
+        returns it.
+    """
+    if not is_batch_run(context):
+        return work(context.partition_key, **(inputs or {}))
+    events = run_batch(context, stores, work, inputs, stored=stored, checks=checks)
+    return events if checks else events[0]
 
 
 def run_batch(

@@ -9,7 +9,7 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.batch import is_batch_run, run_batch
+from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
 from kb_assets.constants import CHUNKS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
@@ -34,14 +34,12 @@ def chunks(
     stores: StoresResource,
     document: MarkdownDocument,
 ):
-    """One document (``chunk_document``), or each of a batched run (``batch.run_batch``;
+    """One document (``chunk_document``), or each of a batched run (``batch.run_documents``;
     ``document`` is then a ``Batch``, and so is the output: no return annotation)."""
-    if is_batch_run(context):
-        return run_batch(
-            context, stores, lambda doc, document: chunk_document(stores, document),
-            {"document": document},
-        )[0]
-    return chunk_document(stores, document)
+    return run_documents(
+        context, stores, lambda doc, document: chunk_document(stores, document),
+        {"document": document},
+    )
 
 
 def chunk_document(stores: StoresResource, document: MarkdownDocument) -> dg.Output[list[Chunk]]:

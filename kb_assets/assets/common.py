@@ -57,7 +57,7 @@ def corpus_asset(
     in ``CORPUS_GROUP``, its output kept by the blob IO manager (``io_manager.BlobIOManager``)
     unless ``stored`` is false (``record`` only returns a ``MaterializeResult``). It joins its
     concurrency pool (``pools.ASSET_POOLS``; none for the cheap steps) and backfills with
-    ``BACKFILL_POLICY``: its body must handle a batched run (``batch.run_batch``), whose
+    ``BACKFILL_POLICY``: its body must handle a batched run (``batch.run_documents``), whose
     inputs and output are ``io_manager.Batch``es (so they are typed ``Any`` for Dagster).
 
     Args:

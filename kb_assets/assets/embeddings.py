@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from kb_assets.assets.batch import is_batch_run, run_batch
+from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
     BuildConfig,
     check_chunks_of,
@@ -107,19 +107,16 @@ def embeddings(
     document: MarkdownDocument,
     chunk_list: list[Chunk],
 ):
-    """One document (``embed_document``), or each of a batched run (``batch.run_batch``:
+    """One document (``embed_document``), or each of a batched run (``batch.run_documents``:
     ``document`` and ``chunk_list`` are then ``Batch``es; one check result over the batch)."""
-    if is_batch_run(context):
-        yield from run_batch(
-            context, stores,
-            lambda doc, document, chunk_list: embed_document(
-                context, config, stores, providers, document, chunk_list
-            ),
-            {"document": document, "chunk_list": chunk_list},
-            checks=[CHECK_INDEX_MATCHES_CHUNKS],
-        )
-        return
-    yield from embed_document(context, config, stores, providers, document, chunk_list)
+    yield from run_documents(
+        context, stores,
+        lambda doc, document, chunk_list: embed_document(
+            context, config, stores, providers, document, chunk_list
+        ),
+        {"document": document, "chunk_list": chunk_list},
+        checks=[CHECK_INDEX_MATCHES_CHUNKS],
+    )
 
 
 def embed_document(

@@ -17,7 +17,7 @@ import time
 import dagster as dg
 import pymupdf
 
-from kb_assets.assets.batch import is_batch_run, run_batch
+from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
     BuildConfig,
     corpus_asset,
@@ -58,15 +58,13 @@ def figures(
     providers: dg.ResourceParam[Providers],
     document: MarkdownDocument,
 ):
-    """One document (``figures_of``), or each of a batched run (``batch.run_batch``;
+    """One document (``figures_of``), or each of a batched run (``batch.run_documents``;
     ``document`` is then a ``Batch``, and so is the output: no return annotation)."""
-    if is_batch_run(context):
-        return run_batch(
-            context, stores,
-            lambda doc, document: figures_of(context, config, stores, providers, document),
-            {"document": document},
-        )[0]
-    return figures_of(context, config, stores, providers, document)
+    return run_documents(
+        context, stores,
+        lambda doc, document: figures_of(context, config, stores, providers, document),
+        {"document": document},
+    )
 
 
 def figures_of(

@@ -16,7 +16,7 @@ from collections import Counter
 
 import dagster as dg
 
-from kb_assets.assets.batch import is_batch_run, run_batch
+from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
     BuildConfig,
     check_chunks_of,
@@ -55,19 +55,16 @@ def graph(
     document: MarkdownDocument,
     chunk_list: list[Chunk],
 ):
-    """One document (``graph_document``), or each of a batched run (``batch.run_batch``:
+    """One document (``graph_document``), or each of a batched run (``batch.run_documents``:
     ``document`` and ``chunk_list`` are then ``Batch``es; one check result over the batch)."""
-    if is_batch_run(context):
-        yield from run_batch(
-            context, stores,
-            lambda doc, document, chunk_list: graph_document(
-                context, config, stores, providers, document, chunk_list
-            ),
-            {"document": document, "chunk_list": chunk_list},
-            checks=[CHECK_EDGES_RESOLVE],
-        )
-        return
-    yield from graph_document(context, config, stores, providers, document, chunk_list)
+    yield from run_documents(
+        context, stores,
+        lambda doc, document, chunk_list: graph_document(
+            context, config, stores, providers, document, chunk_list
+        ),
+        {"document": document, "chunk_list": chunk_list},
+        checks=[CHECK_EDGES_RESOLVE],
+    )
 
 
 def graph_document(

@@ -9,7 +9,7 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.batch import is_batch_run, run_batch
+from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
     BuildConfig,
     corpus_asset,
@@ -47,15 +47,13 @@ def markdown(
     providers: dg.ResourceParam[Providers],
 ):
     """One document (``convert_document``), or each document of a batched run
-    (``batch.run_batch``: one output per document, a failure the document's own).
+    (``batch.run_documents``: one output per document, a failure the document's own).
 
     No return annotation: a batched run returns an ``Output`` of a ``batch.Batch``.
     """
-    if is_batch_run(context):
-        return run_batch(
-            context, stores, lambda doc: convert_document(context, config, stores, providers, doc)
-        )[0]
-    return convert_document(context, config, stores, providers, context.partition_key)
+    return run_documents(
+        context, stores, lambda doc: convert_document(context, config, stores, providers, doc)
+    )
 
 
 def convert_document(

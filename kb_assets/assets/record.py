@@ -26,7 +26,7 @@ removal (the span of one query) finds no passage of that document; it never mixe
 
 import dagster as dg
 
-from kb_assets.assets.batch import is_batch_run, run_batch
+from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
 from kb_assets.constants import EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
 from kb_assets.outputs import MarkdownDocument, StepSummary
@@ -55,17 +55,15 @@ def record(
     graphed: StepSummary,
     figured: StepSummary,
 ):
-    """One document (``record_document``), or each of a batched run (``batch.run_batch``:
+    """One document (``record_document``), or each of a batched run (``batch.run_documents``:
     the inputs are then ``Batch``es, and the result one ``MaterializeResult`` with each
     document's metadata on its partition)."""
-    if is_batch_run(context):
-        return run_batch(
-            context, stores,
-            lambda doc, **inputs: record_document(context, stores, **inputs),
-            {"document": document, "embedded": embedded, "graphed": graphed, "figured": figured},
-            stored=False,
-        )[0]
-    return record_document(context, stores, document, embedded, graphed, figured)
+    return run_documents(
+        context, stores,
+        lambda doc, **inputs: record_document(context, stores, **inputs),
+        {"document": document, "embedded": embedded, "graphed": graphed, "figured": figured},
+        stored=False,
+    )
 
 
 def record_document(
