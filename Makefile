@@ -10,7 +10,7 @@ UV     := $(VENV)/bin/uv
 DOCS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install test test-fast demo bench bench-scale bench-scale-ann bench-rebuild bench-soak \
+.PHONY: install test test-fast demo bench bench-levers bench-scale bench-scale-ann bench-rebuild bench-soak \
         bench-partitions bench-cloud verify-cloud clean
 
 install: $(VENV)/.installed
@@ -46,6 +46,11 @@ bench: install
 	$(PY) -m benchmarks.ingest --mode-pages 10
 	$(PY) -m benchmarks.retrieval --home benchmarks/work/ingest
 	$(PY) -m benchmarks.serving --home benchmarks/work/ingest
+
+# Each issue-14 ranking lever on and off over the builds of both shared sets (make bench's
+# retrieval homes; built by benchmarks.retrieval --eval ... --home ...).
+bench-levers: install
+	$(PY) -m benchmarks.retrieval_levers --set regulatory=benchmarks/work/fb/retrieval-regulatory --set financebench=benchmarks/work/fb/retrieval-financebench
 
 bench-scale: install
 	$(PY) -m benchmarks.scale

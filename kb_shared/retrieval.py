@@ -14,9 +14,10 @@ store and provider errors) that each caller words for its own audience.
 4. A reranker that re-orders (``Reranker.reorders``) orders the fused candidates; offline
    (``FusionOrderReranker``) the fused order is adjusted by question-shaped signals instead
    (``kb_shared.retrieval_features``: definitions, section numbers, document routing, the
-   best table row or sentence), after the definitions a keyword search finds and the tables
-   whose row fusion left below the cut were added (``definition_candidates``,
-   ``row_candidates``).
+   best table row or sentence, the financial statement a question names, tables), after the
+   definitions a keyword search finds, and the named statements and the tables whose row
+   fusion left below the cut, were added once each (``definition_candidates``,
+   ``statement_candidates``, ``row_candidates``).
 5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
    Given the documents' Markdown (``MarkdownPages``), a result whose best row or sentence sits
    on a later page of its chunk cites that page (``precise_citation``).
@@ -46,6 +47,8 @@ from kb_shared.retrieval_features import (
     bonuses,
     defines,
     definition_terms,
+    in_statement,
+    statements_named,
     unit_page,
 )
 from kb_shared.errors import EmptyCorpusError, QueryError
@@ -514,6 +517,10 @@ def precise_citation(
 #: (``definition_candidates``).
 DEFINITION_LOOKUP = 10
 
+#: Points a keyword search for a definition term reads (``definition_candidates``): a term in
+#: a document's own title ("controlled unclassified information") is in most of its chunks.
+DEFINITION_SEARCH = 30
+
 
 def definition_candidates(
     index: VectorReader,
@@ -533,10 +540,32 @@ def definition_candidates(
     floor = pool[min(DEFINITION_LOOKUP, len(pool)) - 1].score
     found: dict[str, Hit] = {}
     for term in terms:
-        for hit in index.sparse_search(term, DEFINITION_LOOKUP, documents, kinds):
+        for hit in index.sparse_search(term, DEFINITION_SEARCH, documents, kinds):
             if hit.id not in have and hit.id not in found and defines(hit.point.text, terms):
                 found[hit.id] = Hit(hit.point, floor)
     return list(found.values())
+
+
+def statement_candidates(
+    query: str, pool: Sequence[Hit], rest: Sequence[Hit], payload_of: PayloadsOf | None = None
+) -> list[Hit]:
+    """For a question naming a financial statement (``retrieval_features.statements_named``:
+    "… shown in the balance sheet"), the statement's own passages (``in_statement``) among
+    ``rest`` (what the keyword and meaning searches found but fusion ranked below ``pool``):
+    a statement is a table of numbers that ranks low on meaning. Each enters with the score
+    of the pool's ``DEFINITION_LOOKUP``-th hit (its bonuses decide the rest). No search of its
+    own: ``rest`` is ``hybrid_candidates``' tail, as for ``row_candidates``."""
+    names = statements_named(query)
+    if not names or not pool:
+        return []
+    payload_of = payload_of or PayloadsOf()
+    have = {h.id for h in pool}
+    floor = pool[min(DEFINITION_LOOKUP, len(pool)) - 1].score
+    return [
+        Hit(h.point, floor)
+        for h in rest
+        if h.id not in have and in_statement(payload_of(h.point), h.point.text, names)
+    ]
 
 
 def _held(payload: PointPayload) -> HeldDocument:
@@ -599,11 +628,16 @@ def search_docs(
             index, vector, query, size, documents, kinds, exact_hits, tail=ROW_TAIL
         )
         pool, rest = fused[:size], fused[size:]
-        pool = [
-            *pool,
+        added = [
             *definition_candidates(index, query, pool, documents, kinds),
+            *statement_candidates(query, pool, rest, payload_of),
             *row_candidates(query, pool, rest, payload_of),
         ]
+        seen = {h.id for h in pool}
+        for hit in added:  # a statement's table may also be a row candidate: once
+            if hit.id not in seen:
+                seen.add(hit.id)
+                pool.append(hit)
         hits, scores, matches = feature_order(query, pool, wanted, payload_of)
     if not hits and not any(index.count(kind=k) for k in DOCUMENT_KINDS):
         raise EmptyCorpusError("the vector index holds no points")

@@ -10,8 +10,13 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
 * **Section numbers.** A number like ``3.1.5`` in the question prefers the passage whose own
   heading carries it (the requirement itself, not a mention of it elsewhere).
 * **Document routing.** Words of the question that name one document among the candidates
-  (its file name or title words that the other candidate documents lack: "NIST", "fast-start")
-  prefer that document's passages.
+  (its file name or title words that the other candidate documents lack and their passages
+  never use: "NIST", "fast-start", "3M", "Best Buy" for ``BESTBUY_…``, "FY2018" for
+  ``…_2018_…``) prefer that document's passages, and only its rows and sentences earn the
+  unit bonuses below (another filing's table must not win on its row alone).
+* **Financial statements.** A question naming a primary statement ("… shown in the cash flow
+  statement", "balance sheet", "P&L") prefers the statement's own passages (``STATEMENTS``).
+* **Tables.** A question that speaks of a table prefers passages holding one.
 * **Rows and sentences.** Each candidate is cut into *units* (``units``): a table row read
   with its header row and the chunk's own heading (the table's caption), or a sentence of
   prose. Each unit is scored by the share of the question's terms and adjacent term pairs it
@@ -24,7 +29,8 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
 Each signal adds a bonus to the fused score (``FeatureWeights``: fixed, or times a share for
 units; the fused scores of ``kb_shared.stores.vectors`` are ``sum(w / (k + rank))``, about
 0.05–0.2 at the top). The figures these were chosen on are in
-``benchmarks/results/retrieval-*.md`` (units: ``retrieval-levers-2026-12-01.md``).
+``benchmarks/results/retrieval-*.md`` (units: ``retrieval-levers-2026-12-01.md``; routing,
+statements, tables: ``retrieval-levers-2026-12-01-round3.md``).
 """
 
 from __future__ import annotations
@@ -60,11 +66,22 @@ _DEFINING_BEFORE = r"(?:known\s+as|called|referred\s+to\s+as|termed)\s+(?:an?\s+
 
 @dataclass(frozen=True)
 class FeatureWeights:
-    """Bonuses added to a fused score (module docstring)."""
+    """Bonuses added to a fused score (module docstring); chosen on both shared eval sets,
+    benchmarks/results/retrieval-levers-2026-12-01-round3.md."""
 
     definition: float = 0.06
     section_number: float = 0.06
-    document: float = 0.03
+    document: float = 0.06
+    #: a passage of the financial statement the question names (``statements_named``)
+    statement: float = 0.1
+    #: when the question names documents (``routed_documents``), only their passages' rows and
+    #: sentences earn the unit bonuses (True) or every candidate's do (False)
+    routed_units_only: bool = True
+    #: a passage holding a table, when the question asks about a table (``asks_for_table``)
+    table: float = 0.1
+    #: a word names a document only if other documents' candidates never use it
+    #: (``routed_documents``' ``texts``)
+    routing_by_text: bool = True
     #: times the best unit's share of the question (0-1), for every candidate
     unit: float = 0.06
     #: times the best unit's lead over the next candidate's best unit, for the leader only
@@ -162,25 +179,115 @@ def _document_words(payload: PointPayload) -> frozenset[str]:
     return _name_words(payload.name, payload.title)
 
 
+#: A year as a question names it (``2018``, ``FY2018``, ``FY 2018``); a financial-year range's
+#: first year (``2020-21``) too.
+_QUESTION_YEAR = re.compile(r"(?<![\w.])(?:fy\s?)?((?:19|20)\d\d)(?![\d.])", re.I)
+
+
+def _naming_word(term: str) -> bool:
+    """A sparse term that can name a document: letters, or letters with digits ("3m"), of
+    two characters or more, not a stopword nor a version mark (``v1``, ``r2``: editions are
+    ``kb_shared.editions``' business); a year (4 digits, 19xx/20xx) too."""
+    if term in STOPWORDS or not term.isalnum():
+        return False
+    if term.isdigit():
+        return len(term) == 4 and term[:2] in ("19", "20")
+    return len(term) > 1 and not (len(term) == 2 and term[1].isdigit() and term[0] in "vr")
+
+
 @lru_cache(maxsize=1024)
 def _name_words(name: str, title: str) -> frozenset[str]:
-    text = f"{name.replace('_', ' ')} {title}"
-    return frozenset(t for t in tokenize(text) if t.isalpha() and len(t) > 2 and t not in STOPWORDS)
+    """``_naming_word`` terms of a file name (without ``.pdf``, ``_`` as a space) and title;
+    two-letter words only with a digit ("3m", not "of")."""
+    stem = re.sub(r"\.pdf$", "", name, flags=re.I)
+    text = f"{stem.replace('_', ' ')} {title}"
+    return frozenset(t for t in tokenize(text) if _naming_word(t) and (len(t) > 2 or t[0].isdigit()))
 
 
-def routed_documents(question: str, payloads: Sequence[PointPayload]) -> set[str]:
-    """Doc ids among the candidates that the question names: a word of the question that is in
-    the document's file name or title and in no other candidate document's."""
-    words = {t for t in tokenize(question) if t.isalpha()}
+def question_naming_words(question: str) -> frozenset[str]:
+    """The words of ``question`` that may name a document: its ``_naming_word`` terms, each
+    adjacent pair of them glued ("Best Buy" -> ``bestbuy``, as file names write it) and the
+    years it names (``FY2018`` -> ``2018``)."""
+    terms = [t for t in tokenize(question) if _naming_word(t)]
+    glued = {a + b for a, b in zip(terms, terms[1:]) if a.isalpha() and b.isalpha()}
+    return frozenset({*terms, *glued, *_QUESTION_YEAR.findall(question)})
+
+
+def routed_documents(
+    question: str, payloads: Sequence[PointPayload], texts: Sequence[str] | None = None
+) -> set[str]:
+    """Doc ids among the candidates that the question names: a word of the question
+    (``question_naming_words``) that is in the document's file name or title and in no other
+    candidate document's, nor (given the candidates' ``texts``, parallel to ``payloads``) in
+    the text of another document's candidates ("year" in one report's title names nothing
+    when the other filings talk of years); none when every candidate document is named."""
+    words = question_naming_words(question)
     by_document: dict[str, frozenset[str]] = {}
-    for payload in payloads:
+    spoken: dict[str, set[str]] = {}
+    for number, payload in enumerate(payloads):
         by_document.setdefault(payload.doc_id, _document_words(payload))
+        if texts is not None:
+            spoken.setdefault(payload.doc_id, set()).update(_text_terms(texts[number]) & words)
     routed = set()
     for doc_id, own in by_document.items():
         others = set().union(*(w for d, w in by_document.items() if d != doc_id))
+        others |= set().union(*(w for d, w in spoken.items() if d != doc_id))
         if own & words - others:
             routed.add(doc_id)
     return routed if len(routed) < len(by_document) else set()
+
+
+@lru_cache(maxsize=4096)
+def _text_terms(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# Financial statements
+# ---------------------------------------------------------------------------------------------
+
+#: The primary financial statements, by the names a question gives them and (matched against a
+#: heading with everything but letters removed, so "Cash Flow s" and "Balance Shee t" from a
+#: PDF's split words still match) the titles filings give them: US GAAP (Regulation S-X
+#: art. 5-02/5-03, ASC 230) and IAS 1 para. 10 names; "Consolidated" (also in "Condensed
+#: Consolidated …") is required so a note about a statement ("Supplemental Balance Sheet
+#: Information") is not the statement.
+STATEMENTS: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
+    "balance sheet": (
+        re.compile(r"\bbalance\s+sheets?\b|\bstatements?\s+of\s+financial\s+position\b", re.I),
+        re.compile(r"consolidated(?:statements?of)?(?:balancesheets?|financialposition)"),
+    ),
+    "income statement": (
+        re.compile(
+            r"\bincome\s+statements?\b|\bstatements?\s+of\s+(?:comprehensive\s+)?(?:income|"
+            r"operations|earnings)\b|\bp\s?&\s?l\b|\bprofit\s+(?:and|&)\s+loss\b", re.I
+        ),
+        re.compile(
+            r"consolidated(?:statements?of(?:comprehensive)?(?:income|operations|earnings|loss)"
+            r"|incomestatements?)"
+        ),
+    ),
+    "cash flow statement": (
+        re.compile(r"\bcash\s+flows?\s+statements?\b|\bstatements?\s+of\s+cash\s+flows?\b", re.I),
+        re.compile(r"consolidatedstatements?ofcashflows?"),
+    ),
+}
+
+_NOT_LETTERS = re.compile(r"[^a-z]+")
+
+def statements_named(question: str) -> tuple[str, ...]:
+    """The financial statements ``question`` names (keys of ``STATEMENTS``), e.g. "… shown in
+    the cash flow statement" -> ``("cash flow statement",)``; ``()`` when none."""
+    return tuple(name for name, (asked, _) in STATEMENTS.items() if asked.search(question))
+
+
+def in_statement(payload: PointPayload, text: str, names: Sequence[str]) -> bool:
+    """The passage belongs to one of the statements ``names``: its own heading (the last of
+    its heading path) or a heading line among its first 4 lines carries the statement's title."""
+    heading = payload.section.rsplit(" › ", 1)[-1] if payload.section else ""
+    opening = " ".join(line for line in text.splitlines()[:4] if line.lstrip().startswith("#"))
+    compact = _NOT_LETTERS.sub("", f"{heading} {opening}".lower())
+    return any(STATEMENTS[name][1].search(compact) for name in names)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,10 +440,12 @@ def best_units(
 
 
 def unit_bonuses(
-    matches: Sequence[UnitMatch | None], weights: FeatureWeights = DEFAULT_FEATURES
+    matches: Sequence[UnitMatch | None], weights: FeatureWeights | None = None
 ) -> list[float]:
     """``weights.unit`` times each best unit's share, plus ``weights.unit_lead`` times the
-    lead of the single best unit over the runner-up's (module docstring)."""
+    lead of the single best unit over the runner-up's (module docstring); ``weights``
+    default: ``DEFAULT_FEATURES`` as it is at call time."""
+    weights = DEFAULT_FEATURES if weights is None else weights
     shares = [m.share if m is not None else 0.0 for m in matches]
     ordered = sorted(shares, reverse=True)
     runner_up = ordered[1] if len(ordered) > 1 else 0.0
@@ -444,19 +553,38 @@ def signals(question: str) -> Signals:
     return Signals(tuple(definition_terms(question)), tuple(section_numbers(question)))
 
 
+_TABLE_WORD = re.compile(r"\btables?\b", re.I)
+
+
+def asks_for_table(question: str) -> bool:
+    """The question speaks of a table ("In AEMO's table of …", "which EMMS table …")."""
+    return _TABLE_WORD.search(question) is not None
+
+
+def holds_table(text: str) -> bool:
+    """``text`` holds a Markdown pipe table (a line that is an alignment row)."""
+    return "|" in text and any(_ALIGNMENT_ROW.match(line.strip()) for line in text.splitlines())
+
+
 def bonuses(
     question: str,
     texts: Sequence[str],
     payloads: Sequence[PointPayload],
-    weights: FeatureWeights = DEFAULT_FEATURES,
+    weights: FeatureWeights | None = None,
     matches: Sequence[UnitMatch | None] | None = None,
 ) -> list[float]:
     """The bonus of each candidate (parallel lists ``texts``/``payloads``) for ``question``;
-    ``matches`` are its ``best_units`` when the caller has them already."""
+    ``matches`` are its ``best_units`` when the caller has them already; ``weights``
+    default: ``DEFAULT_FEATURES`` as it is at call time."""
+    weights = DEFAULT_FEATURES if weights is None else weights
     read = signals(question)
-    routed = routed_documents(question, payloads)
+    routed = routed_documents(question, payloads, texts if weights.routing_by_text else None)
+    statements = statements_named(question)
+    table = asks_for_table(question)
     found = best_units(question, texts, payloads) if matches is None else matches
     out = []
+    if routed and weights.routed_units_only:
+        found = [m if p.doc_id in routed else None for m, p in zip(found, payloads, strict=True)]
     for text, payload, unit_bonus in zip(texts, payloads, unit_bonuses(found, weights), strict=True):
         bonus = unit_bonus
         if read.terms and defines(text, read.terms):
@@ -465,5 +593,9 @@ def bonuses(
             bonus += weights.section_number
         if payload.doc_id in routed:
             bonus += weights.document
+        if statements and in_statement(payload, text, statements):
+            bonus += weights.statement
+        if table and holds_table(text):
+            bonus += weights.table
         out.append(bonus)
     return out
