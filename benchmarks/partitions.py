@@ -22,6 +22,9 @@ Phases, each timed, with the load average next to it:
 While 2-4 run, a second process (``sample``) times ``kb status`` (``operations.
 document_status``) and the upload page's listing (``UploadService.documents``); p95s are
 reported. The report: ``benchmarks/results/partitions-<date>.md``.
+
+``profile`` (``--documents N [--snapshot] [--profile-out FILE]``) times one batched run on N
+partitions instead: benchmarks/results/partitions-2026-12-01-profile.md.
 """
 
 from __future__ import annotations
@@ -303,7 +306,7 @@ def wait_for_webserver(port: int, timeout: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark (or, with ``sample``, the sampler process); see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", nargs="?", default="run", choices=["run", "sample"])
+    parser.add_argument("mode", nargs="?", default="run", choices=["run", "sample", "profile"])
     parser.add_argument("--documents", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=25)
     parser.add_argument("--compare", type=int, default=200,
@@ -313,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--snapshot", action="store_true",
+                        help="profile: run inside partitions.partition_set_snapshot")
+    parser.add_argument("--profile-out", type=Path, help="profile: write cProfile stats here")
     args = parser.parse_args(argv)
     if args.mode == "sample":
         sample(args.home, args.seconds, args.out)
@@ -328,7 +334,63 @@ def main(argv: list[str] | None = None) -> int:
 
     with scratch_database(url, "kb_bench_partitions") as database:
         dagster_url = sa.make_url(database).set(drivername="postgresql+psycopg2")
-        return run(args, dagster_url.render_as_string(hide_password=False))
+        chosen = profile_run if args.mode == "profile" else run
+        return chosen(args, dagster_url.render_as_string(hide_password=False))
+
+
+def bench_environment(home: Path, dagster_url: str, batch: int) -> None:
+    """Point ``KB_HOME``, ``DAGSTER_HOME``, the bench code location, Dagster's Postgres URL,
+    the pool limits (1 vectors, 1 graph, 2 llm) and ``KB_BACKFILL_BATCH`` at this run."""
+    os.environ.update({
+        "KB_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), HOME_ENV: str(home),
+        "KB_DAGSTER_POSTGRES_URL": dagster_url, "KB_VECTORS_POOL_LIMIT": "1",
+        "KB_GRAPH_POOL_LIMIT": "1", "KB_LLM_POOL_LIMIT": "2",
+        "KB_BACKFILL_BATCH": str(batch),
+    })
+
+
+def profile_run(args: argparse.Namespace, dagster_url: str) -> int:
+    """``profile``: admit ``--documents`` into a fresh home on the scratch database, then
+    build the first ``--batch`` of them in one batched run (``backfill.build_batches``),
+    inside ``partitions.partition_set_snapshot`` with ``--snapshot``, under cProfile with
+    ``--profile-out``; prints the run's seconds and the load average before and after
+    (benchmarks/results/partitions-2026-12-01-profile.md compares 100 and 10,000)."""
+    import contextlib  # noqa: PLC0415
+    import cProfile  # noqa: PLC0415
+
+    from kb_assets import backfill, intake  # noqa: PLC0415
+    from kb_assets.constants import DOCUMENTS  # noqa: PLC0415
+    from kb_assets.instance import dagster_instance  # noqa: PLC0415
+    from kb_assets.partitions import partition_set_snapshot  # noqa: PLC0415
+    from kb_assets.resources import StoresResource  # noqa: PLC0415
+    from kb_shared.settings import Settings  # noqa: PLC0415
+
+    home = args.home or fresh_dir("partitions-profile")
+    bench_environment(home, dagster_url, args.batch)
+    instance = dagster_instance(Settings())
+    stores = StoresResource(home=str(home))
+    paths = write_documents(home / "incoming", args.documents)
+    for start in range(0, len(paths), 500):
+        intake.admit(paths[start : start + 500], stores, instance)
+    docs = instance.get_dynamic_partitions(DOCUMENTS)[: args.batch]
+    profiler = cProfile.Profile()
+    guard = partition_set_snapshot(instance) if args.snapshot else contextlib.nullcontext()
+    load = load_text()
+    started = time.perf_counter()
+    with guard:
+        if args.profile_out:
+            profiler.enable()
+        outcomes = backfill.build_batches(stores, instance, docs, batch=args.batch,
+                                          job=bench_job)
+        profiler.disable()
+    seconds = time.perf_counter() - started
+    if args.profile_out:
+        profiler.dump_stats(args.profile_out)
+    ready = sum(o.status == "ready" for o in outcomes)
+    log(f"{args.documents} partitions, snapshot {args.snapshot}: {len(docs)} documents "
+        f"({ready} ready) in {seconds:.1f} s; load {load} -> {load_text()}")
+    stores.close()
+    return 0
 
 
 def run(args: argparse.Namespace, dagster_url: str) -> int:  # noqa: PLR0915 - one story
@@ -343,12 +405,7 @@ def run(args: argparse.Namespace, dagster_url: str) -> int:  # noqa: PLR0915 - o
 
     report = Report("partitions", "10,000 documents on Postgres-backed Dagster, batched backfills")
     home = args.home or fresh_dir("partitions")
-    os.environ.update({
-        "KB_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), HOME_ENV: str(home),
-        "KB_DAGSTER_POSTGRES_URL": dagster_url, "KB_VECTORS_POOL_LIMIT": "1",
-        "KB_GRAPH_POOL_LIMIT": "1", "KB_LLM_POOL_LIMIT": "2",
-        "KB_BACKFILL_BATCH": str(args.batch),
-    })
+    bench_environment(home, dagster_url, args.batch)
     settings = Settings()
     instance = dagster_instance(settings)
     stores = StoresResource(home=str(home))

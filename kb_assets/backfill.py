@@ -6,37 +6,57 @@ A Dagster backfill (``instance.add_backfill``) is executed by the daemon's backf
 ``kb`` on the embedded instance runs no daemon, so ``kb rebuild ASSET --all`` runs the same
 runs itself, in this process (``build_batches``): one range run per batch of consecutive
 partitions, then each document that failed in its batch alone. With a daemon (``kb ui``,
-``dagster dev``, a deployment), a backfill from the asset page runs the same range runs.
+``dagster dev``, a deployment), a backfill from the asset page runs the same range runs, and
+``batch_failures_sensor`` does the second half: each document a finished range run failed is
+requested as a run of its own.
+
+Why a run of its own (Dagster 1.13): a step over a partition range that succeeds records every
+partition of the range materialised, and a partition shows ``failed`` only when the latest run
+that planned it failed (``dagster/_core/storage/partition_status_cache.py``,
+``build_failed_and_in_progress_partition_subset``); there is no per-partition failure inside a
+range run (dagster-io/dagster#17836, open). So a document failed inside a batch shows
+materialised until a single-partition run of it fails (or succeeds: a passing failure heals).
+
+Imports of ``kb_assets.operations`` are made inside the functions: it imports the code location
+(``kb_assets.definitions``), which imports this module for the sensor.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from kb_assets.constants import CORPUS_ASSETS, DOCUMENTS, DocumentStatus
-from kb_assets.definitions import build_job
+from kb_assets.constants import BUILD_JOB, CORPUS_ASSETS, DOCUMENTS, DocumentStatus
 from kb_assets.io_manager import RANGE_START_TAG, StepRecords
-from kb_assets.operations import (
-    PROCESS_TAG,
-    STOP_GRACE_SECONDS,
-    STOPPED_REASON,
-    BuildOutcome,
-    build_documents,
-    build_one,
-    close_abandoned_runs,
-    outcome_of,
-    run_config_for,
-    stop_guard,
-    this_process,
-    was_interrupted,
-)
+from kb_assets.jobs import build_documents_job
+from kb_assets.partitions import partition_set_snapshot
 from kb_assets.resources import SettingsResource, StoresResource
+from kb_shared.errors import StoreError
+
+if TYPE_CHECKING:
+    from kb_assets.operations import BuildOutcome
 
 #: Dagster's run tag of the last partition of a range run (``dagster._core.storage.tags``).
 RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+#: Tag of a run ``batch_failures_sensor`` requested: the range run whose failure it repeats.
+BATCH_RUN_TAG = "kb/batch_run"
+
+#: Finished range runs ``batch_failures_sensor`` reads per tick (older ones wait a tick).
+SENSOR_RUNS_PER_TICK = 100
+
+
+def default_job() -> dg.JobDefinition:
+    """The code location's build job (``kb_assets.definitions.build_job``), imported when first
+    needed (module docstring)."""
+    from kb_assets.definitions import build_job  # noqa: PLC0415 - import cycle
+
+    return build_job()
 
 
 def run_batch_build(
@@ -47,21 +67,26 @@ def run_batch_build(
     assets: Sequence[str] | None = None,
     force: Iterable[str] = (),
     settings: SettingsResource | None = None,
-    job: Callable[[], dg.JobDefinition] = build_job,
+    job: Callable[[], dg.JobDefinition] = default_job,
 ) -> dg.JobExecutionResult:
     """Materialise the assets of every document from partition ``first`` to ``last``
     (inclusive, in the order the partitions were added) in one in-process run: the run a
     backfill with ``BackfillPolicy.multi_run`` launches (tags ``RANGE_START_TAG`` and
     ``RANGE_END_TAG``). Each document's failure is its own (``kb_assets.assets.batch``).
     Arguments as ``run_build``."""
+    from kb_assets.operations import PROCESS_TAG, run_config_for, this_process  # noqa: PLC0415
+
     selected = list(assets or CORPUS_ASSETS)
-    return dg.execute_job(
-        dg.reconstructable(job),
-        instance=instance,
-        run_config=run_config_for(selected, force, settings),
-        tags={RANGE_START_TAG: first, RANGE_END_TAG: last, PROCESS_TAG: this_process()},
-        asset_selection=[dg.AssetKey(name) for name in selected],
-    )
+    # Dagster checks the range against the whole partition set many times a run: one read
+    # serves it (partitions.partition_set_snapshot; a run adds or deletes no partition).
+    with partition_set_snapshot(instance):
+        return dg.execute_job(
+            dg.reconstructable(job),
+            instance=instance,
+            run_config=run_config_for(selected, force, settings),
+            tags={RANGE_START_TAG: first, RANGE_END_TAG: last, PROCESS_TAG: this_process()},
+            asset_selection=[dg.AssetKey(name) for name in selected],
+        )
 
 
 def partition_batches(
@@ -101,7 +126,7 @@ def build_batches(
     force: Iterable[str] = (),
     on_done: Callable[[BuildOutcome], None] | None = None,
     batch: int,
-    job: Callable[[], dg.JobDefinition] = build_job,
+    job: Callable[[], dg.JobDefinition] | None = None,
 ) -> list[BuildOutcome]:
     """Build ``doc_ids`` ``batch`` documents per run (``partition_batches``; a batch of one is
     a single-partition run), what a Dagster backfill with ``BackfillPolicy.multi_run(batch)``
@@ -110,15 +135,26 @@ def build_batches(
     whole, is then built again alone (``run_build``), so Dagster records its failure on its
     own partition and the catalog row gets that run's reason. Outcomes come in batch order;
     documents without a partition get the ``kb repair`` outcome of ``build_documents``.
-    SIGTERM/SIGINT: as ``build_documents``.
+    SIGTERM/SIGINT: as ``build_documents``. ``job``: as ``build_documents`` (``None``:
+    ``run_build``'s default; a batch run: ``default_job``).
     """
+    from kb_assets.operations import (  # noqa: PLC0415 - import cycle (module docstring)
+        STOP_GRACE_SECONDS,
+        STOPPED_REASON,
+        build_documents,
+        build_one,
+        close_abandoned_runs,
+        stop_guard,
+    )
+
+    chosen = {} if job is None else {"job": job}
     order = instance.get_dynamic_partitions(DOCUMENTS)
     known = set(order)
     force = tuple(force)
     outcomes: list[BuildOutcome] = []
     unknown = [d for d in doc_ids if d not in known]
     if unknown:
-        outcomes += build_documents(stores, instance, unknown, on_done=on_done, job=job)
+        outcomes += build_documents(stores, instance, unknown, on_done=on_done, **chosen)
     close_abandoned_runs(instance)
     records = StepRecords(stores.blobs())
     with stop_guard(STOP_GRACE_SECONDS) as stop:
@@ -126,7 +162,7 @@ def build_batches(
             if stop.signal is not None:
                 break
             if len(docs) == 1:
-                done = [build_one(stores, instance, docs[0], assets=assets, force=force, job=job)]
+                done = [build_one(stores, instance, docs[0], assets=assets, force=force, **chosen)]
             else:
                 done = _build_batch(stores, instance, records, docs, assets, force, job)
             for outcome in done:
@@ -145,11 +181,21 @@ def _build_batch(
     docs: list[str],
     assets: Sequence[str] | None,
     force: tuple[str, ...],
-    job: Callable[[], dg.JobDefinition],
+    job: Callable[[], dg.JobDefinition] | None,
 ) -> list[BuildOutcome]:
+    from kb_assets.operations import (  # noqa: PLC0415 - import cycle (module docstring)
+        STOPPED_REASON,
+        BuildOutcome,
+        build_one,
+        outcome_of,
+        was_interrupted,
+    )
+
+    chosen = {} if job is None else {"job": job}
     started = time.perf_counter()
     result = run_batch_build(
-        instance, docs[0], docs[-1], assets=assets, force=force, settings=stores, job=job
+        instance, docs[0], docs[-1], assets=assets, force=force, settings=stores,
+        job=job or default_job,
     )
     seconds = round((time.perf_counter() - started) / len(docs), 2)
     failed = records.run_failures(result.run_id)
@@ -165,5 +211,90 @@ def _build_batch(
         if result.success and doc not in failed:
             outcomes.append(outcome_of(stores, doc, result, seconds, success=True))
         else:  # alone now: its own run, its own failure event and reason
-            outcomes.append(build_one(stores, instance, doc, assets=assets, force=force, job=job))
+            outcomes.append(build_one(stores, instance, doc, assets=assets, force=force, **chosen))
     return outcomes
+
+
+def is_daemon_batch_run(run: dg.DagsterRun) -> bool:
+    """Whether ``run`` is a range run a backfill launched (range tags) and no ``kb`` process
+    started (no ``operations.PROCESS_TAG``: ``build_batches`` settles those itself)."""
+    from kb_assets.operations import PROCESS_TAG  # noqa: PLC0415 - import cycle
+
+    return RANGE_START_TAG in run.tags and PROCESS_TAG not in run.tags
+
+
+def batch_failure_requests(run: dg.DagsterRun, failed: Iterable[str]) -> list[dg.RunRequest]:
+    """One single-partition build request per document ``run`` (a finished range run) failed:
+    the same assets (its ``asset_selection``, else every corpus asset) and run config, run key
+    ``<run id>:<doc_id>`` so each is requested once, tagged ``BATCH_RUN_TAG``."""
+    selection = sorted(run.asset_selection or (), key=lambda key: key.to_string()) or [
+        dg.AssetKey(name) for name in CORPUS_ASSETS
+    ]
+    return [
+        dg.RunRequest(
+            job_name=BUILD_JOB,
+            partition_key=doc,
+            run_key=f"{run.run_id}:{doc}",
+            asset_selection=selection,
+            run_config=dict(run.run_config or {}),
+            tags={BATCH_RUN_TAG: run.run_id},
+        )
+        for doc in sorted(failed)
+    ]
+
+
+@dg.sensor(
+    jobs=[build_documents_job],
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description=(
+        "After a backfill's batch run finishes, requests a run of its own for each document the "
+        "batch failed (so that partition shows failed, with its own reason, instead of "
+        "materialised) and removes the batch's failure list."
+    ),
+)
+def batch_failures_sensor(
+    context: dg.SensorEvaluationContext, stores: StoresResource
+) -> dg.SensorResult:
+    """One tick: every backfill range run (``is_daemon_batch_run``) that finished since the
+    cursor has its failure list (``StepRecords.run_failures``) read and removed; a run that
+    succeeded gets ``batch_failure_requests`` for its failed documents (a run that failed or was
+    canceled already shows all its partitions failed). A blob store that cannot be reached
+    leaves the cursor where it is, so the next tick reads those runs again.
+
+    Cursor: the update time (POSIX seconds, as text) of the last finished run read.
+    """
+    after = float(context.cursor) if context.cursor else None
+    records = context.instance.get_run_records(
+        filters=dg.RunsFilter(
+            statuses=[
+                dg.DagsterRunStatus.SUCCESS,
+                dg.DagsterRunStatus.FAILURE,
+                dg.DagsterRunStatus.CANCELED,
+            ],
+            updated_after=None if after is None else dt.datetime.fromtimestamp(after, dt.UTC),
+        ),
+        limit=SENSOR_RUNS_PER_TICK,
+        order_by="update_timestamp",
+        ascending=True,
+    )
+    steps = StepRecords(stores.blobs())
+    requests: list[dg.RunRequest] = []
+    cursor = context.cursor
+    for record in records:
+        run = record.dagster_run
+        if is_daemon_batch_run(run):
+            try:
+                failed = steps.run_failures(run.run_id)
+                steps.clear_run_failures(run.run_id)
+            except (OSError, StoreError) as error:
+                context.log.warning("reading the failures of run %s failed: %s", run.run_id, error)
+                break
+            if run.status == dg.DagsterRunStatus.SUCCESS and failed:
+                requests += batch_failure_requests(run, failed)
+                context.log.info(
+                    "run %s failed %d document(s) in its batch: each is built alone (%s)",
+                    run.run_id, len(failed), ", ".join(sorted(failed)),
+                )
+        cursor = json.dumps(record.update_timestamp.timestamp())
+    return dg.SensorResult(run_requests=requests, cursor=cursor)

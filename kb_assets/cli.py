@@ -467,7 +467,7 @@ def status(
     for r in rows:
         assets = "".join(STATE_MARKS.get(v, "?") for v in r["assets"].values())
         table.add_row(
-            r["name"], r["status"] + (f" ({r['reason']})" if r["reason"] else ""),
+            r["name"], operations.status_text(r),
             _n(r["pages"]), _n(r["chunks"]), _n(r["entities"]), _n(r["relationships"]),
             _n(r["figures"]), assets,
         )

@@ -16,6 +16,7 @@ from typing import Any
 import dagster as dg
 
 from kb_assets.assets import CORPUS_ASSETS
+from kb_assets.backfill import batch_failures_sensor
 from kb_assets.constants import AER_SYNC_JOB, BLOB_IO, BUILD_JOB, NOTION_SYNC_JOB
 from kb_assets.io_manager import BlobIOManager
 from kb_assets.jobs import add_documents_job, build_documents_job
@@ -57,7 +58,7 @@ defs = dg.Definitions(
         build_documents_job, add_documents_job, approve_document_request_job,
         index_references_job, *MARKET_JOBS,
     ],
-    sensors=[intake_sensor, reference_sensor, quality_automation_sensor],
+    sensors=[intake_sensor, reference_sensor, quality_automation_sensor, batch_failures_sensor],
     schedules=MARKET_SCHEDULES,
     # configured at launch, so blob_io's dependency is the run's own `stores` resource
     resources=kb_resources(

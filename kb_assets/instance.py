@@ -1,6 +1,7 @@
 """The Dagster instance kb uses: ``KB_HOME/dagster`` with the repository's ``dagster.yaml``,
 its storage on SQLite there or, with ``KB_DAGSTER_POSTGRES_URL``, on Postgres
-(``dagster-postgres``), and the pool limits from settings (``kb_assets.pools``)."""
+(``dagster-postgres``, its connections kept open: ``keep_connections``), and the pool limits
+from settings (``kb_assets.pools``)."""
 
 from __future__ import annotations
 
@@ -159,8 +160,9 @@ def instance_overrides(settings: Settings) -> dict[str, Any]:
 
 def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     """The persistent instance under ``KB_HOME/dagster``: run, event-log and schedule storage
-    on SQLite there, or on Postgres with ``KB_DAGSTER_POSTGRES_URL``; the ``KB_*_POOL_LIMIT``
-    settings are written to it (``pools.apply_pool_limits``).
+    on SQLite there, or on Postgres with ``KB_DAGSTER_POSTGRES_URL`` (connections kept open:
+    ``keep_connections``); the ``KB_*_POOL_LIMIT`` settings are written to it
+    (``pools.apply_pool_limits``).
 
     Raises:
         DagsterInstanceError: see ``prepare_dagster_home`` and ``apply_pool_limits``.
@@ -168,8 +170,30 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     home = prepare_dagster_home(settings)
     ref = InstanceRef.from_dir(str(home), overrides=instance_overrides(settings))
     instance = dg.DagsterInstance.from_ref(ref)
+    if settings.dagster_postgres_url:
+        keep_connections(instance)
     apply_pool_limits(instance, settings)
     return instance
+
+
+#: Seconds a kept Postgres connection is reused before it is replaced, and connections opened
+#: beside it when several threads read at once (closed again after use): the values
+#: ``dagster-webserver`` uses (its ``--db-pool-recycle`` and ``--db-pool-max-overflow``).
+POOL_RECYCLE_SECONDS = 3600
+POOL_MAX_OVERFLOW = 20
+
+
+def keep_connections(instance: dg.DagsterInstance) -> None:
+    """Make a Postgres-backed ``instance`` keep one open connection per storage (run, event
+    log, schedule) instead of opening one per query, as ``dagster-webserver`` does for itself
+    (``DagsterInstance.optimize_for_webserver``), with no statement timeout (0: a build's
+    queries run as long as they need). ``dagster-postgres`` otherwise connects for every query
+    (``NullPool``), which was most of a batched run's time
+    (benchmarks/results/partitions-2026-12-01-profile.md). A no-op on SQLite storage.
+    """
+    instance.optimize_for_webserver(
+        statement_timeout=0, pool_recycle=POOL_RECYCLE_SECONDS, max_overflow=POOL_MAX_OVERFLOW
+    )
 
 
 def main() -> None:

@@ -44,11 +44,16 @@ from kb_assets.assets.record import remove_version_data
 from kb_assets.definitions import build_job
 from kb_assets.intake import register_partitions
 from kb_assets.io_manager import StepRecords
-from kb_assets.partitions import documents_partitions
+from kb_assets.partitions import MISSING, partition_states
 from kb_assets.resources import SettingsResource, StoresResource
 from kb_shared import layout
 from kb_shared.errors import DocumentNotFoundError, KbError, StoreError
-from kb_shared.stores.catalog import DocumentRow, VersionStatus, deleting_message
+from kb_shared.stores.catalog import (
+    DocumentRow,
+    DocumentVersionRow,
+    VersionStatus,
+    deleting_message,
+)
 
 #: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
 #: each failure's reason, and the full event log stays in the instance (Dagster UI).
@@ -672,23 +677,52 @@ def finish_interrupted_deletes(
     return reports
 
 
+def next_version(
+    history: Sequence[DocumentVersionRow], assets: dict[str, str]
+) -> dict[str, Any] | None:
+    """The version of a served document newer than the one it serves, when there is one:
+    ``{"version": n, "state": "pending" | "building" | "failed", "reason": str}`` (building:
+    pending with some asset ``in_progress`` in ``assets``, ``document_status``'s per-asset
+    states; reason: the failed build's). ``None`` for a document no version of which serves
+    (its own status says it) or whose newest version serves."""
+    served = next((v for v in history if v.status == VersionStatus.SERVING), None)
+    newest = history[-1] if history else None
+    if served is None or newest is None or newest.version <= served.version:
+        return None
+    if newest.status not in (VersionStatus.PENDING, VersionStatus.FAILED):
+        return None
+    building = newest.status == VersionStatus.PENDING and "in_progress" in assets.values()
+    return {
+        "version": newest.version,
+        "state": "building" if building else str(newest.status),
+        "reason": newest.failure_reason or "",
+    }
+
+
+def status_text(row: dict[str, Any]) -> str:
+    """One ``document_status`` row's status as ``kb status`` and the upload page say it: the
+    catalog status, its failure reason, and the newer version's state (``next_version``),
+    e.g. ``ready (version 2 building)`` or ``ready (version 2 failed: markdown: …)``."""
+    text = row["status"] + (f" ({row['reason']})" if row["reason"] else "")
+    newer = row.get("next_version")
+    if newer:
+        why = f": {newer['reason']}" if newer["reason"] else ""
+        text += f" (version {newer['version']} {newer['state']}{why})"
+    return text
+
+
 def document_status(stores: StoresResource, instance: dg.DagsterInstance) -> list[dict[str, Any]]:
     """Every catalog document with its per-asset state (materialized / failed / in progress /
-    missing) from the Dagster instance, its counts, and whether its partition exists. Reads
-    only: a missing partition is reported, and ``repair_partitions`` restores it."""
+    missing) from the Dagster instance, its counts, whether its partition exists, the number
+    of its serving version (``serving_version``, ``None`` while none serves) and a newer
+    version being added (``next_version``). Reads only: a missing partition is reported, and
+    ``repair_partitions`` restores it."""
     rows = stores.catalog().list_documents()
+    versions = stores.catalog().all_versions()
     partitions = set(instance.get_dynamic_partitions(DOCUMENTS))
     keys = [r.doc_id for r in rows if r.doc_id in partitions]
-    states: dict[str, dict[str, str]] = {r.doc_id: {} for r in rows}
-    for asset in CORPUS_ASSETS:
-        by_partition = (
-            instance.get_status_by_partition(dg.AssetKey(asset), keys, documents_partitions)
-            if keys
-            else {}
-        ) or {}
-        for row in rows:
-            status = by_partition.get(row.doc_id)
-            states[row.doc_id][asset] = status.value.lower() if status is not None else "missing"
+    found = partition_states(instance, CORPUS_ASSETS, keys) if keys else {}
+    states = {r.doc_id: found.get(r.doc_id) or dict.fromkeys(CORPUS_ASSETS, MISSING) for r in rows}
     return [
         {
             "name": r.name,
@@ -702,6 +736,12 @@ def document_status(stores: StoresResource, instance: dg.DagsterInstance) -> lis
             "figures": r.figure_count,
             "assets": states[r.doc_id],
             "partition": r.doc_id in partitions,
+            "serving_version": next(
+                (v.version for v in versions.get(r.doc_id, ())
+                 if v.status == VersionStatus.SERVING),
+                None,
+            ),
+            "next_version": next_version(versions.get(r.doc_id, ()), states[r.doc_id]),
         }
         for r in rows
     ]

@@ -53,6 +53,9 @@ app = typer.Typer(
     help="The read-only MCP server of kb: search the corpus the pipeline built, with citations.",
     add_completion=False,
     no_args_is_help=True,
+    # Markdown joins a docstring paragraph's lines, so help text wraps at the terminal's
+    # width, never at the source's line ends (Typer's "rich" mode keeps every line break).
+    rich_markup_mode="markdown",
 )
 
 

@@ -17,7 +17,9 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
   citation link resolves. Keys go through ``kb_shared.stores.blobs.check_key`` (no ``..``,
   absolute paths, backslashes or control characters, after percent-decoding) and must be ones
   ``kb_shared.layout.is_served`` accepts; anything else is a 404, the same answer as a
-  missing file, so nothing is learnt by probing. The one exception: the stored file of a
+  missing file, so nothing is learnt by probing; so is a file of a document whose ``kb
+  delete`` has begun (catalog status ``deleting``: ``blob_withdrawn``), as everywhere else in
+  kb_mcp (``kb_mcp.documents`` module docstring). The one exception: the stored file of a
   version a newer one superseded (its file removed) answers 410 Gone with a page naming the
   versions and linking the current PDF (``superseded_page``), so a citation handed out before
   the new version neither dead-ends nor silently opens the new file.
@@ -34,8 +36,6 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
 import html
 from http.cookies import SimpleCookie
@@ -66,6 +66,7 @@ from kb_mcp.links import (
     signing_key,
 )
 from kb_mcp.pages import register_pages
+from kb_mcp.pages.style import NOTICE_STYLE, csp_hash
 from kb_mcp.server import build_server
 from kb_mcp.state import ServerState, StateHolder
 from kb_shared import layout
@@ -75,7 +76,7 @@ from kb_shared.identity import split_version_key
 from kb_shared.providers.base import Embedder
 from kb_shared.settings import Settings
 from kb_shared.stores.blobs import check_key
-from kb_shared.stores.catalog import VersionStatus, serving_version
+from kb_shared.stores.catalog import DocumentStatus, VersionStatus, serving_version
 
 log = logging.getLogger(__name__)
 
@@ -261,17 +262,44 @@ def servable_key(key: str) -> str | None:
     return key if layout.is_served(key) else None
 
 
+def blob_document(key: str) -> str | None:
+    """The doc_id whose file ``key`` is (``pdfs/{doc}`` or ``figures/{doc}/…``, ``doc`` a
+    ``version_key``: ``kb_shared.layout``), or ``None`` for a key of neither shape."""
+    if key.startswith(layout.PDFS):
+        doc = key[len(layout.PDFS):]
+    elif key.startswith(layout.FIGURES):
+        doc = key[len(layout.FIGURES):].partition("/")[0]
+    else:
+        return None
+    return split_version_key(doc)[0] if doc else None
+
+
+def blob_withdrawn(state: ServerState, key: str) -> bool:
+    """Whether ``key`` is a file of a document being deleted (catalog status ``deleting``):
+    ``/files`` then answers 404 as for an unknown document. A catalog that cannot be read
+    withdraws nothing (the file is served as before the check; ``/healthz`` names the
+    outage)."""
+    doc = blob_document(key)
+    if doc is None:
+        return False
+    try:
+        row = state.catalog.find_by_doc_id(doc)
+    except (KbError, OSError):
+        return False
+    return row is not None and row.status == DocumentStatus.DELETING
+
+
 #: The superseded-version page's only script: it carries the citation's ``#page=N`` (which a
 #: browser never sends) over to the current PDF's link.
 KEEP_PAGE_SCRIPT = (
     "const a = document.getElementById('current');"
     " if (location.hash) { a.href += location.hash; a.textContent = a.href; }"
 )
-#: The page's Content-Security-Policy: nothing but that script, by its hash (CSP level 2).
+#: The page's Content-Security-Policy: nothing but that script and the pages' shared style
+#: (``kb_mcp.pages.style``), each by its hash (CSP level 2).
 SUPERSEDED_CSP = (
-    "default-src 'none'; script-src 'sha256-"
-    + base64.b64encode(hashlib.sha256(KEEP_PAGE_SCRIPT.encode()).digest()).decode()
-    + "'"
+    f"default-src 'none'; style-src {csp_hash(NOTICE_STYLE)}; "
+    f"script-src {csp_hash(KEEP_PAGE_SCRIPT)}"
 )
 
 
@@ -320,10 +348,14 @@ def superseded_page(
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"}
     if not as_html:
         return PlainTextResponse(lead + url + "\n", status_code=410, headers=headers)
+    name = html.escape(current.name)
     body = (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>Superseded: version {old.version} of {html.escape(current.name)}</title></head>"
-        f"<body><p>{html.escape(lead)}<a id=\"current\" href=\"{html.escape(url)}\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>Superseded: version {old.version} of {name}</title>"
+        f"<style>{NOTICE_STYLE}</style></head>"
+        f"<body><h1>Version {old.version} of {name} is superseded</h1>"
+        f"<p class=\"notice\">{html.escape(lead)}<a id=\"current\" href=\"{html.escape(url)}\">"
         f"{html.escape(url)}</a></p><script>{KEEP_PAGE_SCRIPT}</script></body></html>\n"
     )
     return Response(
@@ -456,7 +488,11 @@ def build_app(
     @mcp.custom_route(FILES_PATH + "/{key:path}", methods=["GET", "HEAD"])
     async def files(request: Request) -> Response:
         key = servable_key(request.path_params.get("key", ""))
-        if key is None or not holder.ready:
+        if (
+            key is None
+            or not holder.ready
+            or await anyio.to_thread.run_sync(blob_withdrawn, holder.state, key)
+        ):
             return PlainTextResponse("Not Found", status_code=404)
         blobs = holder.state.blobs
         headers = {

@@ -28,6 +28,7 @@ import dagster as dg
 
 from kb_assets.io_manager import Batch, StepRecords
 from kb_assets.jobs import failure_text
+from kb_assets.partitions import partition_set_snapshot
 from kb_assets.resources import StoresResource
 from kb_shared.errors import StoreError
 
@@ -126,22 +127,28 @@ def run_batch(
     asset = context.asset_key.path[-1]
     earlier = records.run_failures(context.run.run_id)
     progress = BatchProgress()
-    for doc in context.partition_keys:
-        if doc in earlier:
-            progress.skipped.append(doc)
-            continue
-        missing = [f"{name}: {batch.missing[doc]}" for name, batch in (inputs or {}).items()
-                   if doc not in batch.outputs]
-        if missing:
-            _fail(context, stores, progress, doc, f"{asset}: {'; '.join(missing)}")
-            continue
-        try:
-            events = work(doc, **{n: b.outputs[doc] for n, b in (inputs or {}).items()})
-            events = [events] if isinstance(events, dg.Output | dg.MaterializeResult) else list(events)
-        except Exception as error:  # noqa: BLE001 - one document's failure stays its own
-            _fail(context, stores, progress, doc, failure_text(asset, error))
-            continue
-        _collect(context, stores, progress, doc, events, asset)
+    # Each document's add_asset_metadata checks its key against the whole partition set: one
+    # read of the set serves the step (partitions.partition_set_snapshot).
+    with partition_set_snapshot(context.instance):
+        for doc in context.partition_keys:
+            if doc in earlier:
+                progress.skipped.append(doc)
+                continue
+            missing = [f"{name}: {batch.missing[doc]}" for name, batch in (inputs or {}).items()
+                       if doc not in batch.outputs]
+            if missing:
+                _fail(context, stores, progress, doc, f"{asset}: {'; '.join(missing)}")
+                continue
+            try:
+                events = work(doc, **{n: b.outputs[doc] for n, b in (inputs or {}).items()})
+                events = (
+                    [events] if isinstance(events, dg.Output | dg.MaterializeResult)
+                    else list(events)
+                )
+            except Exception as error:  # noqa: BLE001 - one document's failure stays its own
+                _fail(context, stores, progress, doc, failure_text(asset, error))
+                continue
+            _collect(context, stores, progress, doc, events, asset)
     records.add_run_failures(context.run.run_id, progress.failed)
     for name in checks:  # every check spec gets a result, even when no document reached it
         progress.checked.setdefault(name, 0)

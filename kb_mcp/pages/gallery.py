@@ -29,6 +29,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from kb_mcp.documents import serving_keys
 from kb_mcp.links import Links, links_for
+from kb_mcp.pages.style import BASE_STYLE
 from kb_mcp.state import ServerState, StateHolder
 from kb_mcp.tools import KbServer
 from kb_shared import layout
@@ -163,13 +164,7 @@ def gallery_json(gallery: Gallery) -> dict[str, Any]:
     }
 
 
-_STYLE = """
-:root { color-scheme: light dark;
-        font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; }
-body { margin: 0 auto; padding: 16px 20px; max-width: 1200px; }
-h1 { font-size: 20px; margin: 0 0 4px; }
-.muted { color: #6b7385; }
-ul { list-style: none; padding: 0; display: grid; gap: 16px;
+_STYLE = BASE_STYLE + """ul { list-style: none; padding: 0; display: grid; gap: 16px;
      grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); }
 li { border: 1px solid #d5dae3; border-radius: 8px; padding: 10px; }
 li img { display: block; max-width: 100%; max-height: 220px; margin: 0 auto 8px; background: #fff; }

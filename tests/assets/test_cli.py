@@ -121,3 +121,65 @@ def test_status_writes_nothing_and_repair_is_an_explicit_command(tmp_path: Path)
     assert instance.get_dynamic_partitions(DOCUMENTS) == ["lost-partition.pdf"]
     again = runner.invoke(cli.app, ["repair"], env=env)
     assert "nothing to repair" in again.output
+
+
+def test_status_shows_a_new_version_waiting_beside_the_served_one(tmp_path: Path) -> None:
+    import json
+
+    from kb_assets.resources import StoresResource
+    from tests.fakes import tiny_pdf
+
+    home = tmp_path / "kb"
+    env = {"KB_HOME": str(home), "COLUMNS": "200"}
+    pdf = tmp_path / "in" / "Rules.pdf"
+    pdf.parent.mkdir()
+    pdf.write_bytes(tiny_pdf("rules, first"))
+    runner = CliRunner()
+    assert runner.invoke(cli.app, ["add", str(pdf)], env=env).exit_code == 0
+    stores = StoresResource(home=str(home))
+    stores.catalog().mark_ready("rules.pdf", pages=1, chunk_count=1)  # as if built
+    pdf.write_bytes(tiny_pdf("rules, revised"))
+    added = runner.invoke(cli.app, ["add", "--new-version", str(pdf)], env=env)
+    assert added.exit_code == 0, added.output
+
+    table = runner.invoke(cli.app, ["status"], env=env)
+    assert table.exit_code == 0, table.output
+    assert "ready (version 2 pending)" in table.output
+    (row,) = json.loads(runner.invoke(cli.app, ["status", "--json"], env=env).output)
+    assert (row["status"], row["serving_version"]) == ("ready", 1)
+    assert row["next_version"] == {"version": 2, "state": "pending", "reason": ""}
+
+    stores.catalog().fail_version("rules.pdf", 2, "markdown: the PDF is truncated")
+    failed = runner.invoke(cli.app, ["status"], env=env)
+    assert "ready (version 2 failed: markdown: the PDF is truncated)" in " ".join(
+        failed.output.split()
+    )
+    stores.close()
+
+
+def test_a_pending_version_with_a_step_in_progress_is_building() -> None:
+    import datetime as dt
+
+    from kb_assets.operations import next_version, status_text
+    from kb_shared.stores.catalog import DocumentVersionRow
+
+    def version(number: int, status: str, reason: str | None = None) -> DocumentVersionRow:
+        return DocumentVersionRow(
+            doc_id="rules.pdf", version=number, name="Rules.pdf", sha256=f"{number}" * 64,
+            size_bytes=10, blob_key="pdfs/rules.pdf", label=None, status=status,
+            failure_reason=reason, added_at=dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
+            superseded_at=None,
+        )
+
+    history = [version(1, "superseded"), version(2, "serving"), version(3, "pending")]
+    steps = {"markdown": "materialized", "chunks": "in_progress", "embeddings": "missing"}
+    building = next_version(history, steps)
+    assert building == {"version": 3, "state": "building", "reason": ""}
+    assert next_version(history, {"markdown": "materialized"})["state"] == "pending"
+    assert next_version(history[:2], steps) is None  # the newest version serves
+    assert next_version([version(1, "pending")], steps) is None  # a first build: status says it
+    row = {"status": "ready", "reason": "", "next_version": building}
+    assert status_text(row) == "ready (version 3 building)"
+    assert status_text({"status": "failed", "reason": "embeddings: down"}) == (
+        "failed (embeddings: down)"
+    )

@@ -44,7 +44,7 @@ def test_definitions_load_with_partitioned_assets_and_checks() -> None:
     ]
     assert repo.has_job(BUILD_JOB) and repo.has_job(ADD_JOB)
     assert [s.name for s in repo.sensor_defs] == [
-        "intake_sensor", "quality_automation_sensor", "reference_sensor",
+        "batch_failures_sensor", "intake_sensor", "quality_automation_sensor", "reference_sensor",
     ]
 
 

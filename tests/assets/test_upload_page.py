@@ -471,3 +471,42 @@ def test_the_page_uploads_checks_and_follows_builds_in_chromium(
     page.wait_for_selector(f'#corpus tr[data-doc="{EXISTING_ID}"]', state="detached")
     assert kb.stores.catalog().find_by_doc_id(EXISTING_ID) is None
     assert page.kb_errors == []
+
+
+#: A file name without a space to wrap at, and a failure reason with a path like it.
+UNBROKEN = "AEMO_Market_Settlement_and_Transfer_Solution_Procedures_v2.3_final_consolidated.pdf"
+
+
+def test_the_corpus_table_shows_a_new_version_and_fits_1280_px(
+    kb: Corpus, browser_page: Any, tmp_path: Path,  # noqa: F811
+) -> None:
+    catalog = kb.stores.catalog()
+    catalog.mark_ready(EXISTING_ID, pages=3, chunk_count=12345, figure_count=37,
+                       title="Existing Rules", version="3.2")
+    unbroken = tmp_path / "more" / UNBROKEN
+    revised = tmp_path / "more" / EXISTING
+    unbroken.parent.mkdir()
+    unbroken.write_bytes(tiny_pdf("unbroken"))
+    revised.write_bytes(tiny_pdf("existing, revised"))
+    (added,) = admit([unbroken], kb.stores, kb.instance)
+    catalog.mark_failed(added.doc_id, f"markdown: /home/kb/inbox/{UNBROKEN}: no text layer")
+    (second,) = admit([revised], kb.stores, kb.instance, new_version=True)
+    assert (second.status, second.version) == (IntakeStatus.ADDED, 2)
+
+    with serving(kb.service()) as base:
+        page = browser_page
+        page.goto(base + "/")
+        page.wait_for_selector(f'#corpus tr[data-doc="{added.doc_id}"]', timeout=60_000)
+        page.screenshot(path=str(tmp_path / "corpus.png"), full_page=True)
+        widths = page.evaluate(
+            "() => ({page: document.documentElement.scrollWidth, table: Math.ceil("
+            "document.getElementById('corpus').getBoundingClientRect().right), section: "
+            "document.getElementById('corpus').parentElement.getBoundingClientRect().right})"
+        )
+        assert page.viewport_size["width"] == 1280
+        assert widths["page"] == 1280  # no horizontal scrolling
+        assert widths["table"] <= widths["section"]
+        version = page.locator(f'#corpus tr[data-doc="{EXISTING_ID}"] td.version')
+        assert version.inner_text().split("\n") == ["v1 (3.2)", "v2 pending"]
+        assert version.locator(".next-version").get_attribute("data-state") == "pending"
+    assert page.kb_errors == []

@@ -153,3 +153,20 @@ def test_the_graph_page_and_the_gallery_do_not_show_it(pages: TestClient) -> Non
     gallery = pages.get(f"/api/documents/{RETAIL_ID}/figures")
     assert gallery.status_code == 404
     assert gallery.json() == {"error": f"no ready document has doc_id '{RETAIL_ID}'"}
+
+
+def test_files_answers_its_pdf_and_figures_as_for_an_unknown_document(
+    pages: TestClient, deleting_home: Path
+) -> None:
+    # the files are still stored (the delete stopped before removing them) ...
+    assert (deleting_home / "blobs" / "pdfs" / RETAIL_ID).is_file()
+    assert (deleting_home / "blobs" / "figures" / RETAIL_ID / "figure-1.png").is_file()
+    unknown_pdf = pages.get("/files/pdfs/no-such-document.pdf")
+    assert (unknown_pdf.status_code, unknown_pdf.text) == (404, "Not Found")
+    # ... and answered exactly like that unknown document's
+    for key in (f"pdfs/{RETAIL_ID}", f"figures/{RETAIL_ID}/figure-1.png"):
+        for method in (pages.get, pages.head):
+            answer = method(f"/files/{key}")
+            assert answer.status_code == 404, key
+        assert pages.get(f"/files/{key}").text == "Not Found"
+    assert pages.get(f"/files/pdfs/{DISPATCH_ID}").status_code == 200  # the others still open

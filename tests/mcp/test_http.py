@@ -276,3 +276,20 @@ def test_per_request_transport_endings_are_not_logged_at_info(
     monkeypatch.setattr(logger, "level", logging.NOTSET)
     build_app(corpus_settings(corpus_home), embedder=embedder, warm=False, log_level=level)
     assert logging.getLevelName(logger.level) == expected
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_serve_help_wraps_at_the_terminal_width_not_the_source_lines(columns: int) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--help"], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0
+    lines = [line.strip() for line in result.output.splitlines()]
+    start = next(n for n, line in enumerate(lines) if line.startswith("Exits with status 2"))
+    paragraph = lines[start:lines.index("", start)]
+    assert " ".join(paragraph) == (
+        "Exits with status 2 (and says why) when asked to bind a non-loopback address without "
+        "KB_MCP_TOKENS and without --public, or when --workers above 1 is given with "
+        "--transport stdio."
+    )
+    # each line is filled to the width before the next begins (no break after "without")
+    assert all(len(line) + len(next_line.split()[0]) + 1 > columns - 4
+               for line, next_line in zip(paragraph, paragraph[1:]))

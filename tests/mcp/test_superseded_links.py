@@ -119,3 +119,29 @@ def test_the_html_page_keeps_the_cited_page_on_the_current_link(
     assert page.kb_errors == [
         "Failed to load resource: the server responded with a status of 410 (Gone)"
     ]
+
+
+def test_the_html_page_has_the_look_of_kbs_other_pages(
+    three_versions: tuple[Kb, dict[int, str]], embedder: HashingEmbedder,
+    browser_page: Any, tmp_path: Path,  # noqa: F811
+) -> None:
+    kb, _ = three_versions
+    port = free_port()
+    settings = corpus_settings(kb.home, mcp_port=port)
+    page = browser_page
+    with serving_in_thread(build_app(settings, embedder=embedder, warm=False), port) as base:
+        page.goto(f"{base}/files/{OLD}")
+        assert page.locator("h1").inner_text() == f"Version 1 of {NAME} is superseded"
+        look = page.evaluate(
+            "() => { const body = getComputedStyle(document.body);"
+            " const box = getComputedStyle(document.querySelector('p.notice'));"
+            " return [body.fontFamily, body.maxWidth, box.borderTopStyle, box.borderRadius]; }"
+        )
+        page.screenshot(path=str(tmp_path / "superseded-styled.png"))
+    # the gallery's type and width (kb_mcp.pages.style), applied: the CSP lets that style in
+    assert look == [
+        'system-ui, -apple-system, "Segoe UI", sans-serif', "1200px", "solid", "8px",
+    ]
+    assert page.kb_errors == [
+        "Failed to load resource: the server responded with a status of 410 (Gone)"
+    ]

@@ -316,6 +316,22 @@ function figuresCell(doc) {
     text: `${doc.figures} (gallery)` }));
 }
 
+// The version kb serves (v1, v2, …; the document's own label in brackets) and, under it, a
+// newer version added with "Upload as new version" while it is pending, building or failed.
+function versionCell(doc) {
+  const served = doc.serving_version ? `v${doc.serving_version}` : "";
+  const label = doc.version ? (served ? ` (${doc.version})` : doc.version) : "";
+  const td = el("td", { class: "version", title: served
+    ? `kb serves version ${doc.serving_version}` + (doc.version ? `; the document says ${doc.version}` : "")
+    : null }, served + label);
+  const next = doc.next_version;
+  if (next) {
+    td.append(el("div", { class: `next-version badge ${next.state}`, "data-version": next.version,
+      "data-state": next.state, text: `v${next.version} ${next.state}` }));
+  }
+  return td;
+}
+
 function corpusRow(doc) {
   const path = `/api/documents/${encodeURIComponent(doc.doc_id)}`;
   const actions = el("td", { class: "actions" });
@@ -332,8 +348,12 @@ function corpusRow(doc) {
   } }, "Delete"));
   const status = el("td", {}, el("span", { class: `badge ${doc.status}`, text: doc.status }));
   if (doc.reason) status.append(el("div", { class: "reason", text: doc.reason }));
+  const next = doc.next_version;
+  if (next && next.reason) {
+    status.append(el("div", { class: "reason", text: `version ${next.version} failed: ${next.reason}` }));
+  }
   return el("tr", { "data-doc": doc.doc_id, "data-status": doc.status },
-    cell(doc.name), cell(doc.title), cell(doc.version), cell(doc.pages), cell(doc.chunks),
+    cell(doc.name), cell(doc.title), versionCell(doc), cell(doc.pages), cell(doc.chunks),
     figuresCell(doc), status, actions);
 }
 

@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 import sqlalchemy as sa
@@ -78,9 +79,22 @@ class SyncCounts:
 
 def to_row(cls: type[Any], row: sa.Row[Any] | Mapping[str, Any], **values: Any) -> Any:
     """The frozen dataclass ``cls`` built from ``values`` and, for every other field, the
-    same-named column of ``row`` (a ``Row`` or a row mapping)."""
-    mapping = {**(row._mapping if isinstance(row, sa.Row) else row), **values}
-    return cls(**{f.name: mapping[f.name] for f in fields(cls)})
+    same-named column of ``row`` (a ``Row`` or a row mapping).
+
+    Raises:
+        KeyError: a field of ``cls`` that is neither in ``values`` nor a column of ``row``.
+    """
+    mapping = row._mapping if isinstance(row, sa.Row) else row
+    return cls(**{
+        name: values[name] if name in values else mapping[name] for name in _field_names(cls)
+    })
+
+
+@lru_cache(maxsize=None)
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    """The field names of dataclass ``cls``, read once per class (``to_row`` builds every row
+    of a listing; benchmarks/results/partitions-2026-12-01-profile.md)."""
+    return tuple(f.name for f in fields(cls))
 
 
 def clean_text(value: Any, field: str, limit: int, *, required: bool = True) -> str | None:
