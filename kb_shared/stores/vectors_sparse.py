@@ -22,15 +22,18 @@ a bound: no match outside the candidates can score above the ``limit``-th candid
 (``outside_bound``). When the bound fails the depth is multiplied by ``DEPTH_GROWTH`` up to
 ``MAX_DEPTH``; a candidate list shorter than the depth holds every match, so it is exact.
 Past ``MAX_DEPTH`` the answer is the best of ``MAX_DEPTH`` candidates (counted in
-``SparseScorer.capped``). Known difference: Qdrant merges two terms whose ``term_index``
-collide (31-bit hash; ~1e-5 chance for a pair in a 100k-term vocabulary), FTS5 does not.
+``SparseScorer.capped``). Each point's term counts, the ``df`` look-ups and the longest
+point are cached per snapshot of the index (``ScorerCache``). Known difference: Qdrant
+merges two terms whose ``term_index`` collide (31-bit hash; ~1e-5 chance for a pair in a
+100k-term vocabulary), FTS5 does not.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,12 +52,18 @@ from kb_shared.sparse import (
 #: Candidates taken from FTS5's ``bm25()`` order per wanted hit, the fewest ever taken, and
 #: the most (benchmarks/results/migrate-2026-12-01-scorer.md: how deep the bound needs).
 DEPTH_FACTOR = 4
-MIN_DEPTH = 64
+MIN_DEPTH = 256
 MAX_DEPTH = 4096
 DEPTH_GROWTH = 4
 
+#: Points whose term counts ``ScorerCache`` keeps per index (memory bound in its docstring).
+CACHE_POINTS = 8192
+
 #: FTS5's floor for a non-positive IDF (``fts5Bm25GetData`` in SQLite's ``fts5_aux.c``).
 FTS5_MIN_IDF = 1e-6
+
+#: Query terms per ``df`` look-up (below SQLite's oldest bound-parameter limit, 999).
+_TERMS_PER_QUERY = 500
 
 #: FTS5's record of row count and token total (``FTS5_AVERAGES_ROWID`` in ``fts5_index.c``).
 _AVERAGES_ROWID = 1
@@ -117,7 +126,8 @@ def query_terms(text: str, frequencies: dict[str, int], n: int) -> list[QueryTer
 
 def point_score(terms: Sequence[QueryTerm], stored: str) -> float:
     """Qdrant's score of the point whose FTS5 column is ``stored`` (``fts_document`` terms,
-    space-separated), rounded to float32 as Qdrant returns it; 0.0 when no term is held."""
+    space-separated), rounded to float32 as Qdrant returns it; 0.0 when no term is held.
+    (Counts only the query's terms: cheaper than ``term_counts`` for a point seen once.)"""
     padded = f" {stored} "
     tokens: list[str] | None = None
     total = 0.0
@@ -126,6 +136,24 @@ def point_score(terms: Sequence[QueryTerm], stored: str) -> float:
             if tokens is None:
                 tokens = stored.split(" ")
             total += query.value * bm25_term_weight(tokens.count(query.term), len(tokens))
+    return float(np.float32(total))
+
+
+def term_counts(stored: str) -> tuple[dict[str, int], int]:
+    """``(tf of each term, number of terms)`` of an FTS5 column ``stored`` (space-separated
+    ``fts_document`` terms)."""
+    tokens = stored.split(" ")
+    return Counter(tokens), len(tokens)
+
+
+def counted_score(terms: Sequence[QueryTerm], counts: dict[str, int], length: int) -> float:
+    """``point_score`` from a point's ``term_counts``: the same sum, in ``terms``' order,
+    rounded to float32."""
+    total = 0.0
+    for query in terms:
+        tf = counts.get(query.term)
+        if tf:
+            total += query.value * bm25_term_weight(tf, length)
     return float(np.float32(total))
 
 
@@ -215,6 +243,40 @@ class ScoredRow:
     score: float
 
 
+class ScorerCache:
+    """What ``SparseScorer`` re-reads per search, kept for one snapshot of the index.
+
+    ``points`` maps a rowid to ``(point id, FTS5 column)`` after its first read and to
+    ``(point id, *term_counts of the column)`` once read again, at most ``capacity`` points,
+    least recently stored dropped first (counted: ~7 KB a point measured on the regulatory
+    build, ~100 terms a point, so ~60 MB at the default); ``frequencies`` maps a
+    term to its ``df`` (at most ``capacity * 16`` terms, then emptied); ``longest`` is the
+    longest point's terms. ``key`` names the snapshot: the file's schema version (a dropped
+    and re-created index restarts its generation and rowids), the write generation (bumped
+    by every write) and FTS5's row and token totals (for files without a generation); a
+    search that sees another key starts a new cache, so a search still reading an older
+    snapshot only ever writes into that one's.
+    Numbers: benchmarks/results/migrate-2026-12-01-scorer.md ("Making it cheap").
+    """
+
+    def __init__(self, key: tuple[Any, ...] | None, capacity: int = CACHE_POINTS) -> None:
+        self.key, self.capacity = key, capacity
+        self.points: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
+        self.frequencies: dict[str, int] = {}
+        self.longest: int | None = None
+        self._lock = threading.Lock()
+
+    def keep(self, found: dict[int, tuple[Any, ...]]) -> None:
+        """Store ``found`` (rowid -> entry), dropping the oldest entries past ``capacity``
+        (under a lock: the MCP server's threads share one index)."""
+        with self._lock:
+            self.points.update(found)
+            for rowid in found:
+                self.points.move_to_end(rowid)
+            while len(self.points) > self.capacity:
+                self.points.popitem(last=False)
+
+
 class SparseScorer:
     """Qdrant's sparse score for one ``SqliteVectorIndex``'s tables (module docstring).
 
@@ -242,7 +304,8 @@ class SparseScorer:
         self.depth_factor, self.min_depth, self.max_depth = depth_factor, min_depth, max_depth
         self.capped = 0
         self.deepened = 0
-        self._longest: tuple[tuple[Any, ...], int] | None = None
+        self.cache_points = CACHE_POINTS
+        self.cache = ScorerCache(None, 0)
 
     def prepare(self, conn: Any) -> None:
         """Create the ``fts5vocab`` table the scorer reads ``df`` from in ``conn``'s ``temp``
@@ -253,54 +316,64 @@ class SparseScorer:
             f"USING fts5vocab(main, {self.fts}, row)"
         )
 
-    def _statistics(self, conn: Any, text: str) -> tuple[int, float, int, dict[str, int]]:
-        """``(N, average length, longest point's terms, df of each distinct term of text)``."""
+    def _statistics(
+        self, conn: Any, text: str
+    ) -> tuple[int, float, int, dict[str, int], ScorerCache]:
+        """``(N, average length, longest point's terms, df of each distinct term of text,
+        this snapshot's cache)``."""
         row = conn.execute(
             f"SELECT block FROM {self.fts}_data WHERE id = ?", (_AVERAGES_ROWID,)
         ).fetchone()
         rows, tokens = read_averages(row[0] if row else None)
-        frequencies = {}
-        for term in dict.fromkeys(tokenize(text)):
-            found = conn.execute(
-                f"SELECT doc FROM temp.{self.vocab} WHERE term = ?", (term,)
-            ).fetchone()
-            frequencies[term] = found[0] if found else 0
-        return rows, (tokens / rows if rows else 0.0), self._longest_point(conn, rows, tokens), \
-            frequencies
-
-    def _longest_point(self, conn: Any, rows: int, tokens: int) -> int:
-        """Terms in the longest point: the largest varint of ``{fts}_docsize`` (longer
-        varints hold larger values; equal lengths compare as bytes). Cached per write
-        generation (and row / token totals, for files without one)."""
         generation = conn.execute(
             f"SELECT value FROM {self.meta} WHERE key = 'generation'"
         ).fetchone()
-        key = (generation, rows, tokens)
-        if self._longest is None or self._longest[0] != key:
+        schema = conn.execute("PRAGMA main.schema_version").fetchone()
+        cache, key = self.cache, (schema, generation, rows, tokens)
+        if cache.key != key:
+            cache = self.cache = ScorerCache(key, self.cache_points)
+        elif len(cache.frequencies) > 16 * cache.capacity:
+            cache.frequencies = {}
+        frequencies = cache.frequencies
+        wanted = [t for t in dict.fromkeys(tokenize(text)) if t not in frequencies]
+        if wanted:
+            for term in wanted:
+                frequencies[term] = 0
+            for start in range(0, len(wanted), _TERMS_PER_QUERY):
+                chunk = wanted[start:start + _TERMS_PER_QUERY]
+                frequencies.update(conn.execute(
+                    f"SELECT term, doc FROM temp.{self.vocab} WHERE term IN "
+                    f"({', '.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall())
+        if cache.longest is None:  # largest varint: longer ones hold larger values
             found = conn.execute(
                 f"SELECT sz FROM {self.fts}_docsize ORDER BY length(sz) DESC, sz DESC LIMIT 1"
             ).fetchone()
-            self._longest = (key, read_varints(found[0], 1)[0] if found else 0)
-        return self._longest[1]
+            cache.longest = read_varints(found[0], 1)[0] if found else 0
+        return rows, (tokens / rows if rows else 0.0), cache.longest, frequencies, cache
 
     def _ranked(
-        self, conn: Any, match: str, depth: int, clauses: Sequence[str], params: Sequence[Any]
-    ) -> list[tuple[int, float]]:
-        """FTS5's best ``depth`` matches by ``bm25()``: ``(rowid, fts score > 0)``, best
-        first (ties by rowid)."""
+        self, conn: Any, match: str, depth: int, skip: int, clauses: Sequence[str],
+        params: Sequence[Any],
+    ) -> Any:
+        """A cursor over FTS5's matches by ``bm25()``, best first (ties by rowid), after the
+        best ``skip``, at most ``depth``: rows ``(rowid, fts score > 0)``. (One query for
+        ``max_depth`` up front costs more than a second query when needed: the sorter's
+        work grows with the limit; "Making it cheap" in the report.)"""
         if clauses:
             sql = (
                 f"SELECT f.rowid, -bm25({self.fts}) AS score FROM {self.fts} AS f "
                 f"JOIN {self.points} AS p ON p.rowid = f.rowid "
                 f"WHERE {self.fts} MATCH ?{''.join(' AND ' + c for c in clauses)} "
-                "ORDER BY score DESC, f.rowid LIMIT ?"
+                "ORDER BY score DESC, f.rowid LIMIT ? OFFSET ?"
             )
         else:
             sql = (
                 f"SELECT rowid, -bm25({self.fts}) AS score FROM {self.fts} "
-                f"WHERE {self.fts} MATCH ? ORDER BY score DESC, rowid LIMIT ?"
+                f"WHERE {self.fts} MATCH ? ORDER BY score DESC, rowid LIMIT ? OFFSET ?"
             )
-        return conn.execute(sql, (match, *params, depth)).fetchall()
+        return conn.execute(sql, (match, *params, depth, skip))
 
     def _stored(self, conn: Any, rowids: Sequence[int]) -> list[tuple[int, str, str]]:
         """``(rowid, FTS5 terms, point id)`` of ``rowids``."""
@@ -313,14 +386,33 @@ class SparseScorer:
 
     def _score(
         self, conn: Any, terms: Sequence[QueryTerm], batch: Sequence[tuple[int, float]],
-        scored: list[ScoredRow],
+        scored: list[ScoredRow], cache: ScorerCache,
     ) -> None:
-        """Re-score ``batch`` (``(rowid, fts score)``) into ``scored``, kept best first."""
+        """Re-score ``batch`` (``(rowid, fts score)``) into ``scored``, kept best first;
+        points' terms from ``cache``, the rest read and cached."""
         if not batch:
             return
+        found, read, counted = {}, {}, {}
+        for rowid, _ in batch:
+            entry = cache.points.get(rowid)
+            if entry is None:
+                continue
+            if isinstance(entry[1], str):  # seen once before: count its terms now
+                entry = counted[rowid] = (entry[0], *term_counts(entry[1]))
+            found[rowid] = entry
+        missing = [rowid for rowid, _ in batch if rowid not in found]
+        if missing:
+            for rowid, stored, point_id in self._stored(conn, missing):
+                read[rowid] = (point_id, stored)
+        if read or counted:
+            cache.keep({**counted, **read})
+        scored.extend(
+            ScoredRow(rowid, point_id, counted_score(terms, counts, length))
+            for rowid, (point_id, counts, length) in found.items()
+        )
         scored.extend(
             ScoredRow(rowid, point_id, point_score(terms, stored))
-            for rowid, stored, point_id in self._stored(conn, [r for r, _ in batch])
+            for rowid, (point_id, stored) in read.items()
         )
         scored.sort(key=lambda r: (-r.score, r.id))
 
@@ -356,43 +448,52 @@ class SparseScorer:
         The first ``limit`` are re-scored from their stored terms; then the candidates down
         to where ``outside_bound`` falls below the ``limit``-th score, at most
         ``DEPTH_GROWTH`` times as many as so far per round. When the FTS5 list runs out
-        before that, FTS5 is asked once more, for ``max_depth``.
+        before that, FTS5 is asked once more, for the rest up to ``max_depth`` (rows read
+        as the rounds need them).
 
         Args:
             conn: a connection to the index file, ``prepare``d, inside a read transaction
                 (statistics and candidates from one snapshot).
             clauses, params: SQL filters on ``p.`` (the points table) and their parameters.
         """
-        n, average_length, longest, frequencies = self._statistics(conn, text)
+        n, average_length, longest, frequencies, cache = self._statistics(conn, text)
         terms = query_terms(text, frequencies, n)
         if not terms:
             return []
         match = match_expression(terms)
         rho = length_ratio(longest, average_length)
         first = max(self.depth_factor * limit, self.min_depth, limit)
-        asked = first
-        ranked = self._ranked(conn, match, asked, clauses, params)
+        total = max(first, self.max_depth)
+        ranked = self._ranked(conn, match, first, 0, clauses, params).fetchall()
+        requested, deeper = first, None  # deeper: FTS5's next candidates, read as needed
         scored: list[ScoredRow] = []
         done, end = 0, limit  # score the first limit, then only what the bound cannot rule out
-        while True:
-            end = min(end, len(ranked))
-            if len(scored) >= limit:
-                cut = self._cut(terms, ranked, done, end, rho, scored[limit - 1].score)
-                if cut < end:  # no point at or below ranked[cut] can enter the top limit
-                    self._score(conn, terms, ranked[done:cut], scored)
-                    done = cut
+        try:
+            while True:
+                end = min(end, len(ranked))
+                if len(scored) >= limit:
+                    cut = self._cut(terms, ranked, done, end, rho, scored[limit - 1].score)
+                    if cut < end:  # no point at or below ranked[cut] can enter the top
+                        self._score(conn, terms, ranked[done:cut], scored, cache)
+                        done = cut
+                        break
+                self._score(conn, terms, ranked[done:end], scored, cache)
+                done = end
+                if done == len(ranked) < requested:
+                    break  # every match is scored: exact
+                if done == len(ranked) and requested >= total:
+                    self.capped += 1
                     break
-            self._score(conn, terms, ranked[done:end], scored)
-            done = end
-            if done == len(ranked) < asked:
-                break  # every match is scored: exact
-            if done == len(ranked) and asked >= self.max_depth:
-                self.capped += 1
-                break
-            if done == len(ranked):  # FTS5 again, deeper (it ranks every match anyway)
-                asked = self.max_depth
-                ranked = self._ranked(conn, match, asked, clauses, params)
-            end = max(done * DEPTH_GROWTH, first)
+                end = max(done * DEPTH_GROWTH, first)
+                if end > len(ranked) and len(ranked) == requested < total:  # more to read
+                    if deeper is None:  # FTS5 again, past what it gave (it ranks every match)
+                        deeper = self._ranked(
+                            conn, match, total - len(ranked), len(ranked), clauses, params)
+                    requested = min(end, total)
+                    ranked.extend(deeper.fetchmany(requested - len(ranked)))
+        finally:
+            if deeper is not None:
+                deeper.close()
         if done > first:
             self.deepened += 1
         return scored[:limit]

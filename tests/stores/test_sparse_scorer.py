@@ -14,6 +14,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pysqlite3.dbapi2 as sqlite3
 import pytest
 from qdrant_client import QdrantClient, models
@@ -22,6 +23,7 @@ from kb_shared.sparse import bm25_term_weight, fts_document, sparse_vector
 from kb_shared.stores.vectors import Point
 from kb_shared.stores.vectors_qdrant import SPARSE, QdrantVectorIndex
 from kb_shared.stores.vectors_sparse import (
+    counted_score,
     fts5_idf,
     length_ratio,
     outside_bound,
@@ -30,6 +32,7 @@ from kb_shared.stores.vectors_sparse import (
     query_terms,
     read_averages,
     read_varints,
+    term_counts,
 )
 from kb_shared.stores.vectors_sqlite import SqliteVectorIndex
 
@@ -267,3 +270,86 @@ def test_more_ties_than_the_margin_still_cut_by_id(pair) -> None:
     for index in pair:
         assert [h.id for h in index.sparse_search("same", 3)] == ["t00", "t01", "t02"]
         assert [h.id for h in index.sparse_search("words", 21)] == [*sorted(tied), "other"]
+
+
+def test_counted_score_equals_the_sum_over_stored_terms() -> None:
+    """The cached-counts score is the string-searching one, bit for bit (same sum order)."""
+    texts = generated(13, 120)
+    frequencies: dict[str, int] = {}
+    for text in texts.values():
+        for term in set(fts_document(text).split(" ")):
+            frequencies[term] = frequencies.get(term, 0) + 1
+    for query in QUERIES:
+        terms = query_terms(query, frequencies, len(texts))
+        for text in texts.values():
+            tokens = fts_document(text).split(" ")
+            total = 0.0
+            for term in terms:
+                if term.term in tokens:
+                    total += term.value * bm25_term_weight(tokens.count(term.term), len(tokens))
+            expected = float(np.float32(total))
+            assert counted_score(terms, *term_counts(" ".join(tokens))) == expected
+            assert point_score(terms, " ".join(tokens)) == expected
+    assert term_counts("a b a") == ({"a": 2, "b": 1}, 3)
+
+
+def test_cached_terms_follow_writes_from_another_index(tmp_path: Path) -> None:
+    """A second ``SqliteVectorIndex`` on the same file (another process, in effect) rewrites
+    points the first has cached; the first's next answers equal a full scoring."""
+    path = tmp_path / "vectors.sqlite"
+    reader = SqliteVectorIndex(path)
+    reader.open(MODEL, DIM)
+    reader.upsert(points(generated(17, 200)))
+    for query in QUERIES:
+        assert listed(reader.sparse_search(query, 12)) == full_scoring(path, query, 12)
+    assert reader._scorer.cache.points  # warm
+    writer = SqliteVectorIndex(path)
+    writer.open(MODEL, DIM, create=False)
+    rewritten = {pid: text for pid, text in generated(19, 200).items() if pid < "p100"}
+    writer.upsert(points(rewritten))
+    writer.delete_ids(["p150", "p151"])
+    writer.close()
+    for query in QUERIES:
+        assert listed(reader.sparse_search(query, 12)) == full_scoring(path, query, 12), query
+    assert all(entry[0] not in ("p150", "p151") for entry in reader._scorer.cache.points.values())
+    reader.close()
+
+
+def test_cache_stays_within_its_capacity(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.sqlite"
+    index = SqliteVectorIndex(path)
+    index.open(MODEL, DIM)
+    index.upsert(points(generated(23, 300)))
+    index._scorer.cache_points = 7
+    for query in QUERIES:
+        for limit in (3, 40):
+            assert listed(index.sparse_search(query, limit)) == full_scoring(path, query, limit)
+            assert len(index._scorer.cache.points) <= 7
+    index.close()
+
+
+def test_cached_terms_follow_a_dropped_and_rebuilt_index(tmp_path: Path) -> None:
+    """Rebuilt with the texts swapped: same rowids, generation and totals, other terms."""
+    path = tmp_path / "vectors.sqlite"
+    index = SqliteVectorIndex(path)
+    index.open(MODEL, DIM)
+    index.upsert(points({"a": "alpha beta", "b": "gamma delta", "c": "alpha"}))
+    assert [h.id for h in index.sparse_search("alpha gamma", 3)] == ["b", "c", "a"]
+    other = SqliteVectorIndex(path)
+    other.drop()
+    other.open(MODEL, DIM)
+    other.upsert(points({"a": "gamma delta", "b": "alpha beta", "c": "alpha"}))
+    other.close()
+    assert [h.id for h in index.sparse_search("alpha gamma", 3)] == ["a", "c", "b"]
+    index.close()
+
+
+def test_a_query_of_more_terms_than_one_lookup_takes(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.sqlite"
+    index = SqliteVectorIndex(path)
+    index.open(MODEL, DIM)
+    index.upsert(points(generated(29, 100)))
+    query = " ".join(f"absent{i}" for i in range(1200)) + " w2 w30 clause"
+    assert listed(index.sparse_search(query, 10)) == full_scoring(path, query, 10)
+    assert len(index.sparse_search(query, 10)) == 10
+    index.close()
