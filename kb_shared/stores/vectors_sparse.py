@@ -337,15 +337,17 @@ class SparseScorer:
         frequencies = cache.frequencies
         wanted = [t for t in dict.fromkeys(tokenize(text)) if t not in frequencies]
         if wanted:
-            for term in wanted:
-                frequencies[term] = 0
+            # Read into a dict of this search's own, then publish every term at once: other
+            # threads share ``frequencies`` and must never see a term before its df.
+            read = dict.fromkeys(wanted, 0)
             for start in range(0, len(wanted), _TERMS_PER_QUERY):
                 chunk = wanted[start:start + _TERMS_PER_QUERY]
-                frequencies.update(conn.execute(
+                read.update(conn.execute(
                     f"SELECT term, doc FROM temp.{self.vocab} WHERE term IN "
                     f"({', '.join('?' * len(chunk))})",
                     chunk,
                 ).fetchall())
+            frequencies.update(read)
         if cache.longest is None:  # largest varint: longer ones hold larger values
             found = conn.execute(
                 f"SELECT sz FROM {self.fts}_docsize ORDER BY length(sz) DESC, sz DESC LIMIT 1"
