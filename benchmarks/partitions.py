@@ -319,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot", action="store_true",
                         help="profile: run inside partitions.partition_set_snapshot")
     parser.add_argument("--profile-out", type=Path, help="profile: write cProfile stats here")
+    parser.add_argument("--variant", default="", help="report file suffix (a re-run of the day)")
     args = parser.parse_args(argv)
     if args.mode == "sample":
         sample(args.home, args.seconds, args.out)
@@ -403,7 +404,10 @@ def run(args: argparse.Namespace, dagster_url: str) -> int:  # noqa: PLR0915 - o
     from kb_assets.resources import StoresResource  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
-    report = Report("partitions", "10,000 documents on Postgres-backed Dagster, batched backfills")
+    report = Report(
+        "partitions", "10,000 documents on Postgres-backed Dagster, batched backfills",
+        variant=args.variant,
+    )
     home = args.home or fresh_dir("partitions")
     bench_environment(home, dagster_url, args.batch)
     settings = Settings()
