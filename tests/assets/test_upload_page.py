@@ -398,6 +398,10 @@ def test_the_page_uploads_checks_and_follows_builds_in_chromium(
     page.on("request", lambda r: sent.append(r.url) if r.method == "PUT" else None)
     page.goto(base + "/")
     page.wait_for_selector(f'.build[data-doc="{EXISTING_ID}"]')  # added earlier, no run yet
+    assert page.locator("#tasks .hint").inner_text() == (
+        "nothing started from this page yet: the rebuilds, retries and approved requests you "
+        "start here are listed with their progress"
+    )
 
     duplicate = tmp_path / "existing rules.pdf"
     duplicate.write_bytes(tiny_pdf("another existing"))

@@ -291,14 +291,18 @@ async function refreshBuilds() {
     : [el("p", { class: "hint", text: "no builds in this window yet" })]));
 }
 
+const NO_TASKS = "nothing started from this page yet: the rebuilds, retries and approved "
+  + "requests you start here are listed with their progress";
+
 async function refreshTasks() {
   const data = await api("GET", "/api/tasks");
   const json = JSON.stringify(data.tasks);
   if (state.shown.tasks === json) return;
   state.shown.tasks = json;
-  document.getElementById("tasks").replaceChildren(...data.tasks.map((t) =>
+  document.getElementById("tasks").replaceChildren(...(data.tasks.length ? data.tasks.map((t) =>
     el("li", { class: "task", "data-state": t.state },
-      `#${t.id} ${t.label}: ${t.state}${t.message ? ` — ${t.message}` : ""}`)));
+      `#${t.id} ${t.label}: ${t.state}${t.message ? ` — ${t.message}` : ""}`))
+    : [el("li", { class: "hint", text: NO_TASKS })]));
 }
 
 // --- corpus and requests -------------------------------------------------------------------
