@@ -285,13 +285,11 @@ class SqliteVectorIndex(VectorIndex):
 
     def _check_layout(self) -> None:
         """Refuse a file of a layout version this code cannot read (rebuild it)."""
-        version = self._connection().execute(
-            f"SELECT value FROM {self._meta} WHERE key = 'schema_version'"
-        ).fetchone()
-        if version is None or version[0] not in _READABLE_VERSIONS:
+        version = self._layout_version(self._connection())
+        if version not in _READABLE_VERSIONS:
             raise StoreError(
                 f"the vector index {self.path} has layout version "
-                f"{version[0] if version else 'unknown'}, this kb needs {SCHEMA_VERSION}: "
+                f"{version or 'unknown'}, this kb needs {SCHEMA_VERSION}: "
                 "rebuild it with `kb rebuild embeddings --all --reset`"
             )
 
