@@ -311,7 +311,7 @@ class MiniLmEmbedder(LocalEmbedder):
     ``max_seq_length`` 256; modules Pooling(mean) + Normalize): WordPiece with truncation at
     256 tokens, padding to the longest text of the batch, mean of the last hidden state over
     the attention mask, L2 normalisation. Symmetric (no prefixes). ``threads`` sets
-    onnxruntime's ``intra_op_num_threads``.
+    onnxruntime's ``intra_op_num_threads``; idle intra-op threads never spin-wait.
     """
 
     default_spec = MINILM_INT8
@@ -328,6 +328,10 @@ class MiniLmEmbedder(LocalEmbedder):
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = self.threads or 0
         options.inter_op_num_threads = 1
+        # Idle intra-op threads sleep instead of spin-waiting for the next run: a spinning
+        # thread holds a core the query's own SQL and Python then wait for
+        # (benchmarks/results/serving-2026-12-02-spinning.md).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         session = ort.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]

@@ -96,6 +96,17 @@ def test_warm_loads_the_weights_before_the_first_call() -> None:
     assert fresh.embed_query("AEMO").shape == (384,)
 
 
+def test_minilm_session_threads_sleep_when_idle() -> None:
+    # A spin-waiting onnxruntime thread holds a core that the query's SQL and Python need:
+    # search_docs p50 68-75 ms with spinning against 38-46 ms without, one client
+    # (benchmarks/results/serving-2026-12-02-spinning.md).
+    fresh = load_local_embedder("minilm-int8")
+    fresh.warm()
+    options = fresh._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.inter_op_num_threads == 1
+
+
 def test_factory_refuses_an_unknown_key_listing_the_known_ones() -> None:
     with pytest.raises(UnknownModelError, match=r"known models: e5-small-q4, minilm-int8, usem3"):
         load_local_embedder("all-mpnet-base-v2")
