@@ -24,6 +24,7 @@ output from a library cannot corrupt the stream; kb_mcp itself never prints.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import time
 from dataclasses import dataclass
@@ -173,6 +174,25 @@ def serve(
     )
 
 
+def worker_threads(workers: int, cores: int | None = None) -> int:
+    """Threads each of ``workers`` processes gives one offline embedding: the usable cores
+    (``os.sched_getaffinity``, or ``cores``) shared out, at least 1, so N workers never run
+    more embedding threads than there are cores (each extra thread only queues for one;
+    benchmarks/results/serving-workers-2026-12-02.md)."""
+    usable = cores if cores is not None else len(os.sched_getaffinity(0))
+    return max(1, usable // max(1, workers))
+
+
+def worker_settings(settings: Any) -> Any:
+    """``settings`` as each worker gets them: ``local_embedding_threads`` filled in with
+    ``worker_threads(mcp_workers)`` when the operator left it unset."""
+    if settings.local_embedding_threads is not None:
+        return settings
+    return settings.model_copy(
+        update={"local_embedding_threads": worker_threads(settings.mcp_workers)}
+    )
+
+
 @dataclass(frozen=True)
 class WorkerApp:
     """The app factory every worker process calls once (uvicorn ``factory=True``): returns
@@ -293,6 +313,7 @@ def serve_workers(settings: Any, *, public: bool, log_level: LogLevel) -> None:
         typer.echo(f"kb-mcp: cannot listen on {settings.mcp_host}:{settings.mcp_port}: {exc}",
                    err=True)
         raise typer.Exit(STARTUP_FAILURE) from exc
+    settings = worker_settings(settings)
     config = uvicorn.Config(
         WorkerApp(settings, public, log_level.name),
         factory=True,

@@ -102,6 +102,13 @@ class Settings(BaseSettings):
             "e5-small-q4); chosen on the regulatory eval set, see benchmarks/results."
         ),
     )
+    local_embedding_threads: int | None = Field(
+        None, ge=1, le=256,
+        description=(
+            "Threads one offline embedding call may use; unset: every core, or the cores "
+            "divided among kb-mcp's workers (kb_mcp.cli.worker_threads)."
+        ),
+    )
     gemini_embedding_model: str = Field(
         "gemini-embedding-001",
         description=(

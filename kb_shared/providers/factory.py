@@ -52,7 +52,7 @@ def markdown_converter(settings: Settings) -> MarkdownConverter:
 
 def embedder(settings: Settings) -> Embedder:
     """Dense embeddings: Gemini when ``GEMINI_API_KEY``/``GOOGLE_API_KEY`` is set, else the
-    local model named by ``KB_LOCAL_EMBEDDING_MODEL``."""
+    local model named by ``KB_LOCAL_EMBEDDING_MODEL`` with ``KB_LOCAL_EMBEDDING_THREADS``."""
     if _use_cloud(
         settings.embedding_provider, settings.gemini_api_key is not None, "embedding",
         "GEMINI_API_KEY (or GOOGLE_API_KEY)",
@@ -62,7 +62,9 @@ def embedder(settings: Settings) -> Embedder:
         return GeminiEmbedder.from_settings(settings)
     from kb_shared.providers.local_embeddings import load_local_embedder
 
-    return load_local_embedder(settings.local_embedding_model)
+    return load_local_embedder(
+        settings.local_embedding_model, threads=settings.local_embedding_threads
+    )
 
 
 def contextualiser(settings: Settings) -> Contextualiser:

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from benchmarks.common import PROVIDER_ROLES
 from benchmarks.mcp_server import Server, running_server, server_env
-from kb_mcp.cli import WorkerApp, WorkerListener, reserve_port
+from kb_mcp.cli import WorkerApp, WorkerListener, reserve_port, worker_settings, worker_threads
 from kb_mcp.cli import app as cli
 from kb_mcp.http import build_app
 from kb_shared.errors import SettingsError
@@ -200,3 +200,29 @@ def test_cli_refuses_workers_on_stdio_and_a_public_bind_without_tokens(tmp_path:
     assert "kb-mcp: refusing to serve on '0.0.0.0' without authentication" in exposed.output
     too_many = runner.invoke(cli, ["serve", "--workers", "65", "--home", str(tmp_path)])
     assert too_many.exit_code == 2
+
+
+def test_workers_share_the_cores_among_their_embedding_threads(corpus_home: Path) -> None:
+    # N workers never run more embedding threads than there are cores
+    assert [worker_threads(n, cores=2) for n in (1, 2, 3)] == [2, 1, 1]
+    assert [worker_threads(n, cores=8) for n in (1, 2, 3, 16)] == [8, 4, 2, 1]
+    cores = len(os.sched_getaffinity(0))
+    two = worker_settings(corpus_settings(corpus_home, mcp_workers=2))
+    assert two.local_embedding_threads == max(1, cores // 2)
+    assert two.mcp_workers == 2 and two.home == corpus_home
+    # an operator's own value is kept
+    chosen = corpus_settings(corpus_home, mcp_workers=2, local_embedding_threads=3)
+    assert worker_settings(chosen).local_embedding_threads == 3
+
+
+def test_the_embedding_threads_setting_reaches_the_local_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KB_LOCAL_EMBEDDING_THREADS", "1")
+    settings = Settings(home=tmp_path, embedding_provider="local")
+    assert settings.local_embedding_threads == 1
+    model = providers.embedder(settings)
+    assert model.threads == 1  # type: ignore[attr-defined]
+    monkeypatch.setenv("KB_LOCAL_EMBEDDING_THREADS", "0")
+    with pytest.raises(SettingsError, match="KB_LOCAL_EMBEDDING_THREADS"):
+        Settings(home=tmp_path)
