@@ -38,6 +38,12 @@ Tables, all prefixed with the index ``name`` (default ``chunks``):
   reading a vec0 row by rowid cost ~80× more CPU (125 ms against 1.6 ms for 800 rows).
   Figures: benchmarks/results/scale-2026-12-01-ann.md.
 
+A sparse search on a file with the codes tables and at most ``resident_points`` live points
+is answered from a process-local copy of the FTS5 terms as postings lists
+(``kb_shared.stores.vectors_postings``, kept in step by the same generations), scoring every
+match exactly; past that, or on a version-2 file, FTS5 picks the candidates
+(``kb_shared.stores.vectors_sparse``). Both give the same ids and scores.
+
 The rowid of a point is shared by the tables. Writes run in one ``BEGIN IMMEDIATE``
 transaction each (all or nothing); the file is in WAL mode, so readers in other threads and
 processes keep reading the last committed state while a writer commits. Each thread gets its
@@ -76,7 +82,8 @@ from kb_shared.stores.vectors import (
     check_points,
 )
 from kb_shared.stores.vectors_codes import CodeCache, CodeTables, binary_code
-from kb_shared.stores.vectors_sparse import SparseScorer
+from kb_shared.stores.vectors_postings import RESIDENT_POINTS, PostingsTables
+from kb_shared.stores.vectors_sparse import ScoredRow, SparseScorer
 
 #: vec0's upper bound on ``k`` in a KNN query (sqlite-vec 0.1.9: "k value in knn query too
 #: large, … the limit is 4096").
@@ -123,6 +130,9 @@ class SqliteVectorIndex(VectorIndex):
         name: table prefix, ``[a-z][a-z0-9_]*``; several indexes can share one file.
         exact_below, oversample, min_rescore: dense search tuning (``EXACT_BELOW``,
             ``OVERSAMPLE``, ``MIN_RESCORE``).
+        resident_points: the most live points for which sparse searches use the in-memory
+            postings (``kb_shared.stores.vectors_postings.RESIDENT_POINTS``); 0 keeps them
+            on FTS5.
 
     The constructor does no I/O. Errors: ``StoreUnavailableError`` when the file cannot be
     opened or stays locked longer than ``BUSY_TIMEOUT_MS``; ``StoreError`` for other SQLite
@@ -137,6 +147,7 @@ class SqliteVectorIndex(VectorIndex):
         exact_below: int = EXACT_BELOW,
         oversample: int = OVERSAMPLE,
         min_rescore: int = MIN_RESCORE,
+        resident_points: int = RESIDENT_POINTS,
     ) -> None:
         if not _NAME.match(name):
             raise ValueError(f"index name {name!r} must match [a-z][a-z0-9_]* (max 41 chars)")
@@ -151,8 +162,10 @@ class SqliteVectorIndex(VectorIndex):
         self._fts = f"{name}_fts"
         #: dense search tuning (module constants by default; the scale benchmark varies them)
         self.exact_below, self.oversample, self.min_rescore = exact_below, oversample, min_rescore
+        self.resident_points = resident_points
         self._code_tables = CodeTables(name)
         self._scorer = SparseScorer(self._fts, self._points, self._meta)
+        self._postings = PostingsTables(name)
         self._local = threading.local()
         self._holders: weakref.WeakSet[_ThreadConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -563,21 +576,25 @@ class SqliteVectorIndex(VectorIndex):
         return [Hit(point=_stored(row[:5]), score=1.0 - float(row[5])) for row in rows]
 
     def _sparse_search(self, text: str, limit: int, filters: Filters) -> list[Hit]:
-        """Best points by Qdrant's sparse score over FTS5's matches of ``text``
-        (``kb_shared.stores.vectors_sparse``), so both backends rank alike.
+        """Best points by Qdrant's sparse score for ``text``, so both backends rank alike:
+        from the in-memory postings (``_resident_search``) or over FTS5's matches
+        (``kb_shared.stores.vectors_sparse``), the same answer either way.
 
         ``Hit.score`` is the score Qdrant gives the same point; ties are ordered by id. A text
-        with no terms returns ``[]``. Statistics and candidates come from one read snapshot.
+        with no terms returns ``[]``. Statistics, candidates and rows come from one read
+        snapshot.
         """
         if fts_query(text) is None:
             return []
-        clauses, params = _in_filters(filters, prefix="p.")
         conn = self._connection()
         with self._errors("sparse search"):
-            self._scorer.prepare(conn)
+            self._scorer.prepare(conn)  # for the FTS5 path (and benchmarks); ~3 µs when done
             conn.execute("BEGIN")
             try:
-                scored = self._scorer.search(conn, text, limit, clauses, params)
+                scored = self._resident_search(conn, text, limit, filters)
+                if scored is None:
+                    clauses, params = _in_filters(filters, prefix="p.")
+                    scored = self._scorer.search(conn, text, limit, clauses, params)
                 rows = conn.execute(
                     f"SELECT p.id, p.document, p.kind, p.text, p.payload "
                     f"FROM json_each(?) AS wanted JOIN {self._points} AS p "
@@ -591,6 +608,28 @@ class SqliteVectorIndex(VectorIndex):
             Hit(point=_stored(row), score=hit.score)
             for row, hit in zip(rows, scored, strict=True)
         ]
+
+    def _resident_search(
+        self, conn: sqlite3.Connection, text: str, limit: int, filters: Filters
+    ) -> list[ScoredRow] | None:
+        """Inside a read transaction: the answer from this process's postings copy brought to
+        the transaction's generation, or ``None`` when FTS5 must answer (a version-2 file,
+        more than ``resident_points`` live points, another thread moved the copy past this
+        transaction's snapshot or is loading it: ``PostingsTables.refreshed``)."""
+        if self.resident_points <= 0:
+            return None
+        state = dict(conn.execute(
+            f"SELECT key, value FROM {self._meta} "
+            "WHERE key IN ('schema_version', 'epoch', 'generation')"
+        ).fetchall())
+        if state.get("schema_version") != SCHEMA_VERSION or "epoch" not in state:
+            return None
+        snapshot = self._postings.refreshed(
+            conn, (state["epoch"], int(state["generation"])), self.resident_points)
+        if snapshot is None:
+            return None
+        wanted = dict(filters)
+        return snapshot.search(text, limit, wanted.get("document"), wanted.get("kind"))
 
     def export_points(self, after: str | None = None, limit: int = 500) -> list[ExportedPoint]:
         """Up to ``limit`` stored points with id greater than ``after`` (``None``: from the

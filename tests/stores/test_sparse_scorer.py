@@ -4,7 +4,10 @@ ids in the same order with the same scores, ties ordered by id on both.
 
 The hand-built points make the expected lists writable; the generated corpus (a fixed seed,
 words with Zipf-like frequencies) checks the candidate bound: with a shallow candidate
-depth the answer still equals a full scoring of every point.
+depth the answer still equals a full scoring of every point. The comparisons with Qdrant
+run on both SQLite paths (``pair`` is parametrised): the in-memory postings
+(``kb_shared.stores.vectors_postings``) and FTS5's candidates (``resident_points=0``); the
+tests of the FTS5 scorer's own machinery pin the FTS5 path.
 """
 
 from __future__ import annotations
@@ -55,14 +58,23 @@ def points(texts: dict[str, str]) -> list[Point]:
     ]
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> Iterator[tuple[SqliteVectorIndex, QdrantVectorIndex]]:
-    """An SQLite index and a Qdrant local-mode collection (a folder), both empty."""
-    sqlite = SqliteVectorIndex(tmp_path / "vectors.sqlite")
+#: ``SqliteVectorIndex(resident_points=...)`` of each sparse path: in-memory postings, FTS5.
+PATHS = {"resident": 10_000, "fts5": 0}
+
+
+@pytest.fixture(params=sorted(PATHS))
+def pair(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[SqliteVectorIndex, QdrantVectorIndex]]:
+    """An SQLite index (on each sparse path in turn) and a Qdrant local-mode collection (a
+    folder), both empty."""
+    sqlite = SqliteVectorIndex(tmp_path / "vectors.sqlite", resident_points=PATHS[request.param])
     sqlite.open(MODEL, DIM)
     qdrant = QdrantVectorIndex(QdrantClient(path=str(tmp_path / "qdrant")), "kb")
     qdrant.open(MODEL, DIM)
     yield sqlite, qdrant
+    # each test searched on the path it was given
+    assert (sqlite._postings.cache is not None) == (request.param == "resident")
     sqlite.close()
     qdrant.close()
 
@@ -164,7 +176,7 @@ def full_scoring(path: Path, query: str, limit: int) -> list[tuple[str, float]]:
 
 
 def test_a_shallow_candidate_depth_deepens_until_exact(tmp_path: Path) -> None:
-    index = SqliteVectorIndex(tmp_path / "vectors.sqlite")
+    index = SqliteVectorIndex(tmp_path / "vectors.sqlite", resident_points=0)
     index.open(MODEL, DIM)
     index.upsert(points(generated(11, 300)))
     index._scorer.min_depth, index._scorer.depth_factor = 1, 1
@@ -297,7 +309,7 @@ def test_cached_terms_follow_writes_from_another_index(tmp_path: Path) -> None:
     """A second ``SqliteVectorIndex`` on the same file (another process, in effect) rewrites
     points the first has cached; the first's next answers equal a full scoring."""
     path = tmp_path / "vectors.sqlite"
-    reader = SqliteVectorIndex(path)
+    reader = SqliteVectorIndex(path, resident_points=0)
     reader.open(MODEL, DIM)
     reader.upsert(points(generated(17, 200)))
     for query in QUERIES:
@@ -317,7 +329,7 @@ def test_cached_terms_follow_writes_from_another_index(tmp_path: Path) -> None:
 
 def test_cache_stays_within_its_capacity(tmp_path: Path) -> None:
     path = tmp_path / "vectors.sqlite"
-    index = SqliteVectorIndex(path)
+    index = SqliteVectorIndex(path, resident_points=0)
     index.open(MODEL, DIM)
     index.upsert(points(generated(23, 300)))
     index._scorer.cache_points = 7
@@ -328,10 +340,11 @@ def test_cache_stays_within_its_capacity(tmp_path: Path) -> None:
     index.close()
 
 
-def test_cached_terms_follow_a_dropped_and_rebuilt_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path_name", sorted(PATHS))
+def test_cached_terms_follow_a_dropped_and_rebuilt_index(tmp_path: Path, path_name: str) -> None:
     """Rebuilt with the texts swapped: same rowids, generation and totals, other terms."""
     path = tmp_path / "vectors.sqlite"
-    index = SqliteVectorIndex(path)
+    index = SqliteVectorIndex(path, resident_points=PATHS[path_name])
     index.open(MODEL, DIM)
     index.upsert(points({"a": "alpha beta", "b": "gamma delta", "c": "alpha"}))
     assert [h.id for h in index.sparse_search("alpha gamma", 3)] == ["b", "c", "a"]
@@ -346,7 +359,7 @@ def test_cached_terms_follow_a_dropped_and_rebuilt_index(tmp_path: Path) -> None
 
 def test_a_query_of_more_terms_than_one_lookup_takes(tmp_path: Path) -> None:
     path = tmp_path / "vectors.sqlite"
-    index = SqliteVectorIndex(path)
+    index = SqliteVectorIndex(path, resident_points=0)
     index.open(MODEL, DIM)
     index.upsert(points(generated(29, 100)))
     query = " ".join(f"absent{i}" for i in range(1200)) + " w2 w30 clause"
