@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kb_mcp.errors import ToolProblem
-from kb_shared.errors import EmptyCorpusError
+from kb_shared.errors import EmptyCorpusError, StoreError
 from kb_shared.providers import factory as providers
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Provider, Reranker
 from kb_shared.settings import Settings
@@ -107,8 +107,22 @@ class ServerState:
             return self._index
 
     def warm(self) -> None:
-        """Load the embedding model's weights now, so the first query does not pay for it."""
+        """Load the embedding model's weights now, and let one keyword and one meaning search
+        load the vector index's in-memory copies (``SqliteVectorIndex``: the sparse
+        postings, the dense codes; seconds at 100k points, benchmarks/results/
+        sparse-resident-2026-12-02.md), so the first query pays for neither. An index that
+        is missing, unreachable or built with another model is left to the tools to report.
+
+        Raises:
+            EmbeddingError: the embedding model cannot be loaded.
+        """
         self.embedder.warm()
+        try:
+            index = self.vectors()
+            index.sparse_search("warm", 1)
+            index.dense_search(self.embedder.embed_query("warm"), 1)
+        except (EmptyCorpusError, StoreError) as error:
+            log.info("vector index not warmed: %s", error)
 
     def close(self) -> None:
         """Close the vector index, the graph store, the catalog and the providers this state
