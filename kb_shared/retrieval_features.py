@@ -416,11 +416,14 @@ def best_units(
 ) -> list[UnitMatch | None]:
     """The best unit of each candidate (parallel lists ``texts``/``payloads``); ``None`` where
     no unit holds any weighted feature of ``question``. Weights are ``query_weights`` over
-    the candidates' texts and headings."""
+    the candidates' texts and headings. Shares are exactly rounded sums (``math.fsum``): a
+    set's order changes with the process's string hash seed, and a plain sum with it, so
+    two tied units could trade places, and the cited page, from one process to the next."""
     cut = [_cut(text, _caption(p)) for text, p in zip(texts, payloads, strict=True)]
     weights = query_weights(question, [held for _, held in cut])
-    total = sum(weights.values())
+    total = math.fsum(weights.values())
     wanted = weights.keys()
+    weight_of = weights.__getitem__
     out: list[UnitMatch | None] = []
     for pieces, _ in cut:
         best: tuple[float, Unit | None] = (0.0, None)
@@ -430,11 +433,11 @@ def best_units(
                 continue  # shares nothing: adds nothing and cannot lead
             have = unit.features & weights.keys()
             every |= have
-            share = sum(weights[f] for f in have) / total
+            share = math.fsum(map(weight_of, have)) / total
             if share > best[0]:
                 best = (share, unit)
         share, unit = best
-        chunk_share = sum(weights[f] for f in every) / total if total else 0.0
+        chunk_share = math.fsum(map(weight_of, every)) / total if total else 0.0
         out.append(UnitMatch(unit, share, chunk_share) if unit is not None else None)
     return out
 
