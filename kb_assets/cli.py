@@ -100,6 +100,14 @@ def add(
             "until the new one is ready).",
         ),
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print each file's outcome as JSON (status, name_clash, doc_id, reason, hint, "
+            "version) instead of the table.",
+        ),
+    ] = False,
 ) -> None:
     """Add documents: identity rules, copy to blobs, add the partition (then `kb build`).
 
@@ -107,12 +115,17 @@ def add(
     under KB_MAX_UPLOAD_BYTES) and then added like a file of its name. Exits 1 when any file
     or URL was refused (not a document, empty, unreadable, a refused download, or its content
     is already in the corpus under another name), and when a file's name is in the corpus with
-    other content (its hint names --new-version); a file already in the corpus as it is, is a
-    duplicate, reported but not an error, so adding a folder again is safe. A file found in a
+    other content (a "name clash": its hint names --new-version); a file already in the corpus
+    as it is, is a duplicate, reported but not an error, so adding a folder again is safe.
+    --json prints the outcomes (a name clash has status "duplicate" and "name_clash": true)
+    and cannot be combined with --build (`kb build --json` then). A file found in a
     folder is filed under its folder path below it (`kb add docs/` files docs/aemo/x.pdf
     under aemo); `kb categorize` moves a document later. With --new-version a changed file of
     a catalogued name is added as that document's next version (`kb versions NAME` lists
     them)."""
+    if as_json and build:
+        err.print("[red]--json lists what was added; build them with `kb build --json`[/red]")
+        raise typer.Exit(2)
     settings, stores = _context()
     try:
         outcomes = admit_sources(
@@ -126,19 +139,24 @@ def add(
         err.print(f"[red]refused the whole batch:[/red] {error}")
         raise typer.Exit(1) from error
     added = _added(outcomes)
+    refused = sum(1 for o in outcomes if o.status == IntakeStatus.REFUSED)
+    # new content under a catalogued name was not added: the user's change is not in kb
+    changed = sum(1 for o in outcomes if o.name_clash)
+    if as_json:
+        stores.close()
+        console.print_json(json.dumps([o.as_dict() for o in outcomes]))
+        if refused or changed:
+            raise typer.Exit(1)
+        return
     table = _table("kb add", "file", "status", "id", "reason")
-    colours = {IntakeStatus.ADDED: "green", IntakeStatus.DUPLICATE: "yellow", IntakeStatus.REFUSED: "red"}
     for o in outcomes:
         reason = o.reason or (f"version {o.version}" if o.version and o.version > 1 else "")
-        table.add_row(o.name, f"[{colours[o.status]}]{o.status}[/]", o.doc_id or "", reason)
+        table.add_row(o.name, f"[{_colour(o)}]{o.label}[/]", o.doc_id or "", reason)
     if outcomes:
         console.print(table)
     for o in outcomes:
         if o.hint:
             console.print(f"{o.name}: {o.hint}")
-    refused = sum(1 for o in outcomes if o.status == IntakeStatus.REFUSED)
-    # new content under a catalogued name was not added: the user's change is not in kb
-    changed = sum(1 for o in outcomes if o.status == IntakeStatus.DUPLICATE and o.hint)
     if not outcomes:
         console.print("no documents found in " + ", ".join(str(p) for p in paths))
     elif added:
@@ -158,6 +176,14 @@ def add(
         )
     if refused or changed:
         raise typer.Exit(1)
+
+
+def _colour(outcome: IntakeOutcome) -> str:
+    """A ``kb add`` row's colour: green added, yellow duplicate, red refused or name clash
+    (both make ``kb add`` exit 1)."""
+    if outcome.status == IntakeStatus.ADDED:
+        return "green"
+    return "red" if outcome.name_clash or outcome.status == IntakeStatus.REFUSED else "yellow"
 
 
 def _added(outcomes: list[IntakeOutcome]) -> list[str]:

@@ -10,9 +10,10 @@ Rules (DESIGN.md "Identity"), applied in this order to a batch:
    is binary (a NUL byte, not UTF-8: ``text_markdown.decode_text``), before anything is written.
 2. Inside one batch, repeats of a normalised name collapse to the first (the others are
    reported as duplicates), and so do repeats of identical content.
-3. Against the catalog: a normalised name already there is a duplicate; the same ``doc_id``
-   from a different name is refused as a collision; identical content under another name is
-   refused, naming the existing document.
+3. Against the catalog: a normalised name already there is a duplicate when the content is
+   one of its versions', else a name clash (``IntakeOutcome.name_clash``: not added, with the
+   ``--new-version`` hint); the same ``doc_id`` from a different name is refused as a
+   collision; identical content under another name is refused, naming the existing document.
 4. If the duplicate lookup itself fails (the catalog is down), the whole batch is refused:
    ingesting a duplicate would corrupt the existing document's chunks and edges.
 
@@ -88,12 +89,21 @@ log = logging.getLogger(__name__)
 
 
 class IntakeStatus(StrEnum):
-    """What happened to one file: ``added``; ``duplicate`` (already there, or repeated in the
-    batch: not an error); ``refused`` (cannot be added; the reason says why and what to do)."""
+    """What happened to one file: ``added``; ``duplicate`` (not added: already there, or
+    repeated in the batch); ``refused`` (cannot be added; the reason says why and what to do).
+
+    A ``duplicate`` is one of two kinds, told apart by ``IntakeOutcome.name_clash`` (and its
+    ``label``): the corpus holds the file as it is (a true duplicate: not an error), or it
+    holds the name with other content (a name clash: the user's change is not in kb, so ``kb
+    add`` fails, and the ``hint`` names ``kb add --new-version``)."""
 
     ADDED = "added"
     DUPLICATE = "duplicate"
     REFUSED = "refused"
+
+
+#: How a name clash is called wherever an outcome is shown (CLI, job summary, upload page).
+NAME_CLASH_LABEL = "name clash"
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,8 @@ class IntakeOutcome:
             ``None``.
         hint: what to do instead, when there is something ("" otherwise): a duplicate name
             with new content can be added as a new version.
+        name_clash: the file was not added because the corpus holds its name with other
+            content (``IntakeStatus``); ``False`` for every other outcome.
     """
 
     path: str
@@ -119,9 +131,15 @@ class IntakeOutcome:
     reason: str = ""
     version: int | None = None
     hint: str = ""
+    name_clash: bool = False
 
-    def as_dict(self) -> dict[str, str | int | None]:
-        """JSON-serialisable form."""
+    @property
+    def label(self) -> str:
+        """What to call the outcome: ``"name clash"`` for a name clash, else the status."""
+        return NAME_CLASH_LABEL if self.name_clash else str(self.status)
+
+    def as_dict(self) -> dict[str, str | int | bool | None]:
+        """JSON-serialisable form (the fields; ``name_clash`` tells the two duplicates apart)."""
         return asdict(self)
 
 
@@ -406,6 +424,7 @@ def _against_catalog(
                         else f"to add it as a new version of {by_name.name!r}, run "
                         f"`kb add --new-version {candidate.path}`"
                     ),
+                    name_clash=not same,
                 )
             )
         elif by_id is not None:

@@ -142,7 +142,7 @@ def add_documents_op(
                 file_away(path, inbox, outcome)
     added = [o.doc_id for o in outcomes if o.status == IntakeStatus.ADDED and o.doc_id]
     for outcome in outcomes:
-        line = f"{outcome.status}: {outcome.name}" + (
+        line = f"{outcome.label}: {outcome.name}" + (
             f" ({outcome.reason})" if outcome.reason else f" -> {outcome.doc_id}"
         )
         if outcome.version:
@@ -151,13 +151,17 @@ def add_documents_op(
             line += f"; {outcome.hint}"
         (context.log.info if outcome.status == IntakeStatus.ADDED else context.log.warning)(line)
     table = "| file | status | id | reason |\n|---|---|---|---|\n" + "\n".join(
-        f"| {o.name} | {o.status} | {o.doc_id or ''} | {o.reason} |" for o in outcomes
+        f"| {o.name} | {o.label} | {o.doc_id or ''} | {o.reason} |" for o in outcomes
     )
     return dg.Output(
         added,
         metadata={
             "added": len(added),
-            "duplicates": sum(o.status == IntakeStatus.DUPLICATE for o in outcomes),
+            # a name clash (the name is taken by other content) is not a duplicate
+            "duplicates": sum(
+                o.status == IntakeStatus.DUPLICATE and not o.name_clash for o in outcomes
+            ),
+            "name_clashes": sum(o.name_clash for o in outcomes),
             "refused": sum(o.status == IntakeStatus.REFUSED for o in outcomes),
             "outcomes": dg.MetadataValue.md(table),
         },
