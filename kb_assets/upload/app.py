@@ -5,9 +5,10 @@ Routes (JSON unless said otherwise):
 
 * ``GET /`` — the page; ``/static/…`` its script and style.
 * ``GET /api/config`` — the size limit, the document suffixes, the Dagster UI's URL.
-* ``POST /api/check`` ``{"files": [{"name", "size"}], "new_version": false}`` — each file's
-  verdict before any byte is sent (``checks.check_files``); a name already in the corpus says
-  whether it can be sent as a new version (``new_version_possible``).
+* ``POST /api/check`` ``{"files": [{"name", "size", "sha256"?}], "new_version": false}`` —
+  each file's verdict before any byte is sent (``checks.check_files``); a name already in the
+  corpus says whether it can be sent as a new version (``new_version_possible``) and whether
+  it is a name clash or a duplicate (``name_clash``; ``null`` until a SHA-256 tells).
 * ``PUT /api/files?name=…[&new_version=1]`` — one file's bytes as the request body
   (``Content-Length`` required); checked again, streamed to a temporary file (stopped past the
   limit), admitted (``intake.admit``; with ``new_version=1`` as the next version of the
@@ -185,16 +186,29 @@ async def _check(request: Request, service: UploadService) -> Response:
     new_version = body.get("new_version", False) if isinstance(body, dict) else False
     if not isinstance(files, list) or not isinstance(new_version, bool) or not all(
         isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(f.get("size"), int)
+        and _is_digest(f.get("sha256"))
         for f in files
     ):
         return _error(
             400,
-            'send {"files": [{"name": "<file name>", "size": <bytes>}, …]} and optionally '
-            '"new_version": true',
+            'send {"files": [{"name": "<file name>", "size": <bytes>, "sha256": "<optional: 64 '
+            'hex digits>"}, …]} and optionally "new_version": true',
         )
     pairs = [(f["name"], f["size"]) for f in files]
-    checks = await _call(lambda: service.check(pairs, new_version=new_version))
+    digests = [f["sha256"].lower() if f.get("sha256") else None for f in files]
+    checks = await _call(
+        lambda: service.check(pairs, new_version=new_version, sha256s=digests)
+    )
     return JSONResponse({"files": [c.as_dict() for c in checks]})
+
+
+def _is_digest(value: object) -> bool:
+    """Whether ``value`` is absent (``None``) or a SHA-256 hex digest (64 hex digits)."""
+    if value is None:
+        return True
+    return isinstance(value, str) and len(value) == 64 and all(
+        c in "0123456789abcdefABCDEF" for c in value
+    )
 
 
 async def _upload(request: Request, service: UploadService) -> Response:

@@ -1,6 +1,7 @@
 """The builds the upload page shows, read from the Dagster instance: the ``build_documents``
 runs of the last hours by their partition tag (the ``doc_id``), each with one row per asset
-step (state, attempts, failure reason) from the run's step events.
+step (state, attempts, failure reason) from the run's step events, and the number of the
+document version it builds (``run_version``).
 
 A step's ``state`` is one of ``STEP_STATES``: ``waiting`` (the run has not reached it),
 ``running``, ``retrying`` (it failed and Dagster's retry policy will run it again),
@@ -17,8 +18,8 @@ from typing import Any
 
 import dagster as dg
 
-from kb_assets.constants import BUILD_JOB, CORPUS_ASSETS, PARTITION_TAG
-from kb_shared.stores.catalog import Catalog, DocumentRow
+from kb_assets.constants import BUILD_JOB, CORPUS_ASSETS, MARKDOWN, PARTITION_TAG
+from kb_shared.stores.catalog import Catalog, DocumentRow, DocumentVersionRow
 
 #: Every state a step row can show (module docstring).
 STEP_STATES = (
@@ -53,6 +54,10 @@ FINISHED = {
 #: The most runs one listing reads (newest first).
 RUN_LIMIT = 200
 
+#: The ``markdown`` step's metadata entry naming the version it converted
+#: (``kb_assets.assets.markdown``).
+VERSION_METADATA = "document_version"
+
 
 def failure_message(data: Any) -> str:
     """The reason in a step's failure or retry data (``StepFailureData``/``StepRetryData``):
@@ -82,9 +87,12 @@ def planned_steps(run: dg.DagsterRun) -> list[str]:
     return [asset for asset in CORPUS_ASSETS if asset in wanted]
 
 
-def step_rows(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[dict[str, Any]]:
+def step_rows(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, entries: Iterable[Any] | None = None
+) -> list[dict[str, Any]]:
     """One row per corpus asset: ``{"asset", "state", "attempts", "reason"}`` (module
-    docstring); ``attempts`` counts the step's starts (1 + its retries)."""
+    docstring); ``attempts`` counts the step's starts (1 + its retries). ``entries``: the
+    run's event log entries when already read (others than step events are skipped)."""
     planned = planned_steps(run)
     rows: dict[str, dict[str, Any]] = {}
     for asset in CORPUS_ASSETS:
@@ -93,9 +101,11 @@ def step_rows(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[dict[str
         else:
             state = "reused" if run.parent_run_id else "not selected"
         rows[asset] = {"asset": asset, "state": state, "attempts": 0, "reason": ""}
-    for entry in instance.all_logs(run.run_id, of_type=STEP_EVENTS):
+    if entries is None:
+        entries = instance.all_logs(run.run_id, of_type=STEP_EVENTS)
+    for entry in entries:
         event = entry.dagster_event
-        if event is None or event.step_key not in rows:
+        if event is None or event.event_type not in STEP_EVENTS or event.step_key not in rows:
             continue
         row = rows[event.step_key]
         row["state"] = _STATE_AFTER[event.event_type]
@@ -129,11 +139,15 @@ def run_summary(
     """One run (a ``RunRecord``) as the page shows it: id, ``doc_id``, status, times (ISO
     8601, UTC), parent run, link to the run in the Dagster UI, and its step rows."""
     run: dg.DagsterRun = record.dagster_run
-    steps = step_rows(instance, run)
+    entries = instance.all_logs(
+        run.run_id, of_type={*STEP_EVENTS, dg.DagsterEventType.ASSET_MATERIALIZATION}
+    )
+    steps = step_rows(instance, run, entries)
     failed = next((s for s in steps if s["state"] == "failed"), None)
     return {
         "run_id": run.run_id,
         "doc_id": run.tags.get(PARTITION_TAG),
+        "version": converted_version(entries),
         "status": run.status.value.lower(),
         "finished": run.status in FINISHED,
         "created": _iso(record.create_timestamp),
@@ -143,6 +157,36 @@ def run_summary(
         "steps": steps,
         "reason": f"{failed['asset']}: {failed['reason']}" if failed else "",
     }
+
+
+def converted_version(entries: Iterable[Any]) -> int | None:
+    """The version number the run's ``markdown`` step converted (its ``VERSION_METADATA``),
+    or ``None`` before that step materialised (or in a run without it)."""
+    for entry in entries:
+        event = entry.dagster_event
+        if event is None or event.event_type != dg.DagsterEventType.ASSET_MATERIALIZATION:
+            continue
+        materialization = event.step_materialization_data.materialization
+        if materialization.asset_key.path[-1] != MARKDOWN:
+            continue
+        value = materialization.metadata.get(VERSION_METADATA)
+        if value is not None and isinstance(value.value, int):
+            return value.value
+    return None
+
+
+def run_version(
+    summary: dict[str, Any], versions: list[DocumentVersionRow]
+) -> int | None:
+    """The version a run builds: what its ``markdown`` step converted, else the one
+    ``version_to_build`` picks (the newest) among the ``versions`` added by the run's
+    creation (``None`` when no version is known: a document deleted since)."""
+    if summary.get("version") is not None:
+        return summary["version"]
+    created = dt.datetime.fromisoformat(summary["created"]) if summary.get("created") else None
+    before = [v for v in versions if created is None or _aware(v.added_at) <= created]
+    chosen = before or versions
+    return chosen[-1].version if chosen else None
 
 
 def _iso(value: dt.datetime | float | None) -> str | None:
@@ -165,11 +209,13 @@ def recent_builds(
     finished: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The documents built, or added and waiting for a build, in the last ``hours``, newest
-    first: ``{"doc_id", "name", "status", "reason", "added", "runs"}`` with the document's
-    catalog status and failure reason and its corpus runs of that window (``is_corpus_run``;
-    newest first, ``run_summary`` each). A document added without a run yet has
-    ``runs == []``; a run whose document was deleted since is listed under its ``doc_id``
-    with status ``deleted``.
+    first: ``{"doc_id", "name", "status", "reason", "added", "version", "runs"}`` with the
+    document's catalog status and failure reason and its corpus runs of that window
+    (``is_corpus_run``; newest first, ``run_summary`` each, its ``version`` from
+    ``run_version``). ``version`` is the number of the version the newest run builds, or
+    without a run the one a build will make (the newest); ``None`` when unknown. A document
+    added without a run yet has ``runs == []``; a run whose document was deleted since is
+    listed under its ``doc_id`` with status ``deleted``.
 
     Args:
         finished: summaries of finished runs by run id, reused and filled in (a finished
@@ -198,8 +244,12 @@ def recent_builds(
             finished.pop(gone, None)
     rows = {r.doc_id: r for r in catalog.list_documents()}
     recent = [r for r in rows.values() if _aware(r.created_at) >= since and r.doc_id not in by_doc]
-    builds = [_document(rows.get(doc), doc, runs) for doc, runs in by_doc.items()]
-    builds += [_document(row, row.doc_id, []) for row in recent]
+    listed = [(rows.get(doc), doc, runs) for doc, runs in by_doc.items()]
+    listed += [(row, row.doc_id, []) for row in recent]
+    builds = [
+        _document(row, doc, runs, catalog.versions(doc) if row else [])
+        for row, doc, runs in listed
+    ]
     return sorted(builds, key=_newest, reverse=True)
 
 
@@ -207,14 +257,22 @@ def _aware(value: dt.datetime) -> dt.datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
-def _document(row: DocumentRow | None, doc: str, runs: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def _document(
+    row: DocumentRow | None,
+    doc: str,
+    runs: Iterable[dict[str, Any]],
+    versions: list[DocumentVersionRow],
+) -> dict[str, Any]:
+    shown = [{**run, "version": run_version(run, versions)} for run in runs]
+    newest = versions[-1].version if versions else None
     return {
         "doc_id": doc,
         "name": row.name if row else doc,
         "status": row.status if row else "deleted",
         "reason": (row.failure_reason or "") if row else "",
         "added": _iso(row.created_at) if row else None,
-        "runs": list(runs),
+        "version": shown[0]["version"] if shown else newest,
+        "runs": shown,
     }
 
 

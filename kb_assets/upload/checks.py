@@ -11,6 +11,12 @@ A name already in the corpus may be sent as that document's next version instead
 "Upload as new version"; ``admit(new_version=True)``, as ``kb add --new-version``): the check
 offers it (``FileCheck.new_version_possible``) unless a version of the document is still
 waiting to be built, and with ``new_version`` accepts it.
+
+Such a file is one of the intake's two kinds (``intake.IntakeStatus``): a name clash (other
+content under the taken name) or a duplicate (the content of one of the document's versions:
+nothing to send, not even as a new version). The page sends the file's SHA-256 when it has to
+tell (``FileCheck.name_clash`` is ``None``: the size alone does not); a size no version has
+is a name clash without it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from kb_shared.stores.catalog import (
     Catalog,
     DocumentRow,
     DocumentStatus,
+    DocumentVersionRow,
     VersionStatus,
     deleting_message,
 )
@@ -49,6 +56,9 @@ class FileCheck:
         reason: why it is refused ("" when accepted).
         new_version_possible: its name is a catalogued document's that can take a new version
             (none of its versions is waiting to be built): the page offers to send it as one.
+        name_clash: its name is a catalogued document's and its content none of the
+            document's versions' (module docstring); ``None`` when that cannot be told from
+            its size and no SHA-256 was given; ``False`` for every other verdict.
     """
 
     name: str
@@ -58,6 +68,7 @@ class FileCheck:
     doc_id: str | None = None
     reason: str = ""
     new_version_possible: bool = False
+    name_clash: bool | None = False
 
     def as_dict(self) -> dict[str, object]:
         """JSON-serialisable form."""
@@ -86,13 +97,14 @@ def name_refusal(name: str) -> str:
 
 def check_files(
     files: Sequence[tuple[str, int]], catalog: Catalog, max_bytes: int, *,
-    new_version: bool = False,
+    new_version: bool = False, sha256s: Sequence[str | None] | None = None,
 ) -> list[FileCheck]:
     """Decide each ``(name, size in bytes)`` of one batch, in order (module docstring).
 
     With ``new_version`` a name already in the corpus is accepted as that document's next
-    version when it can take one (its ``doc_id`` is the document's); otherwise it is refused
-    with the reason.
+    version when it can take one (its ``doc_id`` is the document's) and its content is new;
+    otherwise it is refused with the reason. ``sha256s`` (lowercase hex, ``None`` where not
+    known) go with ``files`` by position.
 
     Raises:
         IntakeError: the catalog could not be read; nothing may be sent, since a duplicate
@@ -101,7 +113,10 @@ def check_files(
     checks: list[FileCheck] = []
     seen_names: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
-    for raw, size in files:
+    digests = list(sha256s) if sha256s is not None else [None] * len(files)
+    if len(digests) != len(files):
+        raise ValueError(f"{len(digests)} SHA-256 digests for {len(files)} files")
+    for (raw, size), digest in zip(files, digests, strict=True):
         name = raw.strip()
         refusal = name_refusal(raw) or _size_refusal(size, max_bytes)
         if refusal:
@@ -126,7 +141,9 @@ def check_files(
             )
             continue
         seen_names[normal] = seen_ids[ident] = name
-        checks.append(_against_catalog(raw, size, catalog, new_version=new_version))
+        checks.append(
+            _against_catalog(raw, size, catalog, new_version=new_version, sha256=digest)
+        )
     return checks
 
 
@@ -157,20 +174,43 @@ def duplicate_reason(existing: DocumentRow, waiting: int | None) -> str:
     )
 
 
-def _waiting_version(catalog: Catalog, existing: DocumentRow) -> int | None:
-    """The number of ``existing``'s version still waiting to be built, or ``None``."""
-    versions = catalog.versions(existing.doc_id)
+def _waiting_version(versions: Sequence[DocumentVersionRow]) -> int | None:
+    """The number of the newest of ``versions`` when it is still waiting to be built, or
+    ``None``."""
     newest = versions[-1] if versions else None
     if newest is not None and newest.status == VersionStatus.PENDING:
         return newest.version
     return None
 
 
-def _against_catalog(name: str, size: int, catalog: Catalog, *, new_version: bool) -> FileCheck:
+def content_differs(
+    existing: DocumentRow, versions: Sequence[DocumentVersionRow], size: int, sha256: str | None
+) -> bool | None:
+    """Whether a file of ``size`` bytes (and ``sha256``, when known) is none of ``existing``'s
+    versions: by digest when given; else ``True`` when no version has that size, ``None``
+    (cannot tell) when one has."""
+    stored = [(existing.sha256, existing.size_bytes)] + [(v.sha256, v.size_bytes) for v in versions]
+    if sha256 is not None:
+        return all(digest != sha256 for digest, _ in stored)
+    return True if all(bytes_ != size for _, bytes_ in stored) else None
+
+
+def identical_reason(existing: DocumentRow) -> str:
+    """Why a file with the content of one of ``existing``'s versions is not sent (the intake's
+    wording for the same case, ``intake._new_version``)."""
+    return (
+        f"identical content to a version of {existing.name!r} already in the corpus; nothing "
+        "new to add"
+    )
+
+
+def _against_catalog(
+    name: str, size: int, catalog: Catalog, *, new_version: bool, sha256: str | None = None
+) -> FileCheck:
     try:
         by_name = catalog.find_by_normalized_name(name)
         by_id = None if by_name is not None else catalog.find_by_doc_id(doc_id(name))
-        waiting = None if by_name is None else _waiting_version(catalog, by_name)
+        versions = [] if by_name is None else catalog.versions(by_name.doc_id)
     except (StoreError, OSError) as error:
         raise IntakeError(
             f"the duplicate check could not read the catalog ({error}); nothing was sent, "
@@ -181,12 +221,20 @@ def _against_catalog(name: str, size: int, catalog: Catalog, *, new_version: boo
             name, size, False, IntakeStatus.REFUSED, by_name.doc_id,
             deleting_message(by_name, "upload the file again"),
         )
-    if by_name is not None and new_version and waiting is None:
-        return FileCheck(name, size, True, None, by_name.doc_id)
     if by_name is not None:
+        waiting = _waiting_version(versions)
+        differs = content_differs(by_name, versions, size, sha256)
+        if differs is False:
+            return FileCheck(
+                name, size, False, IntakeStatus.DUPLICATE, by_name.doc_id,
+                identical_reason(by_name), name_clash=False,
+            )
+        if new_version and waiting is None:
+            return FileCheck(name, size, True, None, by_name.doc_id)
         return FileCheck(
             name, size, False, IntakeStatus.DUPLICATE, by_name.doc_id,
             duplicate_reason(by_name, waiting), new_version_possible=waiting is None,
+            name_clash=differs,
         )
     if by_id is not None:
         return _refused(

@@ -86,16 +86,20 @@ class UploadService:
 
     # --- intake ----------------------------------------------------------------------------
     def check(
-        self, files: Sequence[tuple[str, int]], *, new_version: bool = False
+        self, files: Sequence[tuple[str, int]], *, new_version: bool = False,
+        sha256s: Sequence[str | None] | None = None,
     ) -> list[FileCheck]:
         """``checks.check_files`` of ``(name, size)`` pairs against the catalog
-        (``new_version``: a known name is checked as that document's next version).
+        (``new_version``: a known name is checked as that document's next version;
+        ``sha256s``: the files' digests where the page sent them).
 
         Raises:
             IntakeError: the catalog could not be read.
         """
         with self.stores() as stores:
-            return check_files(files, stores.catalog(), self.max_bytes, new_version=new_version)
+            return check_files(
+                files, stores.catalog(), self.max_bytes, new_version=new_version, sha256s=sha256s
+            )
 
     def admit_file(self, path: Path, *, new_version: bool = False) -> IntakeOutcome:
         """Admit one received file with ``kb_assets.intake.admit`` (one at a time, so two
@@ -109,14 +113,14 @@ class UploadService:
         with self._admitting, self.stores() as stores:
             (outcome,) = admit([path], stores, self.instance, new_version=new_version)
         if outcome.status == IntakeStatus.ADDED and outcome.doc_id and self.build_uploads:
-            self.build(outcome.doc_id, outcome.name)
+            self.build(outcome.doc_id, outcome.name, outcome.version)
         return outcome
 
-    def build(self, doc_id: str, name: str) -> Task:
-        """Queue an in-process build of all six assets of ``doc_id``."""
-        return self.worker.submit(
-            "build", f"build {name}", lambda: self._run(doc_id), doc_id=doc_id
-        )
+    def build(self, doc_id: str, name: str, version: int | None = None) -> Task:
+        """Queue an in-process build of all six assets of ``doc_id`` (``version``: the
+        number of the version it makes, named in the task's label when given)."""
+        label = f"build {name}" + (f" v{version}" if version else "")
+        return self.worker.submit("build", label, lambda: self._run(doc_id), doc_id=doc_id)
 
     def build_pending(self, ref: str) -> Task:
         """Queue the in-process build of a pending document that has no run yet: the page's
@@ -129,12 +133,13 @@ class UploadService:
         """
         with self.stores() as stores:
             row = operations.resolve_document(stores, ref)
+            versions = stores.catalog().versions(row.doc_id)
         if row.status != DocumentStatus.PENDING:
             raise ValueError(
                 f"{row.name} is {row.status}, not waiting for a build: retry its failed run or "
                 "rebuild one of its assets"
             )
-        return self.build(row.doc_id, row.name)
+        return self.build(row.doc_id, row.name, versions[-1].version if versions else None)
 
     def _run(
         self, doc_id: str, *, assets: Sequence[str] | None = None, force: Sequence[str] = ()
@@ -274,7 +279,7 @@ class UploadService:
             if not approval.added or outcome.doc_id is None:
                 raise RuntimeError(f"request #{request_id} failed: {outcome.reason}")
             if self.build_uploads:
-                self.build(outcome.doc_id, outcome.name)
+                self.build(outcome.doc_id, outcome.name, outcome.version)
             return f"added {outcome.name} as {outcome.doc_id}"
 
         return self.worker.submit("approve", f"approve request #{request_id}", work)

@@ -131,7 +131,7 @@ def test_the_page_offers_upload_as_new_version_and_shows_the_result(
         row = page.locator('.upload[data-name="existing rules.pdf"]')
         row.locator("button.new-version").wait_for()
         assert row.get_attribute("data-status") == "duplicate"
-        assert row.locator(".why").inner_text() == f"duplicate: {READY_DUPLICATE}"
+        assert row.locator(".why").inner_text() == f"name clash: {READY_DUPLICATE}"
         assert sent == []  # nothing is sent until asked
         page.screenshot(path=str(tmp_path / "offered.png"))
         row.locator("button.new-version").click()

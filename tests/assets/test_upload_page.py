@@ -413,7 +413,7 @@ def test_the_page_uploads_checks_and_follows_builds_in_chromium(
     refused.wait_for()
     assert refused.get_attribute("data-status") == "duplicate"
     assert refused.locator(".why").inner_text() == (
-        f"duplicate: {EXISTING!r} is already in the corpus (doc_id {EXISTING_ID}, pending). "
+        f"name clash: {EXISTING!r} is already in the corpus (doc_id {EXISTING_ID}, pending). "
         "Version 1 is waiting to be built; once it is, this file can be uploaded as a new "
         "version. To replace it entirely: delete it first"
     )

@@ -80,6 +80,37 @@ async function act(method, path, body) {
 }
 
 // --- adding files --------------------------------------------------------------------------
+// What a verdict or an upload's outcome is called (kb_assets/intake.py IntakeStatus): a name
+// the corpus holds with other content is a "name clash", the content of one of its versions a
+// "duplicate"; "name taken" while the contents could not be compared (no SHA-256 here).
+function label(result) {
+  if (result.name_clash === true) return "name clash";
+  if (result.name_clash === null && result.status === "duplicate") return "name taken";
+  return result.status || "refused";
+}
+
+// The file's SHA-256 as hex, or null where the browser has no Web Crypto (crypto.subtle
+// exists in secure contexts only: https, or http on localhost/127.0.0.1).
+async function sha256Hex(file) {
+  if (!(window.crypto && window.crypto.subtle)) return null;
+  const digest = await window.crypto.subtle.digest("SHA-256", await file.arrayBuffer());
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// A taken name whose size one of its versions has: check it again with its SHA-256, which
+// tells a duplicate (nothing to send) from a name clash (kb_assets/upload/checks.py).
+async function compareContent(file, verdict) {
+  if (verdict.accepted || verdict.name_clash !== null) return verdict;
+  try {
+    const sha256 = await sha256Hex(file);
+    if (!sha256) return verdict;
+    const body = { files: [{ name: file.name, size: file.size, sha256 }] };
+    return (await api("POST", "/api/check", body)).files[0];
+  } catch (_) {
+    return verdict;  // the first verdict stands: nothing is sent either way
+  }
+}
+
 async function addFiles(fileList) {
   const files = Array.from(fileList || []);
   if (!files.length) return;
@@ -87,6 +118,7 @@ async function addFiles(fileList) {
   try {
     const body = { files: files.map((f) => ({ name: f.name, size: f.size })) };
     verdicts = (await api("POST", "/api/check", body)).files;
+    verdicts = await Promise.all(files.map((file, i) => compareContent(file, verdicts[i])));
   } catch (error) {
     show(`nothing was sent: ${error.message}`);
     return;
@@ -99,7 +131,7 @@ async function addFiles(fileList) {
       setUpload(row, "queued", "waiting to send");
       state.queue.push({ file, row });
     } else {
-      setUpload(row, verdict.status, `${verdict.status}: ${verdict.reason}`);
+      setUpload(row, verdict.status, `${label(verdict)}: ${verdict.reason}`, label(verdict));
       row.querySelector("progress").style.visibility = "hidden";
       if (verdict.new_version_possible) offerNewVersion(row, file);
     }
@@ -131,8 +163,9 @@ function uploadRow(file) {
   return row;
 }
 
-function setUpload(row, status, text) {
+function setUpload(row, status, text, shown) {
   row.dataset.status = status;
+  row.dataset.label = shown || status;
   row.querySelector(".why").textContent = text;
 }
 
@@ -187,9 +220,10 @@ function finished(row, status, data, file) {
   } else if (outcome && outcome.status === "added") {
     setUpload(row, "added", `added as ${outcome.doc_id}; build requested (see Builds)`);
   } else if (outcome) {
-    setUpload(row, outcome.status, `${outcome.status}: ${outcome.reason}`);
+    setUpload(row, outcome.status, `${label(outcome)}: ${outcome.reason}`, label(outcome));
   } else if (data.file) {
-    setUpload(row, data.file.status || "refused", `${data.file.status}: ${data.file.reason}`);
+    setUpload(row, data.file.status || "refused", `${label(data.file)}: ${data.file.reason}`,
+      label(data.file));
     if (data.file.new_version_possible) offerNewVersion(row, file);
   } else {
     setUpload(row, "failed", data.error || `the server answered ${status}`);
@@ -236,12 +270,17 @@ function stepTable(run) {
     body);
 }
 
+// The card of one document's builds: its name and the version its newest run builds (v1, v2,
+// …: builds.py run_version), its status, and the newest run's steps.
 function buildCard(build) {
   const latest = build.runs[0];
+  const version = build.version ? el("span", { class: "doc-version", "data-role": "version",
+    title: `version ${build.version} of ${build.name}`, text: `v${build.version}` }) : null;
   const title = el("h3", {},
-    el("span", { class: "doc-name", text: build.name }),
+    el("span", { class: "doc-name", text: build.name }), version,
     el("span", { class: `badge ${build.status}`, "data-role": "doc-status", text: build.status }));
-  const card = el("article", { class: "build", "data-doc": build.doc_id, "data-status": build.status }, title);
+  const card = el("article", { class: "build", "data-doc": build.doc_id, "data-status": build.status,
+    "data-version": build.version }, title);
   if (!latest) {
     card.append(el("p", { class: "hint waiting" },
       "added; waiting for its build run (the intake sensor of the Dagster UI requests one within 15 s) ",
@@ -275,7 +314,9 @@ function buildCard(build) {
   }
   if (build.runs.length > 1) {
     const earlier = el("p", { class: "earlier" }, `${build.runs.length - 1} earlier run(s): `);
-    for (const run of build.runs.slice(1)) earlier.append(runLink(run), ` (${run.status}) `);
+    for (const run of build.runs.slice(1)) {
+      earlier.append(runLink(run), run.version ? ` (v${run.version}, ${run.status}) ` : ` (${run.status}) `);
+    }
     card.append(earlier);
   }
   return card;
