@@ -22,7 +22,9 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
   kb_mcp (``kb_mcp.documents`` module docstring). The one exception: the stored file of a
   version a newer one superseded (its file removed) answers 410 Gone with a page naming the
   versions and linking the current PDF (``superseded_page``), so a citation handed out before
-  the new version neither dead-ends nor silently opens the new file.
+  the new version neither dead-ends nor silently opens the new file. Every spelling of one
+  file answers alike: ``@`` or ``%40`` (decoded once by the ASGI server, never twice), and
+  ``@v1`` or none for version 1 (``stored_spelling``).
 * **Exposure.** Binding a non-loopback address needs bearer tokens (``KB_MCP_TOKENS``) or an
   explicit ``--public``; tokens, when set, are required on ``/mcp`` and ``/files`` whatever
   the address, except that a ``/files`` link the server itself handed out carries an HMAC
@@ -72,7 +74,7 @@ from kb_mcp.state import ServerState, StateHolder
 from kb_shared import layout
 from kb_shared.access import bearer_authorised, exposure_problem, host_allowed, host_patterns
 from kb_shared.errors import EmptyCorpusError, ExposureError, KbError
-from kb_shared.identity import split_version_key
+from kb_shared.identity import VERSION_SEPARATOR, is_doc_id, split_version_key, version_key
 from kb_shared.providers.base import Embedder
 from kb_shared.settings import Settings
 from kb_shared.stores.blobs import check_key
@@ -145,7 +147,8 @@ class AccessMiddleware:
         if self.signing_key is None or not path.startswith(FILES_PATH + "/"):
             return False
         given = parse_qs(query.decode("latin-1")).get(SIGNATURE_PARAM, [""])[0]
-        expected = file_signature(self.signing_key, path[len(FILES_PATH) + 1 :])
+        key = stored_spelling(path[len(FILES_PATH) + 1 :])  # the key the link was signed for
+        expected = file_signature(self.signing_key, key)
         return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
 
     def _page_pass(self, path: str, query: bytes, headers: Headers) -> str | None:
@@ -251,15 +254,37 @@ def media_type(key: str, head: bytes) -> str:
     return guessed or "application/octet-stream"
 
 
+def stored_spelling(key: str) -> str:
+    """``key`` with its document segment (``pdfs/{doc}``, ``figures/{doc}/…``) spelled the way
+    ``kb_shared.identity.version_key`` stores it: ``@v1`` dropped (version 1 is stored under
+    the plain ``doc_id``) and leading zeros dropped (``@v02`` → ``@v2``). ``pdfs/a.pdf@v1`` and
+    ``pdfs/a.pdf`` are then one file, answered alike (module docstring, "Files"). Any other
+    key, or one whose document part is not a ``doc_id`` (``is_doc_id``), comes back as given.
+    """
+    prefix = next((p for p in layout.SERVED_PREFIXES if key.startswith(p)), None)
+    if prefix is None:
+        return key
+    segment, slash, rest = key[len(prefix):].partition("/")
+    doc, separator, number = segment.rpartition(VERSION_SEPARATOR)
+    if not (separator and number.isascii() and number.isdigit() and is_doc_id(doc)):
+        return key
+    if int(number) < 1:
+        return key
+    return f"{prefix}{version_key(doc, int(number))}{slash}{rest}"
+
+
 def servable_key(key: str) -> str | None:
-    """``key`` when ``/files`` may serve it (a safe key, ``check_key``, that
-    ``kb_shared.layout.is_served``: PDFs and figure renders; Markdown, chunk tables and step
-    outputs stay private), else ``None``."""
+    """The stored key (``stored_spelling``) when ``/files`` may serve ``key``: a safe key,
+    ``check_key``, before and after respelling, that ``kb_shared.layout.is_served`` (PDFs and
+    figure renders; Markdown, chunk tables and step outputs stay private); else ``None``.
+    The route gets ``key`` percent-decoded once by the ASGI server (``%40`` is ``@``) and
+    decodes nothing again: ``%2540`` stays a literal ``%40`` and finds no file."""
     try:
         check_key(key)
+        stored = check_key(stored_spelling(key))
     except ValueError:
         return None
-    return key if layout.is_served(key) else None
+    return stored if layout.is_served(stored) else None
 
 
 def blob_document(key: str) -> str | None:
