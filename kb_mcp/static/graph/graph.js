@@ -31,6 +31,8 @@
   var LAYOUT_FRAME_MS = 400;
   var HIDE_ON_MOVE_EDGES = 1000;
   var LABEL_NEIGHBOURS = 40;
+  var LABEL_GAP = 3; // px between a node and its label, as sigma's own label drawing
+  var HOVER_PADDING = 2; // px of the hover box around the node and its label
 
   var el = {
     graph: document.getElementById("graph"),
@@ -281,6 +283,59 @@
     return Object.assign({}, attributes, { color: "#f1f3f5", zIndex: 0 });
   }
 
+  // -- labels ---------------------------------------------------------------------------
+  // sigma draws a label right of its node, so the fitted graph's rightmost nodes had their
+  // labels cut at the drawing area's edge, under the side panel. These draw it on the left
+  // instead when it would not fit on the right but fits on the left (else on the side with
+  // more room), for the plain label and the hover box alike.
+
+  function labelFont(settings) {
+    return settings.labelWeight + " " + settings.labelSize + "px " + settings.labelFont;
+  }
+
+  function labelStart(context, data, width) {
+    var area = context.canvas.clientWidth || context.canvas.width / (window.devicePixelRatio || 1);
+    var right = data.x + data.size + LABEL_GAP;
+    var left = data.x - data.size - LABEL_GAP - width;
+    if (right + width <= area || (left < 0 && area - right >= data.x - data.size - LABEL_GAP)) {
+      return right;
+    }
+    return left;
+  }
+
+  function drawLabel(context, data, settings) {
+    if (!data.label) return;
+    var colour = settings.labelColor.attribute
+      ? data[settings.labelColor.attribute] || settings.labelColor.color || "#000"
+      : settings.labelColor.color;
+    context.font = labelFont(settings);
+    context.fillStyle = colour;
+    var x = labelStart(context, data, context.measureText(data.label).width);
+    context.fillText(data.label, x, data.y + settings.labelSize / 3);
+  }
+
+  function drawHover(context, data, settings) {
+    var size = settings.labelSize;
+    context.font = labelFont(settings);
+    context.fillStyle = "#fff";
+    context.shadowOffsetX = 0;
+    context.shadowOffsetY = 0;
+    context.shadowBlur = 8;
+    context.shadowColor = "#000";
+    context.beginPath();
+    context.arc(data.x, data.y, Math.max(data.size, size / 2) + HOVER_PADDING, 0, Math.PI * 2);
+    if (typeof data.label === "string" && data.label) {
+      var width = context.measureText(data.label).width;
+      var x = labelStart(context, data, width);
+      var from = Math.min(x - HOVER_PADDING, data.x);
+      var to = Math.max(x + width + HOVER_PADDING, data.x);
+      context.rect(from, data.y - size / 2 - HOVER_PADDING, to - from, size + 2 * HOVER_PADDING);
+    }
+    context.fill();
+    context.shadowBlur = 0;
+    drawLabel(context, data, settings);
+  }
+
   // The layout runs on a copy of the graph: the worker's many small steps move the copy, and
   // its positions reach the drawn graph every LAYOUT_FRAME_MS, so sigma redraws a few times a
   // second instead of after every step and the page stays responsive while it settles.
@@ -346,6 +401,8 @@
       hideEdgesOnMove: graph.size > HIDE_ON_MOVE_EDGES,
       hideLabelsOnMove: graph.size > HIDE_ON_MOVE_EDGES,
       zIndex: true,
+      defaultDrawNodeLabel: drawLabel,
+      defaultDrawNodeHover: drawHover,
       nodeReducer: nodeReducer,
       edgeReducer: edgeReducer,
     });
