@@ -1,5 +1,7 @@
 """Benchmark: the embedded index's sparse search from the in-memory postings against the FTS5
-path (issues 14 and 15), written up in benchmarks/results/sparse-resident-2026-12-02.md.
+path (issues 14 and 15), written up in benchmarks/results/sparse-resident-2026-12-02.md; and
+its exact dense search from the in-memory float copy against vec0's scan (``dense``,
+benchmarks/results/dense-resident-2026-12-02.md).
 
 Run from the repository root; each subcommand prints JSON (and writes it to ``--out``)::
 
@@ -7,6 +9,7 @@ Run from the repository root; each subcommand prints JSON (and writes it to ``--
     .venv/bin/python -m benchmarks.sparse_resident measure --index COPY.sqlite --eval DIR
     .venv/bin/python -m benchmarks.sparse_resident measure --index I.sqlite --synthetic 200
     .venv/bin/python -m benchmarks.sparse_resident search-docs --home H --eval DIR
+    .venv/bin/python -m benchmarks.sparse_resident dense --index COPY.sqlite --queries 100
 
 * ``build`` fills an index with ``benchmarks.scale_corpus`` chunks (``--dimension``, default
   384), unless it already holds them.
@@ -23,8 +26,17 @@ Run from the repository root; each subcommand prints JSON (and writes it to ``--
   with SQLite's backup API, reading the source read-only).
 * ``search-docs`` copies a built KB_HOME to a temporary folder and times
   ``kb_shared.retrieval.search_docs`` in process (local models, fusion order, top 8) for
-  every question of ``--eval``, interleaved with the index on each sparse path, comparing
+  every question of ``--eval``, interleaved with the index on each sparse path (with
+  ``--compare dense``: on each exact dense path, the float copy against vec0), comparing
   the answers' point ids.
+* ``dense`` opens the index twice in a fresh process: ``resident`` (the float copy) and
+  ``vec0`` (``resident_dense=False``). It times the copy's first load and the resident set
+  size it adds, then, interleaved, each way's wall and CPU time per ``dense_search`` at the
+  calls search_docs makes (k = 200 and k = 1 over the kinds text, table and figure; k = 200
+  also within two documents) and k = 10 unfiltered, for ``--queries`` query vectors (stored
+  vectors with noise, seeded), comparing every answer pair (ids; largest score difference).
+  ``--delta`` then rewrites 40 points' vectors through another connection and times the
+  search that applies the delta (writes: work on a copy, ``--copy-from``).
 """
 
 from __future__ import annotations
@@ -181,6 +193,130 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+#: ``dense`` subcommand calls: (label, limit, kinds, documents to keep) — search_docs' dense
+#: calls (``kb_shared.retrieval``: 200 hybrid candidates and the rank-1 check over the three
+#: searchable kinds, sometimes within named documents) and a plain k = 10.
+DENSE_CALLS = (
+    ("k=200 kinds", 200, ("text", "table", "figure"), 0),
+    ("k=200 kinds, 2 documents", 200, ("text", "table", "figure"), 2),
+    ("k=1 kinds", 1, ("text", "table", "figure"), 0),
+    ("k=10", 10, None, 0),
+)
+
+
+def dense(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``dense`` subcommand (module docstring)."""
+    import numpy as np  # noqa: PLC0415
+
+    from kb_shared.stores.vectors_sqlite import SqliteVectorIndex  # noqa: PLC0415
+
+    if args.copy_from:
+        copy_index(args.copy_from, args.index)
+    resident = SqliteVectorIndex(args.index)
+    vec0 = SqliteVectorIndex(args.index, resident_dense=False)
+    info = resident.describe()
+    if info is None:
+        raise SystemExit(f"{args.index} holds no index")
+    for index in (resident, vec0):
+        index.open(info.model, info.dimension, create=False)
+    conn = resident._connection()
+    stored = conn.execute("SELECT c.dense, p.document FROM chunks_codes AS c JOIN chunks_points "
+                          "AS p ON p.rowid = c.rowid ORDER BY c.rowid").fetchall()
+    rng = np.random.default_rng(2026)
+    picked = rng.choice(len(stored), size=args.queries, replace=len(stored) < args.queries)
+    names = sorted({row[1] for row in stored})
+    queries = []
+    for number in picked:
+        vector = np.frombuffer(stored[number][0], dtype=np.float32)
+        noisy = vector + rng.standard_normal(vector.size).astype(np.float32) * 0.03
+        queries.append((noisy / np.linalg.norm(noisy), [str(d) for d in
+                        rng.choice(names, size=min(2, len(names)), replace=False)]))
+    del stored
+    rss_before = current_rss_bytes()
+    _, load_wall, load_cpu = timed(lambda: resident.dense_search(queries[0][0], 1))
+    rss_after = current_rss_bytes()
+    cache = resident._dense_copy.cache
+    if cache is None:
+        raise SystemExit(f"{resident.count()} points: not below exact_below, nothing to compare")
+    snap = cache.snapshot
+    arrays = (snap.vectors, snap.lengths, snap.rowids, snap.documents, snap.kinds, snap.alive)
+    copy = {
+        "points": snap.live, "dimension": info.dimension,
+        "load_wall_s": round(load_wall, 3), "load_cpu_s": round(load_cpu, 3),
+        "rss_added_mib": (None if rss_before is None or rss_after is None
+                          else round((rss_after - rss_before) / 2**20, 1)),
+        "numpy_arrays_mib": round(sum(a.nbytes for a in arrays) / 2**20, 1),
+    }
+    log(f"copy: {copy}")
+    ways = {"resident": resident, "vec0": vec0}
+
+    def run(index: Any, query: Any, call: tuple[str, int, Any, int]) -> list[tuple[str, float]]:
+        _, limit, kinds, keep = call
+        documents = query[1][:keep] if keep else None
+        return [(h.id, h.score) for h in index.dense_search(query[0], limit, documents, kinds)]
+
+    for query in queries[:WARMUP]:
+        for index in ways.values():
+            run(index, query, DENSE_CALLS[0])
+    load_start = load_average()
+    wall: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    differ: dict[str, int] = {}
+    largest = 0.0
+    number = 0
+    for query in queries:
+        for call in DENSE_CALLS:
+            answers = {}
+            order = list(ways.items()) if number % 2 == 0 else list(reversed(ways.items()))
+            number += 1
+            for way, index in order:  # alternate who goes first, so load hits both alike
+                answers[way], w, c = timed(lambda index=index: run(index, query, call))
+                wall.setdefault(f"{way} {call[0]}", []).append(w)
+                cpu.setdefault(f"{way} {call[0]}", []).append(c)
+            mine, theirs = answers["resident"], answers["vec0"]
+            if [i for i, _ in mine] != [i for i, _ in theirs]:
+                differ[call[0]] = differ.get(call[0], 0) + 1
+            else:
+                largest = max([largest, *(abs(a[1] - b[1]) for a, b in zip(mine, theirs))])
+    result: dict[str, Any] = {
+        "index": str(args.index), "copy": copy,
+        "searches": {label: len(v) for label, v in wall.items()},
+        "wall_ms_p50_p95": {label: summary(v) for label, v in sorted(wall.items())},
+        "cpu_ms_p50_p95": {label: summary(v) for label, v in sorted(cpu.items())},
+        "answers_differ": differ, "largest_score_difference": largest,
+        "load": {"start": load_start, "end": load_average()},
+    }
+    if args.delta:
+        result["delta"] = dense_delta(args.index, info, resident, queries[0][0])
+    for index in ways.values():
+        index.close()
+    return result
+
+
+def dense_delta(path: Path, info: Any, resident: Any, query: Any) -> dict[str, Any]:
+    """Rewrite the first 40 points through another ``SqliteVectorIndex`` (their vectors
+    rotated), then time the resident search that applies the delta, and one after it."""
+    from kb_shared.stores.vectors import Point  # noqa: PLC0415
+    from kb_shared.stores.vectors_sqlite import SqliteVectorIndex  # noqa: PLC0415
+
+    writer = SqliteVectorIndex(path)
+    writer.open(info.model, info.dimension, create=False)
+    stored = writer.export_points(limit=40)
+    writer.upsert([
+        Point(id=p.point.id, document=p.point.document, kind=p.point.kind, text=p.point.text,
+              dense=stored[(i + 1) % len(stored)].dense, payload=p.point.payload)
+        for i, p in enumerate(stored)
+    ])
+    writer.close()
+    _, applying, applying_cpu = timed(lambda: resident.dense_search(query, 200))
+    _, after, after_cpu = timed(lambda: resident.dense_search(query, 200))
+    return {"rewritten": len(stored), "applying_search_ms": round(applying * 1000, 2),
+            "applying_search_cpu_ms": round(applying_cpu * 1000, 2),
+            "next_search_ms": round(after * 1000, 2),
+            "next_search_cpu_ms": round(after_cpu * 1000, 2),
+            "dead": resident._dense_copy.cache.snapshot.dead}
+
+
 def delta(path: Path, info: Any, resident: Any, text: str) -> dict[str, Any]:
     """Rewrite the first 40 points through another ``SqliteVectorIndex`` (their texts
     rotated), then time the resident search that applies the delta, and one after it."""
@@ -229,23 +365,25 @@ def search_docs_timing(args: argparse.Namespace) -> dict[str, Any]:
         state = open_state(Settings(), use_reranker=False)
         state.embedder.warm()
         index = state.vectors()
-        paths = {"resident": index.resident_points, "fts5": 0}
+        setting, paths = (("resident_dense", {"resident": True, "vec0": False})
+                          if args.compare == "dense" else
+                          ("resident_points", {"resident": index.resident_points, "fts5": 0}))
         wall: dict[str, list[float]] = {way: [] for way in paths}
         cpu: dict[str, list[float]] = {way: [] for way in paths}
         differ = 0
         for number, text in enumerate([*texts[:WARMUP], *texts]):
             answers = {}
             for way in (paths if number % 2 == 0 else list(reversed(paths))):
-                index.resident_points = paths[way]
+                setattr(index, setting, paths[way])
                 answer, w, c = timed(lambda: search_docs(index, state.embedder, text))
                 answers[way] = [f.point.id for f in answer.results]
                 if number >= WARMUP:
                     wall[way].append(w)
                     cpu[way].append(c)
-            differ += answers["resident"] != answers["fts5"]
+            differ += len({tuple(ids) for ids in answers.values()}) > 1
         state.close()
     shutil.rmtree(scratch, ignore_errors=True)
-    return {"home": str(args.home), "questions": len(texts),
+    return {"home": str(args.home), "questions": len(texts), "compare": args.compare,
             "wall_ms_p50_p95": {w: summary(v) for w, v in wall.items()},
             "cpu_ms_p50_p95": {w: summary(v) for w, v in cpu.items()},
             "answers_differ": differ, "load": load_average()}
@@ -270,7 +408,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     docs = sub.add_parser("search-docs")
     docs.add_argument("--home", type=Path, required=True, help="a built KB_HOME (copied)")
     docs.add_argument("--eval", type=Path, required=True, help="an eval set folder")
-    for p in (bld, mea, docs):
+    docs.add_argument("--compare", choices=("sparse", "dense"), default="sparse",
+                      help="the sparse paths (postings, FTS5) or the exact dense ones")
+    den = sub.add_parser("dense")
+    den.add_argument("--index", type=Path, required=True)
+    den.add_argument("--copy-from", type=Path, help="copy this index file to --index first")
+    den.add_argument("--queries", type=int, default=100, help="query vectors")
+    den.add_argument("--delta", action="store_true", help="then time a delta (writes!)")
+    for p in (bld, mea, docs, den):
         p.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.command == "build":
@@ -281,6 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   "load": [load_before, load_average()]}
     elif args.command == "search-docs":
         result = search_docs_timing(args)
+    elif args.command == "dense":
+        result = dense(args)
     else:
         result = measure(args)
     text = json.dumps(result, indent=2, default=str)

@@ -16,16 +16,29 @@ kept in step with the SQLite tables by the write *generation* the writer bumps i
 transaction (``kb_shared.stores.vectors_sqlite``), so a reader in another process picks up
 committed writes by reading only the rows written since its copy. ``CodeTables`` holds the
 SQL of the codes tables next to that copy.
+
+``DenseCache`` is the other process-local copy, used below ``exact_below`` live points (where
+dense searches are exact): the live points' float32 vectors from ``{name}_codes.dense`` as
+one matrix, kept in step the same way (``DenseTables``), so an exact search is one
+matrix-vector product instead of vec0's scan of the file. It is never read at or past that
+bound, and is let go once the index grows past it. Thread-safe like the postings copy
+(``kb_shared.stores.vectors_postings``, whose ``LOCK_WAIT`` and ``RELOAD_FRACTION`` it
+shares): updates publish a new immutable ``DenseSnapshot``. Figures:
+benchmarks/results/dense-resident-2026-12-02.md.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from kb_shared.stores.vectors_postings import LOCK_WAIT, RELOAD_FRACTION
 
 
 def binary_code(dense: np.ndarray) -> bytes:
@@ -40,6 +53,32 @@ def binary_codes(dense: np.ndarray) -> np.ndarray:
     return np.packbits(np.asarray(dense) > 0, axis=1)
 
 
+class Numbering:
+    """Numbers for names (documents or kinds), shared by a cache's snapshots: a name keeps
+    its number, and the tables only grow, so a snapshot's number arrays stay valid."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.numbers: dict[str, int] = {}
+
+    def numbered(self, values: Iterable[str]) -> np.ndarray:
+        """The numbers of ``values`` (int32, numbering names not seen before)."""
+        out = []
+        for value in values:
+            number = self.numbers.get(value)
+            if number is None:
+                number = self.numbers[value] = len(self.names)
+                self.names.append(value)
+            out.append(number)
+        return np.asarray(out, dtype=np.int32)
+
+    def mask(self, numbers: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        """Which of ``numbers`` (int32) name one of ``names`` (bool, same shape; names never
+        seen match nothing)."""
+        wanted = [self.numbers[name] for name in names if name in self.numbers]
+        return np.isin(numbers, np.asarray(wanted, dtype=np.int32))
+
+
 class CodeRows(NamedTuple):
     """Rows read from the index: rowids (int64), codes (bytes each), documents, kinds."""
 
@@ -52,8 +91,8 @@ class CodeRows(NamedTuple):
 class _Snapshot(NamedTuple):
     rowids: np.ndarray  # (n,) int64, ascending
     words: np.ndarray  # (w, n) uint64: word j of every code in row j (zero-padded codes)
-    documents: np.ndarray  # (n,) int32 index into CodeCache.document_names
-    kinds: np.ndarray  # (n,) int32 index into CodeCache.kind_names
+    documents: np.ndarray  # (n,) int32 index into CodeCache.documents.names
+    kinds: np.ndarray  # (n,) int32 index into CodeCache.kinds.names
     alive: np.ndarray  # (n,) bool: False once removed
 
 
@@ -71,23 +110,14 @@ class CodeCache:
         self.code_bytes = code_bytes
         self.key: tuple[str, int] | None = None
         self.lock = threading.Lock()
-        self.document_names: list[str] = []
-        self.kind_names: list[str] = []
-        self._document_numbers: dict[str, int] = {}
-        self._kind_numbers: dict[str, int] = {}
+        self.documents = Numbering()
+        self.kinds = Numbering()
         self._snapshot = self._arrays(CodeRows([], [], [], []))
 
     @property
     def size(self) -> int:
         """How many live codes the copy holds."""
         return int(self._snapshot.alive.sum())
-
-    def _number(self, names: list[str], numbers: dict[str, int], value: str) -> int:
-        number = numbers.get(value)
-        if number is None:
-            number = numbers[value] = len(names)
-            names.append(value)
-        return number
 
     def _arrays(self, rows: CodeRows) -> _Snapshot:
         words = -(-self.code_bytes // 8)
@@ -96,15 +126,11 @@ class CodeCache:
             padded[:, : self.code_bytes] = np.frombuffer(
                 b"".join(rows.codes), dtype=np.uint8
             ).reshape(len(rows.codes), self.code_bytes)
-        documents = [
-            self._number(self.document_names, self._document_numbers, d) for d in rows.documents
-        ]
-        kinds = [self._number(self.kind_names, self._kind_numbers, k) for k in rows.kinds]
         return _Snapshot(
             rowids=np.asarray(rows.rowids, dtype=np.int64),
             words=np.ascontiguousarray(padded.view(np.uint64).reshape(len(rows.codes), words).T),
-            documents=np.asarray(documents, dtype=np.int32),
-            kinds=np.asarray(kinds, dtype=np.int32),
+            documents=self.documents.numbered(rows.documents),
+            kinds=self.kinds.numbered(rows.kinds),
             alive=np.ones(len(rows.codes), dtype=bool),
         )
 
@@ -168,11 +194,9 @@ class CodeCache:
         snap = self._snapshot
         eligible = snap.alive
         if documents is not None:
-            wanted = [self._document_numbers[d] for d in documents if d in self._document_numbers]
-            eligible = eligible & np.isin(snap.documents, np.asarray(wanted, dtype=np.int32))
+            eligible = eligible & self.documents.mask(snap.documents, documents)
         if kinds is not None:
-            wanted = [self._kind_numbers[k] for k in kinds if k in self._kind_numbers]
-            eligible = eligible & np.isin(snap.kinds, np.asarray(wanted, dtype=np.int32))
+            eligible = eligible & self.kinds.mask(snap.kinds, kinds)
         chosen = int(eligible.sum())
         if chosen == 0 or count <= 0:
             return []
@@ -317,3 +341,322 @@ class CodeTables:
             () if after is None else (after,),
         ).fetchall()
         return CodeRows(*([row[i] for row in rows] for i in range(4)))
+
+
+# -- the float copy searched exactly below ``exact_below`` live points ----------------------
+
+#: Points read per batch while the float copy loads (bounds the vector blobs held at once).
+DENSE_BATCH = 2_000
+
+
+class DenseRows(NamedTuple):
+    """Rows read for the float copy: rowids, point ids, documents, kinds and float32
+    vectors (``4 * dimension`` bytes each), one entry per point."""
+
+    rowids: list[int]
+    ids: list[str]
+    documents: list[str]
+    kinds: list[str]
+    dense: list[bytes]
+
+
+def magnitudes(vectors: np.ndarray) -> np.ndarray:
+    """``sqrt`` of each row's float32 sum of squares, as float64 (shape ``(n,)`` for
+    ``(n, dimension)`` float32): the vector lengths sqlite-vec's cosine divides by."""
+    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors).astype(np.float64))
+
+
+def cosine_distances(vectors: np.ndarray, lengths: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """sqlite-vec's cosine distance of each row of ``vectors`` (float32 ``(n, dimension)``,
+    ``lengths`` their ``magnitudes``) to ``query`` (float32 ``(dimension,)``): float32
+    ``(n,)``, computed as ``distance_cosine_float`` in sqlite-vec.c does (float32 sums, the
+    quotient ``1 - dot / (|a| |b|)`` in double, rounded to float32). The sums run in BLAS's
+    order, not vec0's one-by-one loop, so a distance can differ from vec0's in its last bits
+    (about 1e-6 at most: dense-resident-2026-12-02.md). One BLAS dot per row (``vecdot``),
+    not a threaded matrix-vector product: OpenBLAS waking its threads made that erratic on a
+    busy machine (dense-resident-2026-12-02.md)."""
+    dots = np.vecdot(vectors, query)
+    length = math.sqrt(float(np.dot(query, query)))
+    return (1.0 - dots / (lengths * length)).astype(np.float32)
+
+
+class _GrowingRows:
+    """A float32 ``(rows, dimension)`` array appended to in place. Appends write past every
+    row handed out and growth copies into a new array, so a view of the first rows taken
+    earlier (a snapshot's) never changes. Capacity doubles while a load fills it (then
+    ``trim``) and grows by a quarter for deltas (at least ``DENSE_BATCH`` rows each time):
+    a copy near ``exact_below`` points is ~30 MB at 384 dimensions."""
+
+    def __init__(self, dimension: int) -> None:
+        self.data = np.empty((0, dimension), dtype=np.float32)
+        self.size = 0
+        self.growth = 1.0  # spare capacity added, as a share of the size
+
+    def extend(self, rows: np.ndarray) -> None:
+        """Append ``rows`` (float32, shape ``(m, dimension)``)."""
+        end = self.size + rows.shape[0]
+        if end > self.data.shape[0]:
+            spare = int(self.size * self.growth) + DENSE_BATCH
+            grown = np.empty((max(end, self.size + spare), self.data.shape[1]),
+                             dtype=np.float32)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        self.data[self.size:end] = rows
+        self.size = end
+
+    def trim(self) -> None:
+        """Give back the spare capacity (after a load, whose size was not known ahead);
+        from now on grow by a quarter."""
+        self.data = self.data[: self.size].copy()
+        self.growth = 0.25
+
+    def view(self) -> np.ndarray:
+        """The rows appended so far (a view)."""
+        return self.data[: self.size]
+
+
+@dataclass(frozen=True, eq=False)
+class DenseSnapshot:
+    """One immutable state of the float copy (``DenseCache`` builds them).
+
+    Per *position* (the order the copy first saw a point; a point written again gets a new
+    one and the old dies): ``rowids`` (int64), ``ids``, ``vectors`` (float32
+    ``(positions, dimension)``), ``lengths`` (``magnitudes``), ``documents`` / ``kinds``
+    (int32 numbers of the cache's ``Numbering``), ``alive`` (bool); ``live`` counts alive.
+    """
+
+    key: tuple[str, int] | None
+    rowids: np.ndarray
+    ids: list[str]
+    vectors: np.ndarray
+    lengths: np.ndarray
+    documents: np.ndarray
+    kinds: np.ndarray
+    alive: np.ndarray
+    live: int
+    document_numbering: Numbering = field(repr=False)
+    kind_numbering: Numbering = field(repr=False)
+
+    @property
+    def dead(self) -> int:
+        """Positions whose point was removed or written again."""
+        return int(self.alive.size - self.live)
+
+    def search(
+        self,
+        query: np.ndarray,
+        limit: int,
+        documents: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[tuple[int, float]]:
+        """``(rowid, cosine distance)`` of the ``limit`` live points nearest ``query``
+        (float32 ``(dimension,)``) among those of ``documents`` / ``kinds`` (``None``: any),
+        nearest first, equal distances by point id (``cosine_distances``; exact: every
+        eligible point is scored)."""
+        eligible = self.alive
+        if documents is not None:
+            eligible = eligible & self.document_numbering.mask(self.documents, documents)
+        if kinds is not None:
+            eligible = eligible & self.kind_numbering.mask(self.kinds, kinds)
+        chosen = int(np.count_nonzero(eligible))
+        if chosen == 0 or limit <= 0:
+            return []
+        if chosen * 4 < eligible.size:  # a narrow filter: only its rows
+            positions = np.flatnonzero(eligible)
+            distances = cosine_distances(self.vectors[positions], self.lengths[positions], query)
+        else:  # every row; the others get a distance past any real one
+            positions = np.arange(eligible.size)
+            distances = cosine_distances(self.vectors, self.lengths, query)
+            distances[~eligible] = np.inf
+        if limit < chosen:  # the best `limit` and every point tied with the last of them
+            picked = np.flatnonzero(distances <= np.partition(distances, limit - 1)[limit - 1])
+        else:
+            picked = np.flatnonzero(distances < np.inf)
+        at = positions[picked].tolist()
+        ids = self.ids
+        ranked = sorted(zip(distances[picked].tolist(), (ids[p] for p in at), at,
+                            strict=True))[:limit]
+        rowids = self.rowids
+        return [(int(rowids[p]), distance) for distance, _, p in ranked]
+
+
+class DenseCache:
+    """The float copy of one index; ``snapshot`` is its current state.
+
+    ``load`` replaces it, ``apply`` brings it forward by a delta (positions only appended;
+    ``worth_reloading`` says when the dead ones call for a fresh load); both run under
+    ``lock`` (``DenseTables.refreshed`` holds it) and publish a new snapshot at the end, so
+    searches on other threads never see a half-applied change.
+    """
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.lock = threading.Lock()
+        self.documents = Numbering()
+        self.kinds = Numbering()
+        self._buffer = _GrowingRows(dimension)
+        self._position_of: dict[int, int] = {}  # rowid -> its live position
+        self.snapshot = self._snapshot(None, np.zeros(0, dtype=np.int64), [], np.zeros(0),
+                                       np.zeros(0, np.int32), np.zeros(0, np.int32),
+                                       np.zeros(0, dtype=bool))
+
+    @property
+    def key(self) -> tuple[str, int] | None:
+        """``(epoch, generation)`` of the state held; ``None`` before the first load."""
+        return self.snapshot.key
+
+    def _snapshot(self, key: tuple[str, int] | None, rowids: np.ndarray, ids: list[str],
+                  lengths: np.ndarray, documents: np.ndarray, kinds: np.ndarray,
+                  alive: np.ndarray) -> DenseSnapshot:
+        return DenseSnapshot(
+            key=key, rowids=rowids, ids=ids, vectors=self._buffer.view(), lengths=lengths,
+            documents=documents, kinds=kinds, alive=alive, live=int(np.count_nonzero(alive)),
+            document_numbering=self.documents, kind_numbering=self.kinds,
+        )
+
+    def _read(self, buffer: _GrowingRows, batches: Iterable[DenseRows]) -> tuple[
+            list[int], list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Append the vectors of ``batches`` to ``buffer``; their rowids, ids, lengths,
+        document and kind numbers."""
+        rowids: list[int] = []
+        ids: list[str] = []
+        lengths, documents, kinds = [np.zeros(0)], [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
+        for batch in batches:
+            vectors = np.frombuffer(b"".join(batch.dense), dtype=np.float32).reshape(
+                len(batch.dense), self.dimension)
+            buffer.extend(vectors)
+            lengths.append(magnitudes(vectors))
+            rowids.extend(batch.rowids)
+            ids.extend(batch.ids)
+            documents.append(self.documents.numbered(batch.documents))
+            kinds.append(self.kinds.numbered(batch.kinds))
+        return rowids, ids, *(np.concatenate(parts) for parts in (lengths, documents, kinds))
+
+    def load(self, key: tuple[str, int], batches: Iterable[DenseRows]) -> None:
+        """Replace the copy with the rows of ``batches`` (every live point at ``key``)."""
+        buffer = _GrowingRows(self.dimension)
+        rowids, ids, lengths, documents, kinds = self._read(buffer, batches)
+        buffer.trim()
+        self._buffer = buffer  # only now: a failed read leaves the copy as it was
+        self._position_of = dict(zip(rowids, range(len(rowids)), strict=True))
+        self.snapshot = self._snapshot(key, np.asarray(rowids, dtype=np.int64), ids, lengths,
+                                       documents, kinds, np.ones(len(rowids), dtype=bool))
+
+    def worth_reloading(self) -> bool:
+        """Whether dead positions are more than ``RELOAD_FRACTION`` of the copy (then a
+        fresh load gives back their memory and scan time)."""
+        snap = self.snapshot
+        return snap.dead > RELOAD_FRACTION * snap.alive.size
+
+    def apply(self, key: tuple[str, int], removed: Iterable[int],
+              batches: Iterable[DenseRows]) -> None:
+        """Bring the copy to ``key``: kill the positions of ``removed`` rowids, then append
+        the rows of ``batches`` (rows written since; a rowid written again kills its old
+        position)."""
+        old = self.snapshot
+        first = old.alive.size
+        try:
+            rowids, ids, lengths, documents, kinds = self._read(self._buffer, batches)
+        except BaseException:
+            self._buffer.size = first  # rows appended past the snapshot's are dropped
+            raise
+        alive = np.concatenate([old.alive, np.ones(len(rowids), dtype=bool)])
+        position_of = self._position_of
+        for rowid in [*removed, *rowids]:
+            held = position_of.pop(rowid, None)
+            if held is not None:
+                alive[held] = False
+        position_of.update(zip(rowids, range(first, first + len(rowids)), strict=True))
+        self.snapshot = self._snapshot(
+            key, np.concatenate([old.rowids, np.asarray(rowids, dtype=np.int64)]),
+            old.ids + ids, np.concatenate([old.lengths, lengths]),
+            np.concatenate([old.documents, documents]), np.concatenate([old.kinds, kinds]),
+            alive,
+        )
+
+
+class DenseTables:
+    """Reads the float copy's rows from the SQLite index ``name`` (``CodeTables``' codes
+    table joined to ``{name}_points``) and keeps this process's ``DenseCache``. Methods take
+    the caller's connection inside its read transaction; SQLite errors propagate."""
+
+    def __init__(self, name: str) -> None:
+        self.codes = f"{name}_codes"
+        self.removed = f"{name}_removed"
+        self.points = f"{name}_points"
+        self.cache: DenseCache | None = None
+        self._lock = threading.Lock()
+
+    def refreshed(self, conn: Any, key: tuple[str, int], most: int,
+                  dimension: int) -> DenseSnapshot | None:
+        """The copy brought to ``key`` (the ``(epoch, generation)`` ``conn``'s transaction
+        reads), or ``None`` when vec0 must scan instead: more than ``most`` live points
+        (the copy is let go; never more than ``most + 1`` vectors are read to find out),
+        the copy is already past ``key`` (an older transaction), or another thread has held
+        the copy's lock for ``LOCK_WAIT`` (loading it)."""
+        if most <= 0:
+            return None
+        with self._lock:
+            cache = self.cache
+            if cache is None or cache.dimension != dimension:
+                cache = self.cache = DenseCache(dimension)
+        snapshot = cache.snapshot  # immutable, replaced whole: safe to read unlocked
+        if snapshot.key == key:
+            return snapshot
+        if not cache.lock.acquire(timeout=LOCK_WAIT):
+            return None
+        try:
+            held = cache.key
+            if held == key:
+                return cache.snapshot
+            if held is not None and held[0] == key[0] and held[1] > key[1]:
+                return None
+            try:
+                self._update(conn, cache, key, most)
+            except BaseException:
+                self.forget(cache)  # a half-read update: the next search loads afresh
+                raise
+            if cache.snapshot.live > most:
+                self.forget(cache)
+                return None
+            return cache.snapshot
+        finally:
+            cache.lock.release()
+
+    def _update(self, conn: Any, cache: DenseCache, key: tuple[str, int], most: int) -> None:
+        """Under ``cache.lock``: apply the delta since the copy's generation, or load afresh
+        (another epoch, ``worth_reloading``, or a delta of more than ``most`` points)."""
+        held, delta = cache.key, None
+        if held is not None and held[0] == key[0] and not cache.worth_reloading():
+            delta = list(self._rows(conn, held[1], most))
+            if sum(len(batch.rowids) for batch in delta) > most:
+                delta = None
+        if delta is None:
+            cache.load(key, self._rows(conn, None, most))
+        else:
+            removed = [r[0] for r in conn.execute(
+                f"SELECT rowid FROM {self.removed} WHERE generation > ?", (held[1],))]
+            cache.apply(key, removed, delta)
+
+    def forget(self, cache: DenseCache | None = None) -> None:
+        """Let the copy go (``cache``: only if it is still that one); the next refresh
+        below the bound loads it again."""
+        with self._lock:
+            if cache is None or self.cache is cache:
+                self.cache = None
+
+    def _rows(self, conn: Any, after: int | None, most: int) -> Iterator[DenseRows]:
+        """Every live point by rowid (``after`` is ``None``) or those written after
+        generation ``after``, ``DENSE_BATCH`` a batch, at most ``most + 1`` points."""
+        where = "" if after is None else " WHERE c.generation > ?"
+        order = " ORDER BY c.rowid" if after is None else ""
+        cursor = conn.execute(
+            f"SELECT c.rowid, p.id, p.document, p.kind, c.dense FROM {self.codes} AS c "
+            f"JOIN {self.points} AS p ON p.rowid = c.rowid{where}{order} LIMIT ?",
+            (most + 1,) if after is None else (after, most + 1),
+        )
+        try:
+            while rows := cursor.fetchmany(DENSE_BATCH):
+                yield DenseRows(*([row[i] for row in rows] for i in range(5)))
+        finally:
+            cursor.close()

@@ -34,9 +34,12 @@ Tables, all prefixed with the index ``name`` (default ``chunks``):
   and reads only what changed since. From ``EXACT_BELOW`` live points on, a dense search
   ranks the codes by Hamming distance, takes ``max(OVERSAMPLE * limit, MIN_RESCORE)``
   candidates (of the filtered documents / kinds only) and orders them by exact cosine; below
-  it, or on a file not yet upgraded, it is vec0's exact scan. The float copy exists because
-  reading a vec0 row by rowid cost ~80× more CPU (125 ms against 1.6 ms for 800 rows).
-  Figures: benchmarks/results/scale-2026-12-01-ann.md.
+  it the search is exact: one matrix-vector product over this process's in-memory copy of
+  the live float vectors (``kb_shared.stores.vectors_codes.DenseTables``, kept in step by the
+  same generations and let go past ``EXACT_BELOW``), or vec0's scan on a file not yet
+  upgraded. The float copy in the table exists because reading a vec0 row by rowid cost ~80×
+  more CPU (125 ms against 1.6 ms for 800 rows). Figures: benchmarks/results/
+  scale-2026-12-01-ann.md, dense-resident-2026-12-02.md.
 
 A sparse search on a file with the codes tables and at most ``resident_points`` live points
 is answered from a process-local copy of the FTS5 terms as postings lists
@@ -81,7 +84,7 @@ from kb_shared.stores.vectors import (
     VectorIndex,
     check_points,
 )
-from kb_shared.stores.vectors_codes import CodeCache, CodeTables, binary_code
+from kb_shared.stores.vectors_codes import CodeCache, CodeTables, DenseTables, binary_code
 from kb_shared.stores.vectors_postings import RESIDENT_POINTS, PostingsTables
 from kb_shared.stores.vectors_sparse import ScoredRow, SparseScorer
 
@@ -133,6 +136,8 @@ class SqliteVectorIndex(VectorIndex):
         resident_points: the most live points for which sparse searches use the in-memory
             postings (``kb_shared.stores.vectors_postings.RESIDENT_POINTS``); 0 keeps them
             on FTS5.
+        resident_dense: exact dense searches (below ``exact_below``) from the in-memory
+            float copy; ``False`` keeps them on vec0's scan (what benchmarks compare with).
 
     The constructor does no I/O. Errors: ``StoreUnavailableError`` when the file cannot be
     opened or stays locked longer than ``BUSY_TIMEOUT_MS``; ``StoreError`` for other SQLite
@@ -148,6 +153,7 @@ class SqliteVectorIndex(VectorIndex):
         oversample: int = OVERSAMPLE,
         min_rescore: int = MIN_RESCORE,
         resident_points: int = RESIDENT_POINTS,
+        resident_dense: bool = True,
     ) -> None:
         if not _NAME.match(name):
             raise ValueError(f"index name {name!r} must match [a-z][a-z0-9_]* (max 41 chars)")
@@ -162,8 +168,9 @@ class SqliteVectorIndex(VectorIndex):
         self._fts = f"{name}_fts"
         #: dense search tuning (module constants by default; the scale benchmark varies them)
         self.exact_below, self.oversample, self.min_rescore = exact_below, oversample, min_rescore
-        self.resident_points = resident_points
+        self.resident_points, self.resident_dense = resident_points, resident_dense
         self._code_tables = CodeTables(name)
+        self._dense_copy = DenseTables(name)
         self._scorer = SparseScorer(self._fts, self._points, self._meta)
         self._postings = PostingsTables(name)
         self._local = threading.local()
@@ -509,6 +516,7 @@ class SqliteVectorIndex(VectorIndex):
         candidates = self._code_candidates(query, limit, filters)
         if candidates is None:
             return self._exact_dense_search(query, limit, filters)
+        self._dense_copy.forget()  # past exact_below: the float copy is let go
         sql = (
             f"WITH scored AS (SELECT c.value AS rowid, "
             f"vec_distance_cosine(v.dense, ?) AS distance "
@@ -558,7 +566,8 @@ class SqliteVectorIndex(VectorIndex):
                     conn.execute("COMMIT")
 
     def _exact_dense_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[Hit]:
-        """vec0's exact KNN scan (every float vector) for ``_dense_search``."""
+        """The exact answer for ``_dense_search``, in one read transaction: from this
+        process's float copy (``_resident_dense``), else vec0's KNN scan of every vector."""
         clauses, params = _in_filters(filters)
         sql = (
             f"WITH knn AS (SELECT rowid, distance FROM {self._vec} "
@@ -567,13 +576,58 @@ class SqliteVectorIndex(VectorIndex):
             f"FROM knn JOIN {self._points} AS p ON p.rowid = knn.rowid "
             "ORDER BY knn.distance, p.id"
         )
+        conn = self._connection()
         with self._errors("dense search"):
-            rows = (
-                self._connection()
-                .execute(sql, (query.tobytes(), min(limit, MAX_KNN), *params))
-                .fetchall()
-            )
+            conn.execute("BEGIN")
+            try:
+                ranked = self._resident_dense(conn, query, limit, filters)
+                if ranked is not None:
+                    rows = self._rows_by_rowid(conn, [rowid for rowid, _ in ranked])
+                    return [Hit(point=_stored(row), score=1.0 - distance)
+                            for row, (_, distance) in zip(rows, ranked, strict=True)]
+                rows = conn.execute(sql, (query.tobytes(), min(limit, MAX_KNN), *params)
+                                    ).fetchall()
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
         return [Hit(point=_stored(row[:5]), score=1.0 - float(row[5])) for row in rows]
+
+    def _resident_dense(
+        self, conn: sqlite3.Connection, query: np.ndarray, limit: int, filters: Filters
+    ) -> list[tuple[int, float]] | None:
+        """Inside a read transaction: ``(rowid, cosine distance)`` of the exact answer from
+        the float copy brought to the transaction's generation, or ``None`` when vec0 must
+        scan (``resident_dense`` off, a version-2 file, ``exact_below`` live points or more,
+        an older transaction or another thread loading: ``DenseTables.refreshed``)."""
+        key = self._generation_key(conn) if self.resident_dense else None
+        if key is None:
+            return None
+        dimension = self._require_open().dimension
+        snapshot = self._dense_copy.refreshed(conn, key, self.exact_below - 1, dimension)
+        if snapshot is None:
+            return None
+        wanted = dict(filters)
+        return snapshot.search(query, limit, wanted.get("document"), wanted.get("kind"))
+
+    def _generation_key(self, conn: sqlite3.Connection) -> tuple[str, int] | None:
+        """``(epoch, generation)`` the read transaction sees; ``None`` on a version-2 file."""
+        state = dict(conn.execute(
+            f"SELECT key, value FROM {self._meta} "
+            "WHERE key IN ('schema_version', 'epoch', 'generation')"
+        ).fetchall())
+        if state.get("schema_version") != SCHEMA_VERSION or "epoch" not in state:
+            return None
+        return state["epoch"], int(state["generation"])
+
+    def _rows_by_rowid(self, conn: sqlite3.Connection, rowids: list[int]) -> list[Any]:
+        """The points' rows ``(id, document, kind, text, payload)`` in the order of
+        ``rowids`` (all of them exist in the caller's read transaction)."""
+        return conn.execute(
+            f"SELECT p.id, p.document, p.kind, p.text, p.payload "
+            f"FROM json_each(?) AS wanted JOIN {self._points} AS p "
+            "ON p.rowid = wanted.value ORDER BY wanted.key",
+            (json.dumps(rowids),),
+        ).fetchall()
 
     def _sparse_search(self, text: str, limit: int, filters: Filters) -> list[Hit]:
         """Best points by Qdrant's sparse score for ``text``, so both backends rank alike:
@@ -595,12 +649,7 @@ class SqliteVectorIndex(VectorIndex):
                 if scored is None:
                     clauses, params = _in_filters(filters, prefix="p.")
                     scored = self._scorer.search(conn, text, limit, clauses, params)
-                rows = conn.execute(
-                    f"SELECT p.id, p.document, p.kind, p.text, p.payload "
-                    f"FROM json_each(?) AS wanted JOIN {self._points} AS p "
-                    "ON p.rowid = wanted.value ORDER BY wanted.key",
-                    (json.dumps([row.rowid for row in scored]),),
-                ).fetchall()
+                rows = self._rows_by_rowid(conn, [row.rowid for row in scored])
             finally:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
@@ -616,16 +665,10 @@ class SqliteVectorIndex(VectorIndex):
         the transaction's generation, or ``None`` when FTS5 must answer (a version-2 file,
         more than ``resident_points`` live points, another thread moved the copy past this
         transaction's snapshot or is loading it: ``PostingsTables.refreshed``)."""
-        if self.resident_points <= 0:
+        key = self._generation_key(conn) if self.resident_points > 0 else None
+        if key is None:
             return None
-        state = dict(conn.execute(
-            f"SELECT key, value FROM {self._meta} "
-            "WHERE key IN ('schema_version', 'epoch', 'generation')"
-        ).fetchall())
-        if state.get("schema_version") != SCHEMA_VERSION or "epoch" not in state:
-            return None
-        snapshot = self._postings.refreshed(
-            conn, (state["epoch"], int(state["generation"])), self.resident_points)
+        snapshot = self._postings.refreshed(conn, key, self.resident_points)
         if snapshot is None:
             return None
         wanted = dict(filters)
