@@ -190,6 +190,13 @@ def _added(outcomes: list[IntakeOutcome]) -> list[str]:
     return [o.doc_id for o in outcomes if o.status == IntakeStatus.ADDED and o.doc_id]
 
 
+#: How `kb build`'s table shows an outcome's status (any other: red).
+BUILD_STATUS_STYLES = {
+    DocumentStatus.READY: "[green]{}[/]",
+    operations.BUILDING_ELSEWHERE: "[yellow]{}[/]",
+}
+
+
 def _build(
     settings: Settings,
     stores: StoresResource,
@@ -215,7 +222,8 @@ def _build(
         task = progress.add_task("building", total=len(doc_ids))
 
         def done(outcome: operations.BuildOutcome) -> None:
-            progress.update(task, advance=1, description=f"built {outcome.name}")
+            did = "left" if outcome.status == operations.BUILDING_ELSEWHERE else "built"
+            progress.update(task, advance=1, description=f"{did} {outcome.name}")
 
         progress.update(task, description=f"building {names.get(doc_ids[0], doc_ids[0])}")
         if batch > 1:  # KB_BACKFILL_BATCH documents a run (kb_assets.backfill)
@@ -235,13 +243,16 @@ def _build(
             "figures", "seconds", "status",
         )
         for o in outcomes:
-            status = "[green]ready[/]" if o.status == DocumentStatus.READY else "[red]failed[/]"
+            status = BUILD_STATUS_STYLES.get(o.status, "[red]{}[/]").format(o.status)
             table.add_row(
                 o.name, _n(o.pages), _n(o.chunks), _n(o.entities), _n(o.relationships),
                 _n(o.figures), f"{o.seconds:.1f}", status,
             )
         console.print(table)
-    failed = [o for o in outcomes if o.status != DocumentStatus.READY]
+    for o in outcomes:  # exit 0: another run builds it (operations.build_documents)
+        if o.status == operations.BUILDING_ELSEWHERE:
+            err.print(f"[yellow]{o.status}[/yellow] {o.name}: {o.reason}")
+    failed = [o for o in outcomes if o.status == DocumentStatus.FAILED]
     for o in failed:
         err.print(f"[red]failed[/red] {o.name}: {o.reason}")
     if failed:

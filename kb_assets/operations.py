@@ -18,7 +18,6 @@ import contextlib
 import datetime as dt
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -44,6 +43,15 @@ from kb_assets.assets.record import remove_version_data
 from kb_assets.definitions import build_job
 from kb_assets.intake import register_partitions
 from kb_assets.io_manager import StepRecords
+from kb_assets.live_runs import (
+    BUILDING_ELSEWHERE,
+    PROCESS_TAG,
+    builds_in_progress,
+    close_abandoned_runs,
+    live_build_of,
+    queue_is_served,
+    this_process,
+)
 from kb_assets.partitions import MISSING, partition_states
 from kb_assets.resources import SettingsResource, StoresResource
 from kb_shared import layout
@@ -58,10 +66,6 @@ from kb_shared.stores.catalog import (
 #: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
 #: each failure's reason, and the full event log stays in the instance (Dagster UI).
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-
-#: Run tag naming the process that executes a build run (``host:pid``), so a later build can
-#: tell a run whose process is gone (killed or crashed) from one still going.
-PROCESS_TAG = "kb/process"
 
 #: Seconds a stop signal leaves the running step to end by itself before the watchdog kills
 #: the build process (issue 16: ``kb build`` stops within 10 s of SIGTERM at any step;
@@ -154,11 +158,13 @@ def stop_guard(grace: float = STOP_GRACE_SECONDS) -> Iterator[StopFlag]:
 
 @dataclass
 class BuildOutcome:
-    """One document's build, as ``kb build`` reports it."""
+    """One document's build, as ``kb build`` reports it: ``status`` ready or failed, or
+    ``BUILDING_ELSEWHERE`` when a live run of another process builds it (``run_id`` is that
+    run's, ``reason`` says what to do)."""
 
     doc_id: str
     name: str
-    status: DocumentStatus
+    status: DocumentStatus | str
     run_id: str
     seconds: float
     pages: int | None = None
@@ -234,48 +240,6 @@ def run_config_for(
             "providers": {"config": launch},
         }
     return run_config
-
-
-def this_process() -> str:
-    """``PROCESS_TAG``'s value for this process: ``host:pid``."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _process_is_gone(tag: str) -> bool:
-    host, _, pid = tag.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False  # another machine's run: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
-def close_abandoned_runs(instance: dg.DagsterInstance, doc_id: str | None = None) -> list[str]:
-    """Mark failed the document's runs (every document's with ``doc_id`` ``None``) still
-    "started" whose process (``PROCESS_TAG``, on this host) no longer exists: a build killed
-    mid-run (the stop watchdog, SIGKILL, a crash) leaves its run started for ever otherwise.
-    Returns their run ids."""
-    runs = instance.get_runs(
-        filters=dg.RunsFilter(
-            tags={PARTITION_TAG: doc_id} if doc_id is not None else {},
-            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING],
-        )
-    )
-    closed = []
-    for run in runs:
-        tag = run.tags.get(PROCESS_TAG, "")
-        if tag and _process_is_gone(tag):
-            instance.report_run_failed(
-                run,
-                f"the build process ({tag}) ended before this run finished (stopped or "
-                "crashed); a later `kb build` builds the document again",
-            )
-            closed.append(run.run_id)
-    return closed
 
 
 def recover_interrupted(
@@ -403,12 +367,20 @@ def build_documents(
     per run instead.
 
     A document without a Dagster partition (the instance was reset) is not run: its outcome
-    says to run ``kb repair``; nor is a ``deleting`` one (its outcome says to finish the delete).
+    says to run ``kb repair``; nor is a ``deleting`` one (its outcome says to finish the delete);
+    nor one a live run of another process builds (the intake sensor's, another ``kb build``'s:
+    ``live_runs``), whose outcome has status ``BUILDING_ELSEWHERE``, that run's id and what to
+    do. Live runs are read once at the start and once more for each document just before it
+    is built (a run requested meanwhile); a run whose process is gone is closed, not waited for.
 
     SIGTERM or SIGINT stops the build (``stop_guard``): the document in progress gets
     ``STOPPED_REASON`` and no further document is started; the outcomes so far are returned.
     """
-    known = set(instance.get_dynamic_partitions(DOCUMENTS))
+    order = instance.get_dynamic_partitions(DOCUMENTS)
+    known = set(order)
+    live = builds_in_progress(instance, order)
+    queued = any(run.status == "queued" for run in live.values())
+    queue_served = not queued or queue_is_served(instance)
     outcomes: list[BuildOutcome] = []
     force = tuple(force)
     with stop_guard(STOP_GRACE_SECONDS) as stop:
@@ -417,7 +389,15 @@ def build_documents(
                 break
             row = _find_row(stores, doc_id)
             name = row.name if row else doc_id
-            if row is not None and row.status == DocumentStatus.DELETING:
+            elsewhere = live.get(doc_id) or (
+                live_build_of(instance, doc_id) if doc_id in known else None
+            )
+            if elsewhere is not None:
+                outcome = BuildOutcome(
+                    doc_id=doc_id, name=name, status=BUILDING_ELSEWHERE,
+                    run_id=elsewhere.run_id, seconds=0.0, reason=elsewhere.reason(queue_served),
+                )
+            elif row is not None and row.status == DocumentStatus.DELETING:
                 outcome = BuildOutcome(
                     doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
                     seconds=0.0, reason=deleting_message(row),

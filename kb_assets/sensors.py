@@ -3,9 +3,11 @@
 Each tick (1) requests one ``add_documents`` run for the documents (.pdf, .md, .txt) that appeared in
 ``KB_HOME/inbox/`` since the last tick — the run admits them and moves them to
 ``inbox/added`` or ``inbox/refused`` — and (2) requests a build run for every pending document
-whose partition exists, and for every document whose newest version is pending. The sensor itself writes nothing: no catalog row, no blob, no file
-move, no partition — except that each tick first finishes what a killed ``kb`` process left
-half done (``recover``), as ``kb build`` does.
+whose partition exists, and for every document whose newest version is pending, except a
+document a live run builds already (a ``kb build`` in a terminal, a request still queued:
+``live_runs.builds_in_progress``, one run query a tick). The sensor itself writes nothing:
+no catalog row, no blob, no file move, no partition — except that each tick first finishes
+what a killed ``kb`` process left half done (``recover``), as ``kb build`` does.
 """
 
 # No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
@@ -20,6 +22,7 @@ import dagster as dg
 from kb_assets.constants import ADD_JOB, BUILD_JOB, DOCUMENTS, DocumentStatus
 from kb_assets.intake import is_document_file
 from kb_assets.jobs import add_documents_job, build_documents_job
+from kb_assets.live_runs import builds_in_progress
 from kb_assets.resources import StoresResource
 from kb_shared.errors import StoreError
 
@@ -42,6 +45,10 @@ def inbox_files(inbox: Path) -> list[Path]:
 #: be in the hands of a live ``kb delete``: the sensor leaves it for that command (a delete
 #: takes seconds; ``kb build`` finishes it at once).
 DELETE_GRACE_SECONDS = 600
+
+#: Documents a tick's log line names when it leaves documents to live runs (the count is
+#: always given).
+LOGGED_DOCUMENTS = 10
 
 
 def recover(context: dg.SensorEvaluationContext, stores: StoresResource) -> None:
@@ -81,8 +88,10 @@ def recover(context: dg.SensorEvaluationContext, stores: StoresResource) -> None
     ),
 )
 def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -> dg.SensorResult:
-    """One tick; reads the inbox folder, the catalog and the partition set, and writes nothing
-    but what ``recover`` finishes of an interrupted run, delete or version switch.
+    """One tick; reads the inbox folder, the catalog, the partition set and the live runs, and
+    writes nothing but what ``recover`` finishes of an interrupted run, delete or version
+    switch. A document with a live run is not requested; the first tick after that run ends
+    finds it ready (or failed, and leaves it as a failed build).
 
     Cursor: JSON ``{"requested": [inbox_key, …]}``, the keys of the inbox files already
     requested that are still in the inbox; a file is requested once while it stays unchanged
@@ -117,8 +126,29 @@ def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -
         )
         context.log.info("requested the intake of %d inbox file(s)", len(new))
 
-    for row in stores.catalog().list_documents(status=DocumentStatus.PENDING):
-        if not context.instance.has_dynamic_partition(DOCUMENTS, row.doc_id):
+    pending = stores.catalog().list_documents(status=DocumentStatus.PENDING)
+    versions = {
+        doc_id: history[-1]
+        for doc_id, history in stores.catalog().all_versions().items()
+        if history[-1].version > 1 and history[-1].status == "pending"
+    }
+    order = context.instance.get_dynamic_partitions(DOCUMENTS) if pending or versions else []
+    partitions = set(order)
+    # a document a live run builds (a `kb build` in a terminal, a queued request) is left to it
+    live = builds_in_progress(context.instance, order) if pending or versions else {}
+    left = sorted(
+        {row.doc_id for row in pending if row.doc_id in live} | (versions.keys() & live.keys())
+    )
+    if left:
+        context.log.info(
+            "%d document(s) left to the live runs building them: %s",
+            len(left),
+            ", ".join(f"{doc} (run {live[doc].run_id})" for doc in left[:LOGGED_DOCUMENTS]),
+        )
+    for row in pending:
+        if row.doc_id in live:
+            continue
+        if row.doc_id not in partitions:
             context.log.warning(
                 "%s is pending but has no partition; `kb repair` restores it", row.doc_id
             )
@@ -131,15 +161,15 @@ def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -
             )
         )
     # a new version of a ready document (issue 12): its own run key, so each is built once
-    for doc_id, history in stores.catalog().all_versions().items():
-        newest = history[-1]
-        if newest.version > 1 and newest.status == "pending":
-            run_requests.append(
-                dg.RunRequest(
-                    job_name=BUILD_JOB,
-                    partition_key=doc_id,
-                    run_key=f"{doc_id}:{newest.sha256[:16]}:{newest.added_at.isoformat()}",
-                )
+    for doc_id, newest in versions.items():
+        if doc_id in live:
+            continue
+        run_requests.append(
+            dg.RunRequest(
+                job_name=BUILD_JOB,
+                partition_key=doc_id,
+                run_key=f"{doc_id}:{newest.sha256[:16]}:{newest.added_at.isoformat()}",
             )
+        )
     # every file now in the inbox has been requested; files the runs moved out drop off
     return dg.SensorResult(run_requests=run_requests, cursor=json.dumps({"requested": sorted(present)}))
