@@ -32,8 +32,8 @@ Tables, all prefixed with the index ``name`` (default ``chunks``):
   (``kb_shared.stores.vectors_codes.CodeTables``). Every write transaction bumps
   ``generation`` in ``{name}_meta``, so each process keeps an in-memory copy of the codes
   and reads only what changed since. From ``EXACT_BELOW`` live points on, a dense search
-  ranks the codes by Hamming distance, takes ``max(OVERSAMPLE * limit, MIN_RESCORE)``
-  candidates (of the filtered documents / kinds only) and orders them by exact cosine; below
+  ranks the codes by Hamming distance, takes ``max(OVERSAMPLE * limit, MIN_RESCORE,
+  RESCORE_SHARE * live points)`` candidates (of the filtered documents / kinds only) and orders them by exact cosine; below
   it the search is exact: one matrix-vector product over this process's in-memory copy of
   the live float vectors (``kb_shared.stores.vectors_codes.DenseTables``, kept in step by the
   same generations and let go past ``EXACT_BELOW``), or vec0's scan on a file not yet
@@ -59,6 +59,7 @@ library ``sqlite3`` because the latter cannot load extensions on this Python bui
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import weakref
@@ -111,6 +112,10 @@ EXACT_BELOW = 20_000
 #: against the exact scan by candidate count).
 OVERSAMPLE = 16
 MIN_RESCORE = 800
+#: The share of the live points always rescored, so recall holds as the index grows
+#: (benchmarks/results/scale-2026-12-02-1M.md, "Dense recall at 1M": 800 candidates gave
+#: recall@10 0.650 at 1M points, 6,400 gave 0.986).
+RESCORE_SHARE = 0.0065
 
 _FTS_TOKENIZER = "unicode61 remove_diacritics 0 categories 'L* M* N* Co' tokenchars '-_./'"
 
@@ -131,8 +136,8 @@ class SqliteVectorIndex(VectorIndex):
     Args:
         path: the SQLite file; created with its parent folder by ``open(create=True)``.
         name: table prefix, ``[a-z][a-z0-9_]*``; several indexes can share one file.
-        exact_below, oversample, min_rescore: dense search tuning (``EXACT_BELOW``,
-            ``OVERSAMPLE``, ``MIN_RESCORE``).
+        exact_below, oversample, min_rescore, rescore_share: dense search tuning
+            (``EXACT_BELOW``, ``OVERSAMPLE``, ``MIN_RESCORE``, ``RESCORE_SHARE``).
         resident_points: the most live points for which sparse searches use the in-memory
             postings (``kb_shared.stores.vectors_postings.RESIDENT_POINTS``); 0 keeps them
             on FTS5.
@@ -152,6 +157,7 @@ class SqliteVectorIndex(VectorIndex):
         exact_below: int = EXACT_BELOW,
         oversample: int = OVERSAMPLE,
         min_rescore: int = MIN_RESCORE,
+        rescore_share: float = RESCORE_SHARE,
         resident_points: int = RESIDENT_POINTS,
         resident_dense: bool = True,
     ) -> None:
@@ -168,6 +174,7 @@ class SqliteVectorIndex(VectorIndex):
         self._fts = f"{name}_fts"
         #: dense search tuning (module constants by default; the scale benchmark varies them)
         self.exact_below, self.oversample, self.min_rescore = exact_below, oversample, min_rescore
+        self.rescore_share = rescore_share
         self.resident_points, self.resident_dense = resident_points, resident_dense
         self._code_tables = CodeTables(name)
         self._dense_copy = DenseTables(name)
@@ -545,7 +552,8 @@ class SqliteVectorIndex(VectorIndex):
         wanted = dict(filters)
         return cache.candidates(
             binary_code(query),
-            max(self.oversample * limit, self.min_rescore),
+            max(self.oversample * limit, self.min_rescore,
+                math.ceil(self.rescore_share * cache.size)),
             documents=wanted.get("document"),
             kinds=wanted.get("kind"),
         )

@@ -7,6 +7,7 @@ about 0.6), 25 points per document, like the scale benchmark's synthetic corpus.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -243,3 +244,30 @@ def test_binary_code_sets_a_bit_per_positive_component_most_significant_first() 
     assert binary_code(np.array([0.5, -0.1, 0.0, 0.2, -1, -1, -1, 1, 0.3], dtype=np.float32)) == (
         bytes([0b10010001, 0b10000000])
     )
+
+
+def test_rescored_candidates_grow_with_the_index(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 800 candidates kept recall@10 at 0.97 on 100k points but 0.65 on 1M
+    # (benchmarks/results/scale-2026-12-02-1M.md): a share of the live points is the floor
+    asked: list[tuple[int, int]] = []
+    real = CodeCache.candidates
+
+    def recorded(self: CodeCache, code: bytes, count: int, **filters: object) -> list[int]:
+        asked.append((count, self.size))
+        return real(self, code, count, **filters)
+
+    monkeypatch.setattr(CodeCache, "candidates", recorded)
+    query = vectors(1, seed=9)[0]
+    share = SqliteVectorIndex(corpus, exact_below=0, min_rescore=10, oversample=1,
+                              rescore_share=0.25)
+    fixed = SqliteVectorIndex(corpus, exact_below=0, min_rescore=10, oversample=1,
+                              rescore_share=0.0)
+    for index in (share, fixed):
+        index.open(MODEL, DIM, create=False)
+        index.dense_search(query, 5)
+        index.close()
+    (grown, size), (floor, _) = asked
+    assert size > 100 and grown == math.ceil(0.25 * size)
+    assert floor == 10  # max(1 * 5, 10) without the share
