@@ -111,7 +111,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.copy_from:
         copy_index(args.copy_from, args.index)
-    resident = SqliteVectorIndex(args.index)
+    bound = {} if args.resident_points is None else {"resident_points": args.resident_points}
+    resident = SqliteVectorIndex(args.index, **bound)
     fts5 = SqliteVectorIndex(args.index, resident_points=0)
     info = resident.describe()
     if info is None:
@@ -405,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     source.add_argument("--synthetic", type=int, help="this many synthetic queries")
     mea.add_argument("--hybrid", action="store_true", help="time hybrid search too (synthetic)")
     mea.add_argument("--delta", action="store_true", help="then time a delta (writes!)")
+    mea.add_argument("--resident-points", type=int, default=None,
+                     help="the copy's bound for this run (default: RESIDENT_POINTS)")
     docs = sub.add_parser("search-docs")
     docs.add_argument("--home", type=Path, required=True, help="a built KB_HOME (copied)")
     docs.add_argument("--eval", type=Path, required=True, help="an eval set folder")

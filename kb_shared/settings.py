@@ -71,6 +71,14 @@ class Settings(BaseSettings):
         None, description="SQLite vector index file; default {home}/vectors.sqlite."
     )
     qdrant_url: str | None = Field(None, description="Qdrant server URL; unset = SQLite index.")
+    vector_resident_points: int | None = Field(
+        None, ge=0,
+        description=(
+            "Most points for which the SQLite index keeps its keyword postings in each "
+            "process's memory (unset: kb_shared.stores.vectors_postings.RESIDENT_POINTS; 0: "
+            "always FTS5)."
+        ),
+    )
     qdrant_api_key: SecretStr | None = None
     qdrant_collection: str = "kb_chunks"
     neo4j_uri: str | None = Field(None, description="Bolt URI; unset = graph in SQL tables.")

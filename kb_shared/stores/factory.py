@@ -158,7 +158,8 @@ def open_blob_store(settings: Settings) -> BlobStore:
 
 def open_vector_index(settings: Settings) -> VectorIndex:
     """Qdrant (``QdrantVectorIndex``) when ``qdrant_url`` is set, else the SQLite index
-    (``SqliteVectorIndex``) at ``resolved_vector_path`` (its folder is created)."""
+    (``SqliteVectorIndex``) at ``resolved_vector_path`` (its folder is created), with
+    ``vector_resident_points`` when set."""
     if settings.qdrant_url:
         from qdrant_client import QdrantClient  # noqa: PLC0415
 
@@ -172,7 +173,9 @@ def open_vector_index(settings: Settings) -> VectorIndex:
 
     path = settings.resolved_vector_path
     path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteVectorIndex(path)
+    if settings.vector_resident_points is None:
+        return SqliteVectorIndex(path)
+    return SqliteVectorIndex(path, resident_points=settings.vector_resident_points)
 
 
 def open_graph_store(

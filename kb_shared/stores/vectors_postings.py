@@ -37,8 +37,9 @@ from kb_shared.sparse import AVERAGE_DOCUMENT_TOKENS, BM25_B, BM25_K1, tokenize
 from kb_shared.stores.vectors_sparse import ScoredRow, query_terms, read_averages
 
 #: The most live points the copy is kept for; past it the FTS5 path answers
-#: (benchmarks/results/sparse-resident-2026-12-02.md: memory and load time by size).
-RESIDENT_POINTS = 200_000
+#: (benchmarks/results/sparse-resident-2026-12-02.md and …-1M.md: memory and load time by
+#: size; ~1 GiB and ~1 min of load at 1M synthetic points). ``KB_VECTOR_RESIDENT_POINTS``.
+RESIDENT_POINTS = 1_000_000
 
 #: The appended postings or dead positions, as a share of the copy, past which the next
 #: refresh loads the copy afresh instead of applying the delta (bounds the delta's
