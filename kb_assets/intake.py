@@ -82,7 +82,14 @@ from kb_shared.identity import (
 from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES, decode_text, is_text_document
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.settings import Settings
-from kb_shared.stores.catalog import Catalog, DocumentRow, DocumentStatus, deleting_message
+from kb_shared.stores.catalog import (
+    Catalog,
+    DocumentRow,
+    DocumentStatus,
+    DocumentVersionRow,
+    deleting_message,
+    serving_version,
+)
 from kb_shared.stores.catalog.documents import normalize_category
 
 log = logging.getLogger(__name__)
@@ -139,8 +146,9 @@ class IntakeOutcome:
         return NAME_CLASH_LABEL if self.name_clash else str(self.status)
 
     def as_dict(self) -> dict[str, str | int | bool | None]:
-        """JSON-serialisable form (the fields; ``name_clash`` tells the two duplicates apart)."""
-        return asdict(self)
+        """JSON-serialisable form: the fields, plus ``label`` (``"name clash"`` or the status,
+        as ``kb add``'s table prints it; ``name_clash`` tells the two duplicates apart)."""
+        return {**asdict(self), "label": self.label}
 
 
 @dataclass(frozen=True)
@@ -347,7 +355,22 @@ def _size_refusal(size: int, max_bytes: int) -> str:
     return ""
 
 
-def duplicate_name_message(existing: DocumentRow, path: str | None) -> str:
+def _older_version(
+    catalog: Catalog, row: DocumentRow, sha256: str
+) -> DocumentVersionRow | None:
+    """The version of ``row`` whose content is ``sha256`` when it is not the one served
+    (a superseded or failed version re-added), else ``None``."""
+    history = catalog.versions(row.doc_id)
+    served = serving_version(history)
+    match = next((v for v in history if v.sha256 == sha256), None)
+    if match is None or (served is not None and match.version == served.version):
+        return None
+    return match
+
+
+def duplicate_name_message(
+    existing: DocumentRow, path: str | None, older: DocumentVersionRow | None = None
+) -> str:
     """Why a file whose name is already in the corpus was not added, and the two ways on:
     a new version first (most likely what a user adding a known name has), then a delete.
 
@@ -355,6 +378,8 @@ def duplicate_name_message(existing: DocumentRow, path: str | None) -> str:
         existing: the catalogued document of that name.
         path: the file (or URL) as given, for the ``kb add --new-version`` command; ``None``
             when its content is the document's own (a new version would add nothing).
+        older: the version holding that content when it is not the served one
+            (``_older_version``): the message then names it instead of "the same content".
 
     Returns:
         e.g. ``"'Report.pdf' is already in the corpus (doc_id report.pdf, ready). To add it as
@@ -366,6 +391,12 @@ def duplicate_name_message(existing: DocumentRow, path: str | None) -> str:
         f"{existing.status})"
     )
     delete = f"`kb delete {existing.doc_id}` first"
+    if path is None and older is not None:
+        return (
+            f"{where}; this content is its version {older.version} ({older.status}), not "
+            f"the one it serves now: nothing was added. To replace the document entirely: "
+            f"{delete}"
+        )
     if path is None:
         return f"{where} with the same content; to replace it entirely: {delete}"
     return (
@@ -414,10 +445,13 @@ def _against_catalog(
             outcomes.append(_new_version(candidate, by_name, by_content, catalog, blobs))
         elif by_name is not None:
             same = by_content is not None and by_content.doc_id == by_name.doc_id
+            older = _older_version(catalog, by_name, candidate.sha256) if same else None
             outcomes.append(
                 candidate.outcome(
                     IntakeStatus.DUPLICATE, by_name.doc_id,
-                    duplicate_name_message(by_name, None if same else str(candidate.path)),
+                    duplicate_name_message(
+                        by_name, None if same else str(candidate.path), older
+                    ),
                     hint=(
                         ""
                         if same

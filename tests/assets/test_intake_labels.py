@@ -125,3 +125,32 @@ def test_the_add_job_counts_duplicates_and_name_clashes_apart(tmp_path: Path) ->
     assert table[2].startswith("| Rules.pdf | duplicate | rules.pdf |")
     assert table[3].startswith("| guide.PDF | name clash | guide.pdf |")
     StoresResource(home=str(home)).close()
+
+
+def test_json_labels_and_the_hint_is_printed_once(tmp_path: Path) -> None:
+    runner = CliRunner()
+    first = write(tmp_path / "one", "Rules.pdf", FIRST)
+    assert runner.invoke(cli.app, ["add", str(first)]).exit_code == 0
+    changed = write(tmp_path / "two", "Rules.pdf", CHANGED)
+    outcomes = json.loads(runner.invoke(cli.app, ["add", "--json", str(changed), str(first)]).stdout)
+    assert [o["label"] for o in outcomes] == ["name clash", "duplicate"]
+    clash = runner.invoke(cli.app, ["add", str(changed)], terminal_width=400)
+    # the reason in the table already gives the command: no second line repeating it
+    assert clash.output.count("kb add --new-version") == 1, clash.output
+
+
+def test_re_adding_a_superseded_version_names_that_version(
+    tmp_path: Path, stores: StoresResource, instance: dg.DagsterInstance
+) -> None:
+    original = write(tmp_path / "a", "Rules.pdf", FIRST)
+    assert admit([original], stores, instance)[0].status == "added"
+    stores.catalog().mark_ready("rules.pdf", pages=1, chunk_count=1)
+    (second,) = admit([write(tmp_path / "b", "Rules.pdf", CHANGED)], stores, instance,
+                      new_version=True)
+    assert second.version == 2
+    stores.catalog().record_version("rules.pdf", 2, pages=1, chunk_count=1)  # v2 serves
+    (again,) = admit([original], stores, instance)
+    assert (again.status, again.name_clash) == (IntakeStatus.DUPLICATE, False)
+    assert "with the same content" not in again.reason
+    assert "this content is its version 1" in again.reason
+    assert "nothing was added" in again.reason
