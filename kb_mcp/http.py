@@ -273,6 +273,18 @@ def stored_spelling(key: str) -> str:
     return f"{prefix}{version_key(doc, int(number))}{slash}{rest}"
 
 
+def download_name(key: str) -> str:
+    """The file name a browser saves a served ``key`` under: its last segment, with a
+    version suffix moved before the extension (``pdfs/rules.pdf@v2`` -> ``rules (v2).pdf``,
+    not ``rules.pdf@v2``, which no program opens as a PDF)."""
+    name = PurePosixPath(key).name
+    document, version = split_version_key(name)
+    if version == 1:
+        return name
+    stem = PurePosixPath(document)
+    return f"{stem.stem} (v{version}){stem.suffix}"
+
+
 def servable_key(key: str) -> str | None:
     """The stored key (``stored_spelling``) when ``/files`` may serve ``key``: a safe key,
     ``check_key``, before and after respelling, that ``kb_shared.layout.is_served`` (PDFs and
@@ -522,7 +534,7 @@ def build_app(
         blobs = holder.state.blobs
         headers = {
             "X-Content-Type-Options": "nosniff",
-            "Content-Disposition": f"inline; filename=\"{PurePosixPath(key).name}\"",
+            "Content-Disposition": f"inline; filename=\"{download_name(key)}\"",
             "Cache-Control": "no-cache",
         }
         local = blobs.local_path(key)

@@ -15,7 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from benchmarks.mcp_server import free_port, serving_in_thread
-from kb_mcp.http import build_app, servable_key, stored_spelling
+from kb_mcp.http import build_app, download_name, servable_key, stored_spelling
 from kb_mcp.links import file_signature, signing_key
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
 from tests.mcp.test_superseded_links import V3, three_versions  # noqa: F401 - the fixture
@@ -117,3 +117,11 @@ def test_a_signed_link_opens_its_file_under_any_spelling_and_no_other_file(
         # a signature opens the file it was made for, not another version
         assert client.get(f"/files/{DOC}%40v3", params={"sig": first}).status_code == 401
         assert client.get(f"/files/{DOC}%40v1", params={"sig": third}).status_code == 401
+
+
+def test_a_versioned_file_downloads_under_a_name_with_its_extension() -> None:
+    # the trial saved "…_2014.pdf@v2", which no program opens as a PDF
+    assert download_name("pdfs/rules.pdf@v2") == "rules (v2).pdf"
+    assert download_name("pdfs/rules.pdf@v12") == "rules (v12).pdf"
+    assert download_name("pdfs/rules.pdf") == "rules.pdf"
+    assert download_name("figures/rules.pdf@v2/figure-1.png") == "figure-1.png"
