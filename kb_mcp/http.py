@@ -343,7 +343,8 @@ SUPERSEDED_CSP = (
 def superseded_page(
     state: ServerState, key: str, links: Links, *, as_html: bool
 ) -> Response | None:
-    """410 Gone for the stored file of a superseded version whose file is gone, or ``None``.
+    """410 Gone for the stored file of a superseded version whose file is gone (its PDF or
+    one of its figure renders), or ``None``.
 
     The answer says ``"This citation points at version N of X, superseded on <date> by version
     M; the current PDF is <link>"`` (plain text, or HTML whose link keeps the citation's
@@ -356,14 +357,20 @@ def superseded_page(
         links: the server's citation links (``links_for``).
         as_html: the client accepts HTML.
     """
-    if not key.startswith(layout.PDFS):
+    if key.startswith(layout.PDFS):
+        figure, segment = False, key[len(layout.PDFS):]
+    elif key.startswith(layout.FIGURES):
+        figure, segment = True, key[len(layout.FIGURES):].partition("/")[0]
+    else:
         return None
-    doc, number = split_version_key(key[len(layout.PDFS):])
+    doc, number = split_version_key(segment)
     try:
         history = state.catalog.versions(doc)
     except (KbError, OSError):
         return None
-    old = next((v for v in history if v.version == number and v.blob_key == key), None)
+    old = next(
+        (v for v in history if v.version == number and (figure or v.blob_key == key)), None
+    )
     current = serving_version(history)
     if old is None or current is None or old.status != VersionStatus.SUPERSEDED:
         return None
@@ -378,9 +385,10 @@ def superseded_page(
     url = links.file(current.blob_key) or ""
     when = f" on {old.superseded_at:%Y-%m-%d}" if old.superseded_at else ""
     which = "" if after.version == current.version else f" (version {current.version})"
+    what = "a figure of " if figure else ""  # a new version renumbers figures: link its PDF
     lead = (
-        f"This citation points at version {old.version} of {current.name}, superseded{when} by "
-        f"version {after.version}; the current PDF{which} is "
+        f"This citation points at {what}version {old.version} of {current.name}, "
+        f"superseded{when} by version {after.version}; the current PDF{which} is "
     )
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"}
     if not as_html:

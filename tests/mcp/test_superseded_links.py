@@ -79,6 +79,28 @@ def test_an_old_citation_link_answers_410_with_the_current_pdf(
     assert head.status_code == 410
 
 
+def test_an_old_figure_link_answers_410_with_the_current_pdf(
+    three_versions: tuple[Kb, dict[int, str]], embedder: HashingEmbedder
+) -> None:
+    # the trial's v1 figure link got a bare 404 where its PDF link explained itself
+    kb, dates = three_versions
+    app = build_app(corpus_settings(kb.home), embedder=embedder, warm=False)
+    with TestClient(app, base_url=ORIGIN) as client:
+        first = client.get("/files/figures/life-support-rules.md/figure-1.png")
+        second = client.get("/files/figures/life-support-rules.md%40v2/figure-3.png")
+        current = client.get("/files/figures/life-support-rules.md%40v3/figure-1.png")
+        unknown = client.get("/files/figures/no-such-document.pdf/figure-1.png")
+    assert first.status_code == 410
+    assert first.text == (
+        f"This citation points at a figure of version 1 of {NAME}, superseded on {dates[1]} "
+        f"by version 2; the current PDF (version 3) is "
+        f"{ORIGIN}/files/pdfs/life-support-rules.md%40v3\n"
+    )
+    assert second.status_code == 410 and "a figure of version 2" in second.text
+    # a figure the serving version does not have is simply not there
+    assert (current.status_code, unknown.status_code) == (404, 404)
+
+
 def test_a_signed_old_link_gets_a_signed_current_link(
     three_versions: tuple[Kb, dict[int, str]], embedder: HashingEmbedder
 ) -> None:
