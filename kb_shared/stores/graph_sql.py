@@ -17,7 +17,11 @@ full read of ``N × dimension × 4`` bytes per query. That is fine to about 100,
 Walks are a breadth-first search in Python over SQL neighbour queries (one query per hop),
 undirected, with Neo4j's relationship-uniqueness rule (no relationship twice in one path;
 nodes may repeat, e.g. ``A→B→A`` over two different edges) and the order of
-``walk_order_key``. Every write is one transaction (``engine.begin()``). On Postgres the
+``walk_order_key``. Every write is one transaction (``_write``: ``BEGIN IMMEDIATE`` on
+SQLite, as the catalog's ``sql.write_transaction``: a deferred transaction that read before
+another connection committed cannot become a writer in WAL mode, and SQLite then answers
+"database is locked" at once instead of waiting; benchmarks/results/
+partitions-2026-12-02-all-10k.md lost a document to it). On Postgres the
 foreign keys also guard concurrent writers: a writer that would delete an entity another
 transaction has just linked fails (and rolls back) instead of leaving a dangling edge.
 """
@@ -43,7 +47,7 @@ from kb_shared.stores.graph import (
     entity_vectors,
     walk_order_key,
 )
-from kb_shared.stores.sql import guard, in_batches, safe_url, upsert
+from kb_shared.stores.sql import WRITE_OPTION, guard, in_batches, safe_url, upsert
 
 GRAPH_METADATA = sa.MetaData()
 
@@ -163,6 +167,14 @@ class SqlGraphStore(GraphStore):
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"graph store {self._where}: {action} failed: {exc}") from exc
 
+    @contextmanager
+    def _write(self) -> Iterator[sa.Connection]:
+        """A connection in one write transaction, taking SQLite's write lock at ``BEGIN``
+        (``sql.WRITE_OPTION``; waits up to the busy timeout for another writer)."""
+        with self.engine.connect().execution_options(**{WRITE_OPTION: True}) as conn:
+            with conn.begin():
+                yield conn
+
     def _insert(self) -> postgresql.Insert | sqlite.Insert:
         """The dialect's INSERT with ``ON CONFLICT`` support."""
         return upsert(GRAPH_ENTITIES, self.engine.dialect.name)
@@ -251,9 +263,9 @@ class SqlGraphStore(GraphStore):
     def _replace_document(
         self, document: str, entities: dict[str, Entity], relationships: list[Relationship]
     ) -> GraphCounts:
-        """One ``engine.begin()`` transaction; vectors are checked against the stored ones
+        """One write transaction (``_write``); vectors are checked against the stored ones
         inside it."""
-        with self._errors(f"replacing the graph of {document!r}"), self.engine.begin() as conn:
+        with self._errors(f"replacing the graph of {document!r}"), self._write() as conn:
             dimension = self._dimension or self._stored_dimension(conn)
             entity_vectors(entities.values(), dimension)
             self._merge(conn, entities.values())
@@ -268,14 +280,14 @@ class SqlGraphStore(GraphStore):
 
     def delete_document(self, document: str) -> GraphCounts:
         """Delete a document's relationships, then orphaned entities; return what went."""
-        with self._errors(f"deleting the graph of {document!r}"), self.engine.begin() as conn:
+        with self._errors(f"deleting the graph of {document!r}"), self._write() as conn:
             deleted, ends = self._delete_edges(conn, document)
             orphans = self._delete_orphans(conn, ends)
         return GraphCounts(entities=orphans, relationships=deleted)
 
     def clear(self) -> GraphCounts:
         """Delete every relationship, then every entity, in one transaction."""
-        with self._errors("clearing the graph"), self.engine.begin() as conn:
+        with self._errors("clearing the graph"), self._write() as conn:
             relationships = conn.execute(GRAPH_RELATIONSHIPS.delete()).rowcount
             entities = conn.execute(GRAPH_ENTITIES.delete()).rowcount
         self._dimension = None
