@@ -13,15 +13,18 @@ Phases, each timed, with the load average next to it:
 1. admission (``intake.admit`` in chunks; the partition adds inside it timed apart);
 2. the batched build ``kb rebuild --all`` runs (``backfill.build_batches`` in this process,
    ``KB_BACKFILL_BATCH`` documents a run, the batch size compared on a few hundred
-   documents first), for at most ``--build-minutes``, extrapolated to every document;
+   documents first) of every document but the ``--daemon-documents`` kept for phase 3, for
+   at most ``--build-minutes`` (extrapolated to every document when the budget ends first),
+   with the throughput of each ``PROGRESS_STEP`` documents;
 3. a Dagster backfill from the daemon (``dagster-daemon`` + ``dagster-webserver`` on the same
-   instance, a workspace loading ``bench_defs`` here): queue and pool behaviour, runs/s, the
-   GraphQL partition-status query the asset page makes, the daemon's and webserver's memory;
-4. one asset (``embeddings``) re-run for the built documents.
+   instance, a workspace loading ``bench_defs`` here) of the documents kept for it: queue
+   and pool behaviour, runs/s, the GraphQL partition-status query the asset page makes, the
+   daemon's and webserver's memory;
+4. one asset (``embeddings``) re-run for every built document (all of them, no sample).
 
 While 2-4 run, a second process (``sample``) times ``kb status`` (``operations.
 document_status``) and the upload page's listing (``UploadService.documents``); p95s are
-reported. The report: ``benchmarks/results/partitions-<date>.md``.
+reported per phase (``split_by_phase``). The report: ``benchmarks/results/partitions-<date>.md``.
 
 ``profile`` (``--documents N [--snapshot] [--profile-out FILE]``) times one batched run on N
 partitions instead: benchmarks/results/partitions-2026-12-01-profile.md.
@@ -52,6 +55,7 @@ from benchmarks.common import (
     latency_summary,
     load_average,
     log,
+    peak_rss_bytes,
 )
 from kb_shared.chunking import Chunk
 from kb_shared.providers.base import (
@@ -196,7 +200,8 @@ def load_text() -> str:
 
 def sample(home: Path, seconds: float, out: Path) -> None:
     """Time ``kb status`` and the upload page's listing alternately for ``seconds`` (one
-    call each, then 1 s of rest), writing ``{"status": [...], "listing": [...]}`` (seconds)."""
+    call each, then 1 s of rest), writing ``{"status": [...], "listing": [...]}`` (seconds)
+    and ``"at"``: the Unix time each pair of calls started."""
     from kb_assets.instance import dagster_instance  # noqa: PLC0415
     from kb_assets.operations import document_status  # noqa: PLC0415
     from kb_assets.resources import StoresResource  # noqa: PLC0415
@@ -206,9 +211,10 @@ def sample(home: Path, seconds: float, out: Path) -> None:
     settings = Settings(home=home)
     instance = dagster_instance(settings)
     service = UploadService(settings=settings, instance=instance)
-    timings: dict[str, list[float]] = {"status": [], "listing": []}
+    timings: dict[str, list[float]] = {"status": [], "listing": [], "at": []}
     end = time.monotonic() + seconds
     while time.monotonic() < end:
+        timings["at"].append(time.time())
         started = time.perf_counter()
         stores = StoresResource(home=str(home))
         document_status(stores, instance)
@@ -219,6 +225,57 @@ def sample(home: Path, seconds: float, out: Path) -> None:
         timings["listing"].append(time.perf_counter() - started)
         out.write_text(json.dumps(timings))
         time.sleep(1.0)
+
+
+#: Documents per row of the build's throughput table (phase 2) and per progress log line of
+#: the re-run (phase 4).
+PROGRESS_STEP = 1_000
+
+
+def split_by_phase(
+    timings: dict[str, list[float]], phases: Sequence[tuple[str, float, float]]
+) -> dict[str, dict[str, list[float]]]:
+    """The ``sample`` durations grouped by the phase each call started in.
+
+    Args:
+        timings: ``sample``'s output (``"status"``, ``"listing"`` seconds, ``"at"`` Unix
+            times; an old file without ``"at"`` counts as one phase, ``"during the build"``).
+        phases: ``(label, start, end)`` in Unix seconds, in order, not overlapping.
+
+    Returns:
+        ``{label: {"status": [...], "listing": [...]}}`` for each phase with samples.
+    """
+    starts = timings.get("at")
+    if starts is None:
+        return {"during the build": {k: v for k, v in timings.items() if k != "at"}}
+    out: dict[str, dict[str, list[float]]] = {}
+    for row, at in enumerate(starts):
+        label = next((name for name, start, end in phases if start <= at < end), None)
+        if label is None:
+            continue
+        group = out.setdefault(label, {"status": [], "listing": []})
+        for call in ("status", "listing"):
+            if row < len(timings[call]):
+                group[call].append(timings[call][row])
+    return out
+
+
+def catalog_statuses(stores: Any, doc_ids: Sequence[str]) -> str:
+    """``"ready 9990, failed 10 (graph: StoreUnavailableError …: 10)"``: the catalog status
+    counts of ``doc_ids``, with each distinct failure reason's first 160 characters."""
+    statuses: dict[str, int] = {}
+    reasons: dict[str, int] = {}
+    for doc_id in doc_ids:
+        row = stores.catalog().find_by_doc_id(doc_id)
+        status = row.status if row else "missing"
+        statuses[status] = statuses.get(status, 0) + 1
+        if row and row.failure_reason:
+            reason = row.failure_reason.replace(doc_id, "<doc>")[:160]
+            reasons[reason] = reasons.get(reason, 0) + 1
+    text = ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
+    if reasons:
+        text += " (" + "; ".join(f"{reason}: {count}" for reason, count in reasons.items()) + ")"
+    return text
 
 
 def rss_of(pid: int) -> int:
@@ -459,6 +516,7 @@ def run(args: argparse.Namespace, dagster_url: str) -> int:  # noqa: PLR0915 - o
         cwd=REPO_ROOT,
     )
     built: list[str] = []
+    phases: list[tuple[str, float, float]] = []
     try:
         report.write()  # what is measured so far survives an interrupted run
         # 2a. batch size compared ------------------------------------------------------
@@ -479,48 +537,88 @@ def run(args: argparse.Namespace, dagster_url: str) -> int:  # noqa: PLR0915 - o
                              f"{runs / seconds:.2f}", f"{len(docs) / seconds:.2f}", load])
                 log(f"batch {size}: {len(docs)} docs in {seconds:.1f} s")
         report.heading("2. Batched build in the kb process (`kb rebuild --all` path)")
-        report.text("Batch size compared, each on its own documents:")
-        report.table(["batch", "documents", "ready", "runs", "seconds", "runs/s",
-                      "documents/s", "load at start"], rows)
+        if rows:
+            report.text("Batch size compared, each on its own documents:")
+            report.table(["batch", "documents", "ready", "runs", "seconds", "runs/s",
+                          "documents/s", "load at start"], rows)
+        else:
+            report.text("Batch sizes not compared in this run (`--compare 0`).")
 
-        # 2b. as many as fit in the budget at the chosen batch -------------------------
+        # 2b. every document but the daemon's, within the budget, at the chosen batch --
         budget_end = time.monotonic() + args.build_minutes * 60
+        build_end = max(cursor, len(keys) - args.daemon_documents)
+        phase_start = time.time()
         started = time.perf_counter()
         load = load_text()
         chunk = args.batch * 8
-        done_here = 0
+        done_here = failed_here = 0
         runs_here: set[str] = set()
-        while cursor < len(keys) and time.monotonic() < budget_end:
-            docs = keys[cursor : cursor + chunk]
+        steps: list[list[str]] = []
+        step_started, step_done = started, 0
+        while cursor < build_end and time.monotonic() < budget_end:
+            docs = keys[cursor : min(cursor + chunk, build_end)]
             cursor += len(docs)
             outcomes = backfill.build_batches(stores, instance, docs, batch=args.batch,
                                               job=bench_job)
-            done_here += sum(o.status == "ready" for o in outcomes)
+            ready_now = sum(o.status == "ready" for o in outcomes)
+            done_here += ready_now
+            failed_here += len(outcomes) - ready_now
             runs_here |= {o.run_id for o in outcomes}
             built += docs
+            now = time.perf_counter()
+            log(f"build: {cursor}/{build_end} tried, {done_here} ready, {failed_here} not, "
+                f"{done_here / (now - started):.2f} documents/s, load {load_text()}")
+            if (done_here - step_done >= PROGRESS_STEP or cursor >= build_end
+                    or time.monotonic() >= budget_end):
+                steps.append([f"{step_done + 1}–{done_here}", f"{now - step_started:.0f}",
+                              f"{(done_here - step_done) / (now - step_started):.2f}",
+                              f"{(now - started) / 60:.1f}", load_text()])
+                step_started, step_done = now, done_here
         seconds = time.perf_counter() - started
+        phases.append(("during the build (phase 2)", phase_start, time.time()))
         rate = done_here / seconds if seconds else 0.0
-        left = len(keys) - cursor
-        report.text(
-            f"At batch {args.batch} for {seconds / 60:.1f} min (load {load} → {load_text()}): "
-            f"{done_here} documents ready in {len(runs_here)} runs, "
-            f"{len(runs_here) / seconds:.2f} runs/s, {rate:.2f} documents/s. "
-            f"{left} documents were not built here; at this rate all {len(keys)} take "
-            f"{len(keys) / rate / 3600:.1f} h (extrapolated, not measured)."
-            if rate else "nothing was built in the budget"
-        )
+        left = build_end - cursor
+        if not rate:
+            report.text("nothing was built in the budget")
+        elif left:
+            report.text(
+                f"At batch {args.batch} for {seconds / 60:.1f} min (load {load} → "
+                f"{load_text()}): {done_here} documents ready ({failed_here} not) in "
+                f"{len(runs_here)} runs, {len(runs_here) / seconds:.2f} runs/s, "
+                f"{rate:.2f} documents/s. The budget ended with {left} documents not built "
+                f"here; at this rate all {len(keys)} take {len(keys) / rate / 3600:.1f} h "
+                "(extrapolated, not measured)."
+            )
+        else:
+            report.text(
+                f"At batch {args.batch}, every document but the {len(keys) - build_end} kept "
+                f"for phase 3 was built, measured: {done_here} documents ready "
+                f"({failed_here} not) in {seconds / 60:.1f} min (load {load} → "
+                f"{load_text()}), {len(runs_here)} runs, {len(runs_here) / seconds:.2f} "
+                f"runs/s, {rate:.2f} documents/s."
+            )
+        report.text(f"Throughput per {PROGRESS_STEP:,} documents ready, in build order "
+                    "(does it slow down as the corpus grows?):")
+        report.table(["documents ready", "seconds", "documents/s", "minutes into the build",
+                      "load at the end"], steps)
+        report.fact("peak RSS of the kb process after the build (in-process runs)",
+                    fmt_bytes(peak_rss_bytes()))
 
         report.write()  # what is measured so far survives an interrupted run
         # 3. the daemon's backfill -------------------------------------------------------
         daemon_docs = keys[cursor : cursor + args.daemon_documents]
         cursor += len(daemon_docs)
         report.heading("3. A Dagster backfill run by the daemon (UI path)")
+        phase_start = time.time()
         try:
             daemon_result = daemon_backfill(home, instance, daemon_docs, list(CORPUS_ASSETS))
         except (OSError, RuntimeError, KeyError, TypeError) as error:  # report, go on
             daemon_result = {"rows": [("error", f"{type(error).__name__}: {error}"[:500])],
                              "finished": False}
         built += daemon_docs if daemon_result.get("finished") else []
+        daemon_result["rows"].append(
+            ("catalog status of its documents after it", catalog_statuses(stores, daemon_docs)))
+        phases.append(("during the daemon's backfill (phase 3)", phase_start, time.time()))
         report.table(["measure", "value"], [[k, v] for k, v in daemon_result["rows"]])
 
         report.write()  # what is measured so far survives an interrupted run
@@ -528,13 +626,27 @@ def run(args: argparse.Namespace, dagster_url: str) -> int:  # noqa: PLR0915 - o
         report.heading("4. `embeddings` re-run for every built document")
         ready = [d for d in built if (row := stores.catalog().find_by_doc_id(d))
                  and row.status == "ready"]
+        report.text(f"Documents built in phases 2 and 3: {len(built)}; their catalog status "
+                    f"before the re-run: {catalog_statuses(stores, built)}. The re-run takes "
+                    "every ready one.")
         load = load_text()
+        phase_start = time.time()
         started = time.perf_counter()
+        finished_count = [0]
+
+        def progress(_outcome: Any) -> None:
+            finished_count[0] += 1
+            if finished_count[0] % PROGRESS_STEP == 0:
+                log(f"re-run: {finished_count[0]}/{len(ready)} in "
+                    f"{time.perf_counter() - started:.0f} s, load {load_text()}")
+
         outcomes = backfill.build_batches(
             stores, instance, ready, batch=args.batch, job=bench_job,
             assets=operations.rebuild_selection(EMBEDDINGS), force=(EMBEDDINGS,),
+            on_done=progress,
         )
         seconds = time.perf_counter() - started
+        phases.append(("during the embeddings re-run (phase 4)", phase_start, time.time()))
         runs = len({o.run_id for o in outcomes})
         report.table(
             ["documents", "ready after", "runs", "seconds", "runs/s", "documents/s", "load"],
@@ -545,12 +657,13 @@ def run(args: argparse.Namespace, dagster_url: str) -> int:  # noqa: PLR0915 - o
         sampler.terminate()
         sampler.wait()
     during = json.loads(sampler_out.read_text()) if sampler_out.exists() else {}
-    report.heading("`kb status` and the upload page's listing (10,000 documents)")
+    by_phase = split_by_phase(during, phases)
+    report.heading(f"`kb status` and the upload page's listing ({len(keys):,} documents)")
     report.table(
         ["call", "when", *LATENCY_HEADERS],
         [[name, when, *latency_summary(values).cells()]
-         for when, data in (("idle", idle), ("during the build", during))
-         for name, values in data.items() if values],
+         for when, data in (("idle", idle), *by_phase.items())
+         for name, values in data.items() if values and name != "at"],
     )
     stores.close()
     path = report.write()

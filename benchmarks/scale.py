@@ -6,6 +6,10 @@ Run from the repository root (not part of the unit test run)::
     .venv/bin/python -m benchmarks.scale                          # 10k and 100k chunks
     .venv/bin/python -m benchmarks.scale --sizes 10k,100k,1M      # adds the 1M step (long)
     .venv/bin/python -m benchmarks.scale --sizes 2k --queries 20  # smoke run (~1 min)
+    # on the index a run left behind (the largest size): where a hybrid query's time goes,
+    # and dense recall@10 by the number of candidates rescored (Markdown on stdout)
+    .venv/bin/python -m benchmarks.scale --profile-stages benchmarks/work/scale-sqlite
+    .venv/bin/python -m benchmarks.scale --recall-sweep benchmarks/work/scale-sqlite
 
 For each backend a child process (so its peak RSS is its own) grows one index through the
 sizes in turn — 10k, then 90k more to reach 100k, then 900k more to reach 1M — and at each
@@ -192,6 +196,233 @@ def run_worker(backend: str, sizes: Sequence[int], dimension: int, batch: int,
     index.close()
     return {"backend": backend, "dimension": dimension, "batch": batch, "queries": queries,
             "checkpoints": checkpoints, "seconds": time.perf_counter() - started}
+
+
+# --------------------------------------------------------------------------------------
+# Where a hybrid query's time goes (``--profile-stages FOLDER``)
+# --------------------------------------------------------------------------------------
+#: Stages of one hybrid query on ``SqliteVectorIndex``, in the order they run, with the
+#: method each one's time is read from (``StageTimer``; a stage's own time excludes the
+#: stages nested in it; a method the index does not have is left out, its time stays in
+#: the stage that calls it).
+STAGES = (
+    ("codes refresh (read new writes)", "index", "_refreshed_codes"),
+    ("binary codes scan (candidates)", "index", "_code_candidates"),
+    ("float rescoring (SQL)", "index", "_dense_search"),
+    ("dense: checks, Hit objects", "index", "dense_search"),
+    ("sparse: statistics, df look-ups", "scorer", "_statistics"),
+    ("sparse: FTS5 bm25 candidates", "scorer", "_ranked"),
+    ("sparse: read candidates' terms", "scorer", "_stored"),
+    ("sparse: Qdrant re-scoring (Python)", "scorer", "_score"),
+    ("sparse: bound, cut, rest of search", "scorer", "search"),
+    ("sparse: in-memory postings (when resident)", "index", "_resident_search"),
+    ("sparse: result rows, transaction", "index", "_sparse_search"),
+    ("sparse: checks, sort", "index", "sparse_search"),
+    ("fusion (RRF) and Hit objects", "index", "hybrid_search"),
+)
+
+
+class StageTimer:
+    """Wraps the ``STAGES`` methods of one ``SqliteVectorIndex`` (instance attributes, so
+    the class is untouched) and adds each call's wall time, minus the time of stages nested
+    inside it, to ``seconds[stage]`` (and the CPU time, ``time.process_time``, to
+    ``cpu[stage]``); ``_ranked``'s cursor counts its fetches too."""
+
+    def __init__(self, index: Any) -> None:
+        self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self._stack: list[tuple[float, float]] = []
+        owners = {"index": index, "scorer": index._scorer}
+        for label, owner, name in STAGES:
+            target = owners[owner]
+            if hasattr(target, name):
+                setattr(target, name, self._wrap(label, getattr(target, name)))
+
+    def reset(self) -> None:
+        """Zero every stage."""
+        self.seconds = {label: 0.0 for label, _, _ in STAGES}
+        self.cpu = dict(self.seconds)
+
+    def _start(self) -> tuple[float, float]:
+        self._stack.append((0.0, 0.0))
+        return time.perf_counter(), time.process_time()
+
+    def _charge(self, label: str, started: tuple[float, float]) -> None:
+        elapsed = time.perf_counter() - started[0]
+        cpu = time.process_time() - started[1]
+        nested, nested_cpu = self._stack.pop()
+        self.seconds[label] = self.seconds.get(label, 0.0) + elapsed - nested
+        self.cpu[label] = self.cpu.get(label, 0.0) + cpu - nested_cpu
+        if self._stack:
+            outer, outer_cpu = self._stack[-1]
+            self._stack[-1] = (outer + elapsed, outer_cpu + cpu)
+
+    def _wrap(self, label: str, method: Any) -> Any:
+        timer = self
+
+        class TimedCursor:
+            def __init__(self, cursor: Any) -> None:
+                self.cursor = cursor
+
+            def _timed(self, name: str, *args: Any) -> Any:
+                started = timer._start()
+                try:
+                    return getattr(self.cursor, name)(*args)
+                finally:
+                    timer._charge(label, started)
+
+            def fetchall(self) -> Any:
+                return self._timed("fetchall")
+
+            def fetchmany(self, size: int) -> Any:
+                return self._timed("fetchmany", size)
+
+            def close(self) -> None:
+                self.cursor.close()
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = timer._start()
+            try:
+                result = method(*args, **kwargs)
+            finally:
+                timer._charge(label, started)
+            return TimedCursor(result) if method.__name__ == "_ranked" else result
+
+        return timed
+
+
+def profile_stages(folder: Path, dimension: int, queries: int) -> str:
+    """Time the stages of ``queries`` hybrid queries (``STAGES``, after ``WARMUP`` untimed)
+    on the SQLite index the worker left in ``folder``, then profile the slowest one with
+    cProfile. Returns Markdown: per-stage mean / p50 / p95 ms and the slowest query's ms,
+    the query's FTS5 match count, and cProfile's top functions by own time."""
+    import cProfile  # noqa: PLC0415
+    import io  # noqa: PLC0415
+    import pstats  # noqa: PLC0415
+
+    from kb_shared.sparse import tokenize  # noqa: PLC0415
+    from kb_shared.stores.vectors_sparse import match_expression, query_terms  # noqa: PLC0415
+
+    corpus_queries = SyntheticCorpus(dimension).queries(queries + WARMUP)
+    index = open_index("sqlite", folder)
+    index.open(f"synthetic-unit-vectors@{dimension}", dimension, create=False)
+    timer = StageTimer(index)
+    per_query: list[tuple[float, float, dict[str, float], Query, dict[str, float]]] = []
+    for number, query in enumerate(corpus_queries):
+        timer.reset()
+        started, cpu_started = time.perf_counter(), time.process_time()
+        search(index, "hybrid", query)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        if number >= WARMUP:
+            per_query.append((wall, cpu, dict(timer.seconds), query, dict(timer.cpu)))
+    walls = [q[0] for q in per_query]
+    slowest = max(per_query, key=lambda q: q[0])
+    rows = []
+    for label, _, _ in STAGES:
+        values = [q[2].get(label, 0.0) for q in per_query]
+        cpu_values = [q[4].get(label, 0.0) for q in per_query]
+        summary = latency_summary(values)
+        rows.append(f"| {label} | {sum(values) / len(values) * 1000:.1f} | "
+                    f"{summary.p50_ms:.1f} | {summary.p95_ms:.1f} | "
+                    f"{sum(cpu_values) / len(cpu_values) * 1000:.1f} | "
+                    f"{latency_summary(cpu_values).p95_ms:.1f} | "
+                    f"{slowest[2].get(label, 0.0) * 1000:.1f} |")
+    total = latency_summary(walls)
+    cpu = latency_summary([q[1] for q in per_query])
+    conn = index._connection()
+    words = sorted(set(tokenize(slowest[3].text)))
+    frequencies = dict(conn.execute(
+        f"SELECT term, doc FROM temp.{index._scorer.vocab} WHERE term IN "
+        f"({', '.join('?' * len(words))})", words,
+    ).fetchall())
+    size = index.count()
+    terms = query_terms(slowest[3].text, frequencies, size)
+    matches = conn.execute(f"SELECT count(*) FROM {index._fts} WHERE {index._fts} MATCH ?",
+                           (match_expression(terms),)).fetchone()[0] if terms else 0
+    profiler = cProfile.Profile()
+    profiler.enable()
+    search(index, "hybrid", slowest[3])
+    profiler.disable()
+    stream = io.StringIO()
+    pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(15)
+    index.close()
+    lines = [
+        f"{len(per_query)} hybrid queries on {size:,} points (`{folder}`), wall ms per stage "
+        f"(a stage's own time; nested stages excluded). Whole query: p50 {total.p50_ms:.1f} / "
+        f"p95 {total.p95_ms:.1f} ms wall, p50 {cpu.p50_ms:.1f} / p95 {cpu.p95_ms:.1f} ms CPU.",
+        "",
+        "| stage | mean ms | p50 ms | p95 ms | CPU mean ms | CPU p95 ms | slowest query ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *rows,
+        f"| **whole query** | {sum(walls) / len(walls) * 1000:.1f} | {total.p50_ms:.1f} | "
+        f"{total.p95_ms:.1f} | {sum(q[1] for q in per_query) / len(per_query) * 1000:.1f} | "
+        f"{cpu.p95_ms:.1f} | {slowest[0] * 1000:.1f} |",
+        "",
+        f"Slowest query: `{slowest[3].text}`; its terms' df: "
+        + ", ".join(f"{t.term} {t.df:,}" for t in terms)
+        + f"; FTS5 matches of the OR of them: {matches:,} of {size:,} points.",
+        "",
+        "cProfile of that query again (top 15 by own time):",
+        "",
+        "```",
+        *[line for line in stream.getvalue().splitlines() if line.strip()][:40],
+        "```",
+    ]
+    return "\n".join(lines)
+
+
+def recall_sweep(folder: Path, dimension: int, queries: int,
+                 rescored: Sequence[int] = (800, 1600, 3200, 6400, 12800)) -> str:
+    """Dense recall@10 and latency by the number of binary-code candidates rescored, on the
+    SQLite index the worker left in ``folder``, without a filter and with the 50% document
+    filter (the worst of the run's filters at 1M). The exact truth is numpy over the index's
+    own float32 copy (``{name}_codes.dense``). Returns a Markdown table."""
+    import numpy as np  # noqa: PLC0415
+
+    from benchmarks.scale_strategies import filter_documents  # noqa: PLC0415
+
+    query_set = SyntheticCorpus(dimension).queries(queries + WARMUP)
+    index = open_index("sqlite", folder)
+    index.open(f"synthetic-unit-vectors@{dimension}", dimension, create=False)
+    conn = index._connection()
+    rows = conn.execute(f"SELECT c.rowid, c.dense, p.id, p.document FROM {index.name}_codes "
+                        f"AS c JOIN {index._points} AS p ON p.rowid = c.rowid ORDER BY c.rowid"
+                        ).fetchall()
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    ids = [r[2] for r in rows]
+    documents = np.array([r[3] for r in rows])
+    kept = filter_documents(len(rows), 0.50)
+    mask = np.isin(documents, kept)
+    del rows
+    truth = {}
+    for number, query in enumerate(query_set[WARMUP:]):
+        scores = matrix @ query.vector
+        truth[number, None] = {ids[i] for i in np.argsort(-scores, kind="stable")[:LIMIT]}
+        masked = np.where(mask, scores, -np.inf)
+        truth[number, "50%"] = {ids[i] for i in np.argsort(-masked, kind="stable")[:LIMIT]}
+    lines = ["| candidates rescored | recall@10 | recall@10 50% filter | dense p50 / p95 ms "
+             "| dense CPU p95 ms |", "| ---: | ---: | ---: | ---: | ---: |"]
+    for count in rescored:
+        index.oversample, index.min_rescore, index.exact_below = 1, count, 0
+        for query in query_set[:WARMUP]:
+            index.dense_search(query.vector, LIMIT)
+        recall: dict[str | None, list[float]] = {None: [], "50%": []}
+        seconds, cpu = [], []
+        for number, query in enumerate(query_set[WARMUP:]):
+            for share, chosen in ((None, None), ("50%", kept)):
+                started, cpu_started = time.perf_counter(), time.process_time()
+                found = index.dense_search(query.vector, LIMIT, documents=chosen)
+                if share is None:
+                    seconds.append(time.perf_counter() - started)
+                    cpu.append(time.process_time() - cpu_started)
+                recall[share].append(len({h.id for h in found} & truth[number, share]) / LIMIT)
+        wall = latency_summary(seconds)
+        lines.append(f"| {count:,} | {np.mean(recall[None]):.3f} | {np.mean(recall['50%']):.3f} "
+                     f"| {wall.p50_ms:.1f} / {wall.p95_ms:.1f} "
+                     f"| {latency_summary(cpu).p95_ms:.1f} |")
+        log(lines[-1])
+    index.close()
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------
@@ -444,6 +675,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="report file name suffix (default: the sizes when not 10k,100k)")
     parser.add_argument("--budget-ms", type=float, default=BUDGET_MS,
                         help="hybrid p95 budget used to state the embedded limit")
+    parser.add_argument("--profile-stages", type=Path, metavar="FOLDER",
+                        help="only time the stages of hybrid queries on the SQLite index a "
+                        "run left in FOLDER (e.g. benchmarks/work/scale-sqlite) and print "
+                        "Markdown; needs --dimension")
+    parser.add_argument("--recall-sweep", type=Path, metavar="FOLDER",
+                        help="only measure dense recall@10 by candidates rescored on the "
+                        "SQLite index a run left in FOLDER and print Markdown")
     # internal: the per-backend child process
     parser.add_argument("--worker", choices=BACKENDS, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -460,6 +698,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parent: run each backend in a child and write the report. Child: run one backend."""
     args = parse_args(argv)
+    if args.recall_sweep:
+        print(recall_sweep(args.recall_sweep, args.dimension or live_dimension(),
+                           args.queries))
+        return 0
+    if args.profile_stages:
+        print(profile_stages(args.profile_stages, args.dimension or live_dimension(),
+                             args.queries))
+        return 0
     if args.worker:
         result = run_worker(args.worker, args.size_list, args.dimension, args.batch,
                             args.queries, args.folder)

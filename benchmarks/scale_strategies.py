@@ -32,13 +32,18 @@ FILTER_SHARES = (0.02, 0.10, 0.50)
 #: (``None``: sqlite-vec's own bit[] vec0 table, ``Vec0BitIndex``).
 DEFAULT_STRATEGY = "codes x16, min 800 (default)"
 EXACT_STRATEGY = "exact vec0 scan (old index)"
+BIT_VEC0_STRATEGY = "sqlite-vec bit[] vec0 x16, min 800"
 STRATEGIES: dict[str, dict[str, int] | None] = {
     EXACT_STRATEGY: {"exact_below": 10**12},
     "codes x8, min 400": {"exact_below": 0, "oversample": 8, "min_rescore": 400},
     DEFAULT_STRATEGY: {"exact_below": 0},
     "codes x32, min 1600": {"exact_below": 0, "oversample": 32, "min_rescore": 1600},
-    "sqlite-vec bit[] vec0 x16, min 800": None,
+    BIT_VEC0_STRATEGY: None,
 }
+#: Largest index each slow strategy is measured on (``compare_strategies`` skips it past
+#: that and the report shows dashes): the bit[] vec0 KNN took 890 ms p95 per dense query at
+#: 100k chunks (benchmarks/results/scale-2026-12-01-ann.md), seconds per query at 1M.
+STRATEGY_MAX_SIZE = {BIT_VEC0_STRATEGY: 100_000}
 
 
 def vec0_bit_index(path: Path, dimension: int) -> Any:
@@ -107,7 +112,8 @@ def compare_strategies(path: Path, dimension: int, queries: Sequence[Query],
     """Per strategy (``STRATEGIES``): dense and hybrid latency without filters, recall@10
     against ``exact_top`` without and with each ``FILTER_SHARES`` filter, and the latency
     of the filtered dense searches (skipped for the vec0 strategies past 20k chunks: their
-    ``document IN (…)`` metadata filter costs grow with the number of documents listed)."""
+    ``document IN (…)`` metadata filter costs grow with the number of documents listed).
+    A strategy is skipped past its ``STRATEGY_MAX_SIZE``: its entry is ``{"skipped": why}``."""
     from kb_shared.stores.vectors_sqlite import SqliteVectorIndex  # noqa: PLC0415
 
     size = matrix.shape[0]
@@ -115,6 +121,10 @@ def compare_strategies(path: Path, dimension: int, queries: Sequence[Query],
     timed = queries[WARMUP:]
     out: dict[str, Any] = {}
     for label, tuning in STRATEGIES.items():
+        if size > STRATEGY_MAX_SIZE.get(label, size):
+            out[label] = {"skipped": f"past {STRATEGY_MAX_SIZE[label]:,} chunks"}
+            log(f"  {label}: skipped ({out[label]['skipped']}, STRATEGY_MAX_SIZE)")
+            continue
         if tuning is None:
             index = vec0_bit_index(path, dimension)
             index.open(model, dimension)
@@ -175,12 +185,20 @@ def write_strategies(report: Report, checkpoints: Sequence[dict[str, Any]]) -> N
         "`document IN (…)` metadata filter grows with the number of documents listed: "
         "7.5 s for one dense query with 50 documents at 100k chunks in a trial run at load "
         "~20, so the filtered runs are skipped for the vec0 strategies past 20k chunks; the "
-        "bit[] vec0 table has no metadata columns here)."
+        "bit[] vec0 table has no metadata columns here). A strategy marked *skipped* was "
+        "not run at that size at all (`STRATEGY_MAX_SIZE`: "
+        + ", ".join(f"{label} up to {size:,} chunks"
+                    for label, size in STRATEGY_MAX_SIZE.items())
+        + "; seconds per query past that)."
     )
     shares = [f"{share:.0%}" for share in FILTER_SHARES]
     rows = []
     for c in checkpoints:
         for label, entry in c["strategies"].items():
+            if "skipped" in entry:
+                rows.append((f"{c['size']:,}", f"{label} (skipped: {entry['skipped']})",
+                             *("–" for _ in range(4 + 2 * len(shares)))))
+                continue
             recall = entry["recall"]
             rows.append((
                 f"{c['size']:,}", label,
