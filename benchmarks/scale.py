@@ -404,6 +404,7 @@ def recall_sweep(folder: Path, dimension: int, queries: int,
              "| dense CPU p95 ms |", "| ---: | ---: | ---: | ---: | ---: |"]
     for count in rescored:
         index.oversample, index.min_rescore, index.exact_below = 1, count, 0
+        index.rescore_share = 0.0
         for query in query_set[:WARMUP]:
             index.dense_search(query.vector, LIMIT)
         recall: dict[str | None, list[float]] = {None: [], "50%": []}
