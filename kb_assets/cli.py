@@ -10,7 +10,6 @@ the Dagster instance under ``KB_HOME/dagster``, so what it does shows up in the 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -156,7 +155,7 @@ def add(
     if outcomes:
         console.print(table)
     for o in outcomes:
-        if o.hint and not _said_in(o.hint, o.reason):
+        if o.hint:
             console.print(f"{o.name}: {o.hint}")
     if not outcomes:
         console.print("no documents found in " + ", ".join(str(p) for p in paths))
@@ -177,13 +176,6 @@ def add(
         )
     if refused or changed:
         raise typer.Exit(1)
-
-
-def _said_in(hint: str, reason: str) -> bool:
-    """Whether every command ``hint`` gives (its backquoted parts) is already in ``reason``,
-    so ``kb add`` does not print it twice."""
-    commands = re.findall(r"`([^`]+)`", hint)
-    return bool(commands) and all(command in reason for command in commands)
 
 
 def _colour(outcome: IntakeOutcome) -> str:
