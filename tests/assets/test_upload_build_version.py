@@ -9,6 +9,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import expect
+
 from kb_assets.upload.builds import run_version
 from kb_assets.upload.service import UploadService
 from kb_shared.stores.catalog import DocumentVersionRow
@@ -80,9 +82,8 @@ def test_the_card_names_the_version_a_build_makes(
     assert title.locator('[data-role="version"]').inner_text() == "v2"
     assert second.locator("p.earlier").inner_text().endswith("(v1, success)")
     # the page's own task list names the versions too
-    page.wait_for_function(
-        "() => document.querySelector('#tasks').innerText.includes('build existing rules.pdf v2')"
-    )
+    # (a locator assertion: the page's CSP refuses wait_for_function's string predicate)
+    expect(page.locator("#tasks")).to_contain_text("build existing rules.pdf v2")
     assert f"build {EXISTING} v1" in page.locator("#tasks").inner_text()
     page.screenshot(path=str(tmp_path / "build-v2.png"), full_page=True)
 

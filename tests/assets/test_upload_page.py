@@ -20,6 +20,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from playwright.sync_api import expect
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -369,7 +370,9 @@ def test_the_page_asks_for_the_token_when_the_server_has_tokens(
         assert page.locator("#message").inner_text() == "this server needs a token"
         page.fill("#token", "wrong")
         page.click("#token-form button")
-        page.wait_for_function("document.getElementById('message').textContent.length > 0")
+        # a locator assertion, not wait_for_function: the page's CSP (no 'unsafe-eval')
+        # refuses the string predicate Playwright evaluates when it has to poll
+        expect(page.locator("#message")).not_to_be_empty()
         assert page.locator("#token-form").is_visible()
         page.fill("#token", "s3cret")
         page.click("#token-form button")
