@@ -22,8 +22,8 @@ dense searches are exact): the live points' float32 vectors from ``{name}_codes.
 one matrix, kept in step the same way (``DenseTables``), so an exact search is one
 matrix-vector product instead of vec0's scan of the file. It is never read at or past that
 bound, and is let go once the index grows past it. Thread-safe like the postings copy
-(``kb_shared.stores.vectors_postings``, whose ``LOCK_WAIT`` and ``RELOAD_FRACTION`` it
-shares): updates publish a new immutable ``DenseSnapshot``. Figures:
+(``kb_shared.stores.vectors_postings``, which shares ``LOCK_WAIT`` and ``RELOAD_FRACTION``
+from here): updates publish a new immutable ``DenseSnapshot``. Figures:
 benchmarks/results/dense-resident-2026-12-02.md.
 """
 
@@ -38,7 +38,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kb_shared.stores.vectors_postings import LOCK_WAIT, RELOAD_FRACTION
+
+
+#: Seconds a search waits for another thread's update of a process-local copy (the dense
+#: copy here, the postings in ``vectors_postings``) before the file answers it instead (a
+#: delta of a few documents takes milliseconds, a load seconds).
+LOCK_WAIT = 0.05
+
+#: The appended rows or dead positions, as a share of a copy, past which the next refresh
+#: loads the copy afresh instead of applying the delta (bounds the delta's per-search cost
+#: and the dead positions' memory).
+RELOAD_FRACTION = 0.25
 
 
 def binary_code(dense: np.ndarray) -> bytes:

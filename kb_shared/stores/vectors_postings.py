@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from kb_shared.sparse import AVERAGE_DOCUMENT_TOKENS, BM25_B, BM25_K1, tokenize
+from kb_shared.stores.vectors_codes import LOCK_WAIT, RELOAD_FRACTION
 from kb_shared.stores.vectors_sparse import ScoredRow, query_terms, read_averages
 
 #: The most live points the copy is kept for; past it the FTS5 path answers
@@ -41,17 +42,8 @@ from kb_shared.stores.vectors_sparse import ScoredRow, query_terms, read_average
 #: size; ~1 GiB and ~1 min of load at 1M synthetic points). ``KB_VECTOR_RESIDENT_POINTS``.
 RESIDENT_POINTS = 1_000_000
 
-#: The appended postings or dead positions, as a share of the copy, past which the next
-#: refresh loads the copy afresh instead of applying the delta (bounds the delta's
-#: per-search cost and the dead positions' memory).
-RELOAD_FRACTION = 0.25
-
 #: Deltas smaller than this (postings, or dead positions) never force a fresh load.
 RELOAD_MINIMUM = 50_000
-
-#: Seconds a search waits for another thread's update of the copy before FTS5 answers it
-#: instead (a delta of a few documents takes milliseconds, a load seconds).
-LOCK_WAIT = 0.05
 
 #: Points read and tokenised per batch while loading (bounds the text held at once).
 LOAD_BATCH = 2_000
