@@ -17,6 +17,7 @@ and count repeats only).
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Callable
@@ -38,6 +39,11 @@ from kb_shared.stores.readers import (
 )
 
 log = logging.getLogger(__name__)
+
+#: Generation 0's collection threshold in a serving process (CPython's default is 700): a
+#: search_docs call allocates a few hundred container objects that outlive it briefly, so at
+#: 700 a young collection ran on most calls (benchmarks/results/serving-2026-12-02-collector.md).
+YOUNG_THRESHOLD = 10_000
 
 
 def open_vector_reader(settings: Settings, embedder: Embedder) -> VectorReader:
@@ -214,3 +220,19 @@ class StateHolder:
     def ready(self) -> bool:
         """True while a state is open."""
         return self._state is not None
+
+
+def settle_collector() -> None:
+    """Prepare the process's garbage collector for serving, once start-up is done: collect, move
+    every object then alive to the permanent generation (``gc.freeze``: imported modules,
+    the models, the in-memory index copies are never scanned again) and raise generation 0's
+    threshold to ``YOUNG_THRESHOLD``.
+
+    Without it a full collection over the start-up heap stopped a call for 100-200 ms every
+    few hundred calls (benchmarks/results/serving-2026-12-02-collector.md). Process-wide;
+    objects created later (a reloaded index copy) are collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
