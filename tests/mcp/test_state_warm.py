@@ -4,11 +4,13 @@ tools to report."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kb_mcp.state import open_state
+from kb_mcp.state import YOUNG_THRESHOLD, open_state, settle_collector
 from kb_shared.errors import EmptyCorpusError
 from kb_shared.settings import Settings
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
@@ -43,3 +45,28 @@ def test_warm_without_an_index_starts_and_leaves_the_error_to_the_tools(
             state.vectors()
     finally:
         state.close()
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    """Puts the test process's collector back as it was."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+
+
+@pytest.mark.usefixtures("collector")
+def test_settle_collector_freezes_what_start_up_made_and_collects_young_objects_less_often() -> None:
+    gc.unfreeze()
+    made_at_start = [[n] for n in range(1_000)]  # containers the collector tracks
+    _, middle, old = gc.get_threshold()
+    settle_collector()
+    assert gc.get_freeze_count() >= len(made_at_start)
+    assert gc.get_threshold() == (YOUNG_THRESHOLD, middle, old)
+    assert YOUNG_THRESHOLD == 10_000
+    # a cycle made after start-up is still collected
+    cycle: list[object] = []
+    cycle.append(cycle)
+    del cycle
+    assert gc.collect() >= 1
