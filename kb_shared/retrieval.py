@@ -7,7 +7,9 @@ store and provider errors) that each caller words for its own audience.
 
 1. The query is analysed once (``analyse``): its sparse terms (``kb_shared.sparse.tokenize``,
    so codes such as ``IN008-24`` or ``3.1.5`` stay one term) and its identifier-like words.
-2. It is embedded with the live model's query-side convention (``Embedder.embed_query``).
+2. It is embedded with the live model's query-side convention (``Embedder.embed_query``), on
+   a worker thread (``start_query_embedding``) while the identifier look-ups and the sparse
+   side run.
 3. Dense and sparse candidates, plus the points that contain a rare identifier of the query
    whole, are fused by weighted reciprocal rank fusion (``VectorIndex.hybrid_search``; k and
    weights in ``kb_shared.stores.vectors``, the third list's weight ``EXACT_WEIGHT`` here).
@@ -30,13 +32,17 @@ store and provider errors) that each caller words for its own audience.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+
+import numpy as np
 
 from kb_shared.citations import Citation, PointPayload
 from kb_shared.editions import HeldDocument, edition_mismatch
@@ -97,6 +103,10 @@ RERANK_CANDIDATES = 50
 #: Offline default: the fused order stands.
 _FUSION_ORDER = FusionOrderReranker()
 
+#: Worker threads of ``start_query_embedding``: concurrent searches beyond this many wait for
+#: one (the model already spreads one query over the cores it is given).
+QUERY_EMBEDDING_THREADS = 8
+
 #: Years and financial-year ranges (``2025``, ``2025-26``, ``2020/21``): never identifiers.
 _YEAR = re.compile(r"(?:19|20)\d\d(?:[-/\u2013](?:\d\d|(?:19|20)\d\d))?")
 
@@ -107,6 +117,36 @@ _RAW_TERM = re.compile(r"[^\s,;:!?()\[\]{}\"'“”‘’]+")
 # ---------------------------------------------------------------------------------------------
 # The query
 # ---------------------------------------------------------------------------------------------
+
+_embedding_pool: ThreadPoolExecutor | None = None
+_embedding_pool_lock = threading.Lock()
+
+
+def _forget_embedding_pool() -> None:
+    # a forked child has none of the parent's threads: its first search starts a new pool
+    global _embedding_pool
+    _embedding_pool = None
+
+
+os.register_at_fork(after_in_child=_forget_embedding_pool)
+
+
+def start_query_embedding(embedder: Embedder, query: str) -> Future[np.ndarray]:
+    """Begin ``embedder.embed_query(query)`` on a worker thread and return its future, so the
+    caller's catalog reads, the identifier look-ups and the sparse search run while the model
+    works (onnxruntime and the C engines release the GIL; benchmarks/results/
+    serving-2026-12-02-latency-round5.md). ``result()`` returns the ``(dimension,)`` float32
+    vector or re-raises the embedder's error (``EmbeddingError``, ``ProviderError``).
+    """
+    global _embedding_pool
+    with _embedding_pool_lock:
+        if _embedding_pool is None:
+            _embedding_pool = ThreadPoolExecutor(
+                QUERY_EMBEDDING_THREADS, thread_name_prefix="kb-query-embedding"
+            )
+        pool = _embedding_pool
+    return pool.submit(embedder.embed_query, query)
+
 
 
 def check_query(query: str, max_chars: int) -> str:
@@ -339,7 +379,7 @@ def exact_identifier_matches(
 
 def hybrid_candidates(
     index: VectorReader,
-    vector: Sequence[float],
+    vector: Sequence[float] | np.ndarray | Future[np.ndarray],
     query: str,
     limit: int,
     documents: Sequence[str] | None,
@@ -356,12 +396,17 @@ def hybrid_candidates(
 
     The best cosine is the dense rank-1 candidate's; when fusion pushed that point below the
     cut, one more dense query fetches it, so "nothing found" never depends on fusion constants.
+    A ``vector`` still being computed (``start_query_embedding``) is waited for after the
+    sparse side is searched.
     """
     wanted = max(limit, RERANK_CANDIDATES)
+    depth = max(MIN_CANDIDATES, CANDIDATE_FACTOR * wanted)
+    sparse = index.sparse_search(query, depth, documents, kinds)
+    if isinstance(vector, Future):
+        vector = vector.result()
     hits = index.hybrid_search(
-        vector, query, wanted + tail, documents, kinds,
-        candidates=max(MIN_CANDIDATES, CANDIDATE_FACTOR * wanted),
-        extra=[(exact, EXACT_WEIGHT)] if exact else (),
+        vector, query, wanted + tail, documents, kinds, candidates=depth,
+        extra=[(exact, EXACT_WEIGHT)] if exact else (), sparse=sparse,
     )
     similarities = [h.dense_score for h in hits if h.dense_rank == 1]
     if similarities:
@@ -583,6 +628,7 @@ def search_docs(
     kind: str | None = None,
     reranker: Reranker = _FUSION_ORDER,
     markdown: MarkdownPages | None = None,
+    vector: Future[np.ndarray] | None = None,
 ) -> DocsAnswer:
     """Hybrid search (module docstring), one page of results.
 
@@ -598,17 +644,21 @@ def search_docs(
         reranker: orders the fused candidates when ``reranker.reorders``.
         markdown: the documents' Markdown; given, results cite the page of their best row or
             sentence (``precise_citation``), else their chunk's span.
+        vector: ``start_query_embedding(embedder, query)`` when the caller started it (the MCP
+            tool does, before it reads the catalog); started here when ``None``.
 
     Raises:
         EmptyCorpusError: the index holds no points at all.
         ValueError: ``top_k`` < 1 or ``offset`` < 0.
+        EmbeddingError / ProviderError: the embedder failed.
     """
     if top_k < 1 or offset < 0:
         raise ValueError(f"top_k must be >= 1 and offset >= 0, got {top_k} and {offset}")
+    if vector is None:
+        vector = start_query_embedding(embedder, query)
     analysed = analyse(query)
     payload_of = PayloadsOf()
     kinds = [kind] if kind else list(DOCUMENT_KINDS)
-    vector = embedder.embed_query(query)
     wanted = offset + top_k + 1  # one more than the page: tells whether a next page exists
     exact = exact_identifier_matches(index, analysed, documents, kinds)
     exact_hits = [hit for found in exact.values() for hit in found]

@@ -235,6 +235,7 @@ def build_apps(*, links: Links, max_query_chars: int) -> Apps:
     ) -> Annotated[CallToolResult, DisplayProcessOutput]:
         state = state_of(ctx)
         text = check_search_query(query, max_query_chars)
+        vector = retrieval.start_query_embedding(state.embedder, text)  # while the catalog is read
         scope = search_scope(state.catalog, documents)
         answer = retrieval.search_docs(
             state.vectors(),
@@ -244,6 +245,7 @@ def build_apps(*, links: Links, max_query_chars: int) -> Apps:
             documents=scope,
             kind=KIND_FIGURE,
             reranker=state.reranker,
+            vector=vector,
         )
         shown = render.shown_results(answer)
         view = client_supports_apps(ctx)

@@ -91,6 +91,7 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
         check_range("top_k", top_k, 1, MAX_TOP_K, TOP_K_HINT)
         check_range("offset", offset, 0, MAX_OFFSET, OFFSET_HINT)
         state = state_of(ctx)
+        vector = retrieval.start_query_embedding(state.embedder, text)  # while the catalog is read
         scope = search_scope(state.catalog, documents, category)
         answer = retrieval.search_docs(
             state.vectors(),
@@ -102,6 +103,7 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
             kind=kind,
             reranker=state.reranker,
             markdown=retrieval.markdown_pages(state.blobs),
+            vector=vector,
         )
         shown = [] if answer.low_confidence else render.shown_results(answer)
         return render.docs_result(answer, links, images.figure_images(state.blobs, shown))

@@ -281,6 +281,7 @@ class VectorReader(ClosingStore, ABC):
         kinds: Sequence[str] | None = None,
         candidates: int | None = None,
         extra: Sequence[tuple[Sequence[Hit], float]] = (),
+        sparse: Sequence[Hit] | None = None,
     ) -> list[Hit]:
         """Dense and sparse candidates (plus any ``extra`` ranked lists) fused by weighted
         reciprocal rank fusion (``RRF_K``, ``DENSE_WEIGHT``, ``SPARSE_WEIGHT``), best first.
@@ -290,6 +291,9 @@ class VectorReader(ClosingStore, ABC):
                 ``max(MIN_CANDIDATES, CANDIDATE_FACTOR * limit)``.
             extra: more ``(hits best first, weight)`` lists to fuse, e.g. the points that
                 contain a rare code of the query word for word (``kb_shared.retrieval``).
+            sparse: the sparse side when the caller searched it already: ``sparse_search(text,
+                candidates, documents, kinds)``'s answer (``kb_shared.retrieval`` does, while
+                the query is still being embedded).
 
         Returns:
             At most ``limit`` hits with ``score`` = fused score, both side ranks and the dense
@@ -298,8 +302,9 @@ class VectorReader(ClosingStore, ABC):
         if limit <= 0:
             return []
         depth = candidates or max(MIN_CANDIDATES, CANDIDATE_FACTOR * limit)
+        if sparse is None:
+            sparse = self.sparse_search(text, depth, documents, kinds)
         dense = self.dense_search(vector, depth, documents, kinds)
-        sparse = self.sparse_search(text, depth, documents, kinds)
         lists = [(dense, DENSE_WEIGHT), (sparse, SPARSE_WEIGHT), *extra]
         points = {hit.id: hit.point for hits, _ in lists for hit in hits}
         dense_rank = {hit.id: rank for rank, hit in enumerate(dense, start=1)}

@@ -380,6 +380,17 @@ def test_hybrid_search_rrf_scores(index: VectorIndex) -> None:
     boosted = index.hybrid_search([1, 0, 0, 0], "zeta", 3, extra=[([hits[2]], 2.0)])
     assert ids(boosted) == ["b", "a", "c"]
     assert boosted[0].score == pytest.approx(0.75 / 12 + 2.0 / 11, rel=1e-12)
+    # the sparse side searched beforehand (while the query was embedded) fuses as its own would
+    searched = index.sparse_search("zeta", 50)
+    again = index.hybrid_search([1, 0, 0, 0], "zeta", 3, sparse=searched)
+    assert [(h.id, h.score, h.dense_rank, h.sparse_rank) for h in again] == [
+        (h.id, h.score, h.dense_rank, h.sparse_rank) for h in hits
+    ]
+    # ...and it is the list that is fused: without its "c", c keeps only its dense rank
+    only_a = index.hybrid_search([1, 0, 0, 0], "zeta", 3, sparse=searched[1:])
+    assert ids(only_a) == ["a", "b", "c"]
+    assert only_a[0].score == pytest.approx(0.75 / 11 + 1 / 11, rel=1e-12)
+    assert only_a[2].sparse_rank is None
 
 
 def test_reciprocal_rank_fusion_formula() -> None:
