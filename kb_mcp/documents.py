@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from kb_mcp.errors import ToolProblem
 from kb_shared.errors import EmptyCorpusError, IdentityError, SchemaMissingError
-from kb_shared.identity import chunk_id, normalize_name, version_key
+from kb_shared.identity import chunk_id, normalize_name
 from kb_shared.retrieval import Passage
 from kb_shared.stores.catalog import (
     DocumentRow,
@@ -163,22 +163,15 @@ def _all_versions(catalog: CatalogReader) -> dict[str, list[DocumentVersionRow]]
         return {}
 
 
-def serving_key(row: DocumentRow, history: Sequence[DocumentVersionRow]) -> str:
-    """Where the stores hold the served version of ``row`` (``history`` is its versions):
-    the key of its ``serving`` version, else version 1's (a document built before version
-    history, or marked ready without it)."""
-    served = serving_version(list(history))
-    return version_key(row.doc_id, served.version if served is not None else 1)
-
-
 def serving_keys(catalog: CatalogReader) -> dict[str, str]:
-    """doc_id → serving key (``serving_key``) of every ready document, in one read."""
-    versions = _all_versions(catalog)
-    return {
-        row.doc_id: serving_key(row, versions.get(row.doc_id, ()))
-        for row in _all_rows(catalog)
-        if row.status == READY
-    }
+    """doc_id → serving key (``ServingState.key``: the serving version's, else version 1's) of
+    every ready document, in one read
+    (``serving_states``)."""
+    try:
+        states = catalog.serving_states()
+    except SchemaMissingError:
+        return {}
+    return {row.doc_id: row.key for row in states if row.status == READY}
 
 
 def _all_rows(catalog: CatalogReader) -> list[DocumentRow]:
@@ -215,20 +208,21 @@ class ServedDocuments:
 
 
 def served_documents(catalog: CatalogReader) -> ServedDocuments:
-    """Read the catalog once and say which documents may be served (module docstring).
+    """Read the catalog once (``serving_states``: one query) and say which documents may be
+    served (module docstring).
 
     Raises:
         EmptyCorpusError: the catalog holds no document at all (``deleting`` ones aside).
         ToolProblem: it holds documents but none is ready (each is pending or failed).
     """
-    rows = _all_rows(catalog)
-    if not _present(rows):
+    try:
+        rows = catalog.serving_states()
+    except SchemaMissingError:  # a fresh KB_HOME: nothing added yet
+        rows = []
+    if not any(row.status != DELETING for row in rows):
         raise EmptyCorpusError("the catalog holds no documents")
-    versions = _all_versions(catalog)
-    ready = frozenset(
-        serving_key(row, versions.get(row.doc_id, ())) for row in rows if row.status == READY
-    )
-    single = all(len(history) == 1 for history in versions.values())
+    ready = frozenset(row.key for row in rows if row.status == READY)
+    single = all(row.versions == 1 for row in rows)
     if len(ready) == len(rows) and single:  # a deleting row makes them differ: filtered
         return ServedDocuments(only=None)
     if not ready:
@@ -272,11 +266,9 @@ def category_documents(catalog: CatalogReader, category: str) -> frozenset[str]:
     if not rows:
         raise EmptyCorpusError("the catalog holds no documents")
     ready = [row for row in rows if row.status == READY]
-    versions = _all_versions(catalog)
+    keys = serving_keys(catalog)
     inside = frozenset(
-        serving_key(row, versions.get(row.doc_id, ()))
-        for row in ready
-        if in_category(row.category, prefix)
+        keys.get(row.doc_id, row.doc_id) for row in ready if in_category(row.category, prefix)
     )
     if not inside:
         known = sorted({row.category for row in ready if row.category}, key=str.casefold)

@@ -49,6 +49,7 @@ from kb_shared.stores.catalog.documents import (
 from kb_shared.stores.catalog.versions import (
     VERSION_STATUSES,
     DocumentVersionRow,
+    ServingState,
     VersionCatalog,
     VersionReads,
     VersionStatus,
@@ -158,6 +159,7 @@ __all__ = [
     "FacetValue",
     "ReferenceRequestRow",
     "ReferenceSourceRow",
+    "ServingState",
     "RequestCatalog",
     "VersionCatalog",
     "VersionReads",

@@ -173,6 +173,24 @@ def serving_version(history: list[DocumentVersionRow]) -> DocumentVersionRow | N
     return next((v for v in history if v.status == VersionStatus.SERVING), None)
 
 
+@dataclass(frozen=True, slots=True)
+class ServingState:
+    """What a search needs to know of one document: its ``status`` (a ``DocumentStatus``), how
+    many ``versions`` it has (1 for a document without version rows) and the number of its
+    ``serving`` version (``None`` when none is)."""
+
+    doc_id: str
+    status: str
+    versions: int
+    serving: int | None
+
+    @property
+    def key(self) -> str:
+        """Where its served data is stored (``identity.version_key``): the serving version's,
+        else version 1's (a document built before version history)."""
+        return identity.version_key(self.doc_id, self.serving or 1)
+
+
 def _not_found(doc_id: str, version: int | None = None) -> DocumentNotFoundError:
     what = f"version {version} of document" if version is not None else "document"
     return DocumentNotFoundError(f"no {what} {doc_id!r} in the catalog")
@@ -211,6 +229,50 @@ class VersionReads(CatalogBase):
         return {
             doc.doc_id: found.get(doc.doc_id) or [DocumentVersionRow.first(doc)] for doc in docs
         }
+
+    def serving_states(self) -> list[ServingState]:
+        """Every document's ``ServingState`` (``deleting`` ones included), by ``doc_id``: one
+        query, so a search reads the catalog once however many documents and versions it holds.
+        A document without version rows counts as one version, served when ``ready``
+        (``DocumentVersionRow.first``); so does every document of a catalog whose version
+        table was never created.
+
+        Raises:
+            SchemaMissingError: the documents table does not exist (nothing catalogued yet).
+        """
+        versions = document_versions.c
+        serving = sa.case((versions.status == VersionStatus.SERVING.value, versions.version))
+        query = (
+            sa.select(
+                documents.c.doc_id,
+                documents.c.status,
+                sa.func.count(versions.version),
+                sa.func.max(serving),
+            )
+            .select_from(
+                documents.outerjoin(document_versions, versions.doc_id == documents.c.doc_id)
+            )
+            .group_by(documents.c.doc_id, documents.c.status)
+            .order_by(documents.c.doc_id)
+        )
+        try:
+            with self._read() as conn:
+                found = conn.execute(query).all()
+        except SchemaMissingError:  # no version table yet: every document is its version 1
+            with self._read() as conn:
+                found = conn.execute(
+                    sa.select(documents.c.doc_id, documents.c.status, sa.literal(0), sa.null())
+                    .order_by(documents.c.doc_id)
+                ).all()
+        return [
+            ServingState(
+                doc_id=doc_id,
+                status=status,
+                versions=count or 1,
+                serving=serving if count else (1 if status == DocumentStatus.READY else None),
+            )
+            for doc_id, status, count, serving in found
+        ]
 
     def find_version_by_sha256(self, sha256: str) -> DocumentVersionRow | None:
         """The version (of any document) whose file has this content hash, or ``None``."""
