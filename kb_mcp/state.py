@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 
 #: Generation 0's collection threshold in a serving process (CPython's default is 700): a
 #: search_docs call allocates a few hundred container objects that outlive it briefly, so at
-#: 700 a young collection ran on most calls (benchmarks/results/serving-2026-12-02-collector.md).
+#: 700 a young collection ran on most calls
+#: (benchmarks/results/serving-2026-12-02-latency-round5.md).
 YOUNG_THRESHOLD = 10_000
 
 
@@ -229,7 +230,7 @@ def settle_collector() -> None:
     threshold to ``YOUNG_THRESHOLD``.
 
     Without it a full collection over the start-up heap stopped a call for 100-200 ms every
-    few hundred calls (benchmarks/results/serving-2026-12-02-collector.md). Process-wide;
+    few hundred calls (benchmarks/results/serving-2026-12-02-latency-round5.md). Process-wide;
     objects created later (a reloaded index copy) are collected as usual.
     """
     gc.collect()
