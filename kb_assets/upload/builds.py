@@ -19,7 +19,7 @@ from typing import Any
 import dagster as dg
 
 from kb_assets.constants import BUILD_JOB, CORPUS_ASSETS, MARKDOWN, PARTITION_TAG
-from kb_shared.stores.catalog import Catalog, DocumentRow, DocumentVersionRow
+from kb_shared.stores.catalog import Catalog, DocumentRow, DocumentVersionRow, VersionStatus
 
 #: Every state a step row can show (module docstring).
 STEP_STATES = (
@@ -207,20 +207,27 @@ def recent_builds(
     dagster_url: str,
     now: dt.datetime | None = None,
     finished: dict[str, dict[str, Any]] | None = None,
+    names: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The documents built, or added and waiting for a build, in the last ``hours``, newest
-    first: ``{"doc_id", "name", "status", "reason", "added", "version", "runs"}`` with the
-    document's catalog status and failure reason and its corpus runs of that window
-    (``is_corpus_run``; newest first, ``run_summary`` each, its ``version`` from
+    first: ``{"doc_id", "name", "status", "reason", "added", "version", "serving_version",
+    "runs"}`` with the document's catalog status and failure reason and its corpus runs of
+    that window (``is_corpus_run``; newest first, ``run_summary`` each, its ``version`` from
     ``run_version``). ``version`` is the number of the version the newest run builds, or
-    without a run the one a build will make (the newest); ``None`` when unknown. A document
-    added without a run yet has ``runs == []``; a run whose document was deleted since is
-    listed under its ``doc_id`` with status ``deleted``.
+    without a run the one a build will make (the newest); ``None`` when unknown.
+    ``serving_version`` is the number of the version kb serves (``None`` while none does):
+    while a new version waits or builds beside it, ``status`` (``ready``) is the served
+    version's, not ``version``'s. A document added without a run yet has ``runs == []``; a
+    run whose document was deleted since is listed with status ``deleted`` under the name it
+    had when ``names`` knew it, else under its ``doc_id``.
 
     Args:
         finished: summaries of finished runs by run id, reused and filled in (a finished
             run's events no longer change), so a page polling every few seconds reads each
             finished run's event log once.
+        names: document names by ``doc_id``, read and filled in from the catalog (the
+            catalog row goes with a delete; the runs stay), kept while a document is in the
+            catalog or has runs in the window.
     """
     since = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(hours=hours)
     records = instance.get_run_records(
@@ -243,11 +250,18 @@ def recent_builds(
         for gone in set(finished) - seen:  # out of the window: forget it
             finished.pop(gone, None)
     rows = {r.doc_id: r for r in catalog.list_documents()}
+    if names is not None:
+        names.update((doc, row.name) for doc, row in rows.items())
+        for gone in set(names) - set(rows) - set(by_doc):  # neither listed nor in the catalog
+            names.pop(gone, None)
     recent = [r for r in rows.values() if _aware(r.created_at) >= since and r.doc_id not in by_doc]
     listed = [(rows.get(doc), doc, runs) for doc, runs in by_doc.items()]
     listed += [(row, row.doc_id, []) for row in recent]
     builds = [
-        _document(row, doc, runs, catalog.versions(doc) if row else [])
+        _document(
+            row, doc, runs, catalog.versions(doc) if row else [],
+            (names or {}).get(doc, doc),
+        )
         for row, doc, runs in listed
     ]
     return sorted(builds, key=_newest, reverse=True)
@@ -262,16 +276,20 @@ def _document(
     doc: str,
     runs: Iterable[dict[str, Any]],
     versions: list[DocumentVersionRow],
+    known_name: str,
 ) -> dict[str, Any]:
     shown = [{**run, "version": run_version(run, versions)} for run in runs]
     newest = versions[-1].version if versions else None
     return {
         "doc_id": doc,
-        "name": row.name if row else doc,
+        "name": row.name if row else known_name,
         "status": row.status if row else "deleted",
         "reason": (row.failure_reason or "") if row else "",
         "added": _iso(row.created_at) if row else None,
         "version": shown[0]["version"] if shown else newest,
+        "serving_version": next(
+            (v.version for v in versions if v.status == VersionStatus.SERVING), None
+        ),
         "runs": shown,
     }
 

@@ -32,6 +32,7 @@ from kb_assets.upload.builds import recent_builds
 from kb_assets.upload.checks import FileCheck, check_files
 from kb_assets.upload.work import Task, Worker
 from kb_shared.settings import Settings
+from kb_shared.stores.catalog import VersionStatus
 
 #: How far back the page lists builds by default (a reload shows these, not just the tab's).
 DEFAULT_HOURS = 6.0
@@ -65,6 +66,7 @@ class UploadService:
     received: dict[str, int] = field(default_factory=dict)
     _admitting: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _finished: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _names: dict[str, str] = field(default_factory=dict, repr=False)
 
     @contextmanager
     def stores(self) -> Iterator[StoresResource]:
@@ -123,18 +125,24 @@ class UploadService:
         return self.worker.submit("build", label, lambda: self._run(doc_id), doc_id=doc_id)
 
     def build_pending(self, ref: str) -> Task:
-        """Queue the in-process build of a pending document that has no run yet: the page's
-        "Build now", for when no intake sensor is running (module docstring).
+        """Queue the in-process build of a pending document that has no run yet, or of a
+        ready one's new version waiting for its build (``operations.documents_to_build``'s
+        rule): the page's "Build now", for when no intake sensor is running (module docstring).
 
         Raises:
             DocumentNotFoundError: no such document.
-            ValueError: the document is not pending (a failed one is retried, a ready one
-                rebuilt).
+            ValueError: the document is not pending and no new version of it waits (a failed
+                one is retried, a ready one rebuilt).
         """
         with self.stores() as stores:
             row = operations.resolve_document(stores, ref)
             versions = stores.catalog().versions(row.doc_id)
-        if row.status != DocumentStatus.PENDING:
+        new_version_waits = (
+            row.status == DocumentStatus.READY
+            and len(versions) > 1
+            and versions[-1].status == VersionStatus.PENDING
+        )
+        if row.status != DocumentStatus.PENDING and not new_version_waits:
             raise ValueError(
                 f"{row.name} is {row.status}, not waiting for a build: retry its failed run or "
                 "rebuild one of its assets"
@@ -155,11 +163,12 @@ class UploadService:
 
     # --- what the page lists ---------------------------------------------------------------
     def builds(self, hours: float = DEFAULT_HOURS) -> list[dict[str, Any]]:
-        """``builds.recent_builds`` of the last ``hours``."""
+        """``builds.recent_builds`` of the last ``hours`` (a document deleted since an earlier
+        listing, or by ``delete``, keeps its name there)."""
         with self.stores() as stores:
             return recent_builds(
                 self.instance, stores.catalog(), hours=hours, dagster_url=self.dagster_url,
-                finished=self._finished,
+                finished=self._finished, names=self._names,
             )
 
     def documents(self) -> list[dict[str, Any]]:
@@ -251,18 +260,22 @@ class UploadService:
         return missing
 
     def delete(self, ref: str) -> operations.DeleteReport:
-        """Remove a document everywhere (``operations.delete_document``, ``kb delete``).
+        """Remove a document everywhere (``operations.delete_document``, ``kb delete``); its
+        build card keeps its name (``builds``).
 
         Raises:
             DocumentNotFoundError: no such document.
         """
         with self.stores() as stores:
-            return operations.delete_document(stores, self.instance, ref)
+            report = operations.delete_document(stores, self.instance, ref)
+        self._names[report.doc_id] = report.name
+        return report
 
     def approve(self, request_id: int, *, url: str | None = None, name: str | None = None) -> Task:
         """Queue the approval of request ``request_id`` (``request_jobs.approve_request``:
         download through the safe fetcher, admit); an added document is then built as an
-        upload is (module docstring).
+        upload is (module docstring), a download already in the corpus is skipped (the task
+        is done and says so).
 
         Raises:
             RequestNotFoundError: no such request (checked before queueing).
@@ -276,6 +289,8 @@ class UploadService:
                     request_id, stores, self.instance, url=url, name=name
                 )
             outcome = approval.outcome
+            if approval.already_present:  # skipped, not failed (request_jobs)
+                return f"skipped: already present as {outcome.doc_id}; nothing added"
             if not approval.added or outcome.doc_id is None:
                 raise RuntimeError(f"request #{request_id} failed: {outcome.reason}")
             if self.build_uploads:

@@ -270,17 +270,42 @@ function stepTable(run) {
     body);
 }
 
+// What the card says of the version its newest run builds when kb serves another one (a new
+// version waiting, building or failed beside the served one): the catalog status ("ready") is
+// the served version's, so the card reads "v2 building — v1 is served", never "v2 ready".
+// null when the card's version is the served one, or none is served (the status says it).
+function unservedState(build, latest) {
+  if (!build.version || !build.serving_version || build.version === build.serving_version) return null;
+  if (!latest) return "pending";
+  if (!latest.finished) return "building";
+  if (latest.status === "failure") return "failed";
+  return latest.status === "canceled" ? "canceled" : "not served";
+}
+
 // The card of one document's builds: its name and the version its newest run builds (v1, v2,
-// …: builds.py run_version), its status, and the newest run's steps.
+// …: builds.py run_version), its status (unservedState), and the newest run's steps. A deleted
+// document's card keeps its name and offers nothing to run.
 function buildCard(build) {
   const latest = build.runs[0];
   const version = build.version ? el("span", { class: "doc-version", "data-role": "version",
     title: `version ${build.version} of ${build.name}`, text: `v${build.version}` }) : null;
+  const unserved = unservedState(build, latest);
+  const status = unserved || build.status;
   const title = el("h3", {},
     el("span", { class: "doc-name", text: build.name }), version,
-    el("span", { class: `badge ${build.status}`, "data-role": "doc-status", text: build.status }));
+    el("span", { class: `badge ${status.replace(/ /g, "-")}`, "data-role": "doc-status", text: status }));
+  if (unserved) {
+    title.append(el("span", { class: "served", "data-role": "served",
+      title: `kb serves version ${build.serving_version} until version ${build.version} is built`,
+      text: `— v${build.serving_version} is served` }));
+  }
   const card = el("article", { class: "build", "data-doc": build.doc_id, "data-status": build.status,
-    "data-version": build.version }, title);
+    "data-version": build.version, "data-serving": build.serving_version }, title);
+  const deleted = build.status === "deleted";
+  if (deleted) {
+    card.append(el("p", { class: "deleted hint",
+      text: `${build.name} was deleted from the corpus; its runs stay in the Dagster UI` }));
+  }
   if (!latest) {
     card.append(el("p", { class: "hint waiting" },
       "added; waiting for its build run (the intake sensor of the Dagster UI requests one within 15 s) ",
@@ -299,7 +324,7 @@ function buildCard(build) {
     card.append(el("p", { class: "reason", text: reason }));
   }
   card.append(stepTable(latest));
-  if (latest.status === "failure") {
+  if (latest.status === "failure" && !deleted) {
     const actions = el("p", { class: "actions" },
       el("button", { type: "button", class: "retry", onclick: () => act("POST", `/api/runs/${latest.run_id}/retry`) },
         "Retry from the failed step"));
