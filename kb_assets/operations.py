@@ -681,13 +681,19 @@ def next_version(
 
 def status_text(row: dict[str, Any]) -> str:
     """One ``document_status`` row's status as ``kb status`` and the upload page say it: the
-    catalog status, its failure reason, and the newer version's state (``next_version``),
-    e.g. ``ready (version 2 building)`` or ``ready (version 2 failed: markdown: …)``."""
+    catalog status, its failure reason, the newer version's state (``next_version``), and for
+    a document with several versions the one kb serves (``serving_version``, in the words of
+    ``kb versions`` and the MCP ``list_documents``), e.g. ``ready (version 2 building); version
+    1 serving``, ``ready (version 2 failed: markdown: …); version 1 serving`` or ``ready;
+    version 2 serving``. A document with one version reads ``ready`` alone."""
     text = row["status"] + (f" ({row['reason']})" if row["reason"] else "")
     newer = row.get("next_version")
     if newer:
         why = f": {newer['reason']}" if newer["reason"] else ""
         text += f" (version {newer['version']} {newer['state']}{why})"
+    served = row.get("serving_version")
+    if served and (newer or served > 1):
+        text += f"; version {served} serving"
     return text
 
 
