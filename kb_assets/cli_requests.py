@@ -4,10 +4,12 @@ and ``kb requests reject ID --reason TEXT``.
 
 Approving downloads the PDF through the safe fetcher, admits it like any file and builds it
 in-process (a run in the instance under ``KB_HOME/dagster``), then records the document and the
-run on the request (``kb_assets.request_jobs``). Exit status: 0 done; 1 the download, the
-admission or the build failed (the reason is printed, and a failed download or admission is
-on the request as ``failed``); 2 nothing was done (no such request, no URL to download, an
-already approved request).
+run on the request (``kb_assets.request_jobs``). Exit status: 0 done, skips included (a
+download whose content the corpus already holds, as it is or under another name, or a build
+left to a live run of another process: each reported as skipped with its reason, and the
+request approved); 1 the download, the admission or the build failed
+(the reason is printed, and a failed download or admission is on the request as ``failed``);
+2 nothing was done (no such request, no URL to download, an already approved request).
 """
 
 from __future__ import annotations
@@ -126,7 +128,9 @@ def approve(
     The request's URL (or --url) is downloaded through the safe fetcher and added like any
     file (named --name, or as the download is), then built; the request records the document
     and the run. A refused download or admission marks the request failed with the reason.
-    With --new-version a name already in the corpus becomes that document's next version."""
+    A download whose content is already in the corpus, or a build another live run is
+    doing, is skipped with the reason (exit 0). With --new-version a name already in the corpus becomes
+    that document's next version."""
     settings, stores = _context()
     try:
         _approve(request_id, url, name, settings, stores, new_version=new_version)
@@ -155,6 +159,16 @@ def _approve(
         err.print(f"[red]request #{request_id} failed:[/red] {escape(str(error))}")
         raise typer.Exit(1) from error
     outcome = approval.outcome
+    if approval.already_present:
+        err.print(
+            f"[yellow]skipped[/yellow] request #{request_id} ({escape(approval.url)}): already "
+            f"present: {escape(outcome.reason)}"
+        )
+        console.print(
+            f"[green]approved[/green] request #{request_id} with the document already in the "
+            f"corpus: {escape(outcome.doc_id or '')} (nothing added, nothing to build)"
+        )
+        return
     if not approval.added:
         err.print(
             f"[red]request #{request_id} failed[/red] ({escape(approval.url)}): "
@@ -175,6 +189,16 @@ def _approve(
     )
     (built,) = operations.build_documents(stores, instance, [doc])
     request_jobs.record_build(stores.catalog(), request_id, doc, built.run_id)
+    if built.status == operations.BUILDING_ELSEWHERE:  # `kb build`'s rule: not a failure
+        err.print(
+            f"[yellow]skipped[/yellow] the build of {escape(built.name)}: left to a live run: "
+            f"{escape(built.reason)}"
+        )
+        console.print(
+            f"[green]approved[/green] request #{request_id}: {escape(built.name)} added; run "
+            f"{built.run_id} builds it"
+        )
+        return
     if built.status != DocumentStatus.READY:
         err.print(
             f"[red]the build of {escape(built.name)} failed[/red] (run {built.run_id}): "

@@ -8,8 +8,11 @@ the URL is the operator's or else the request's, the name the operator's or else
 download's, the download goes through the safe fetcher and the bytes through the same
 admission as any file (``kb_assets.intake.admit_sources``). An added document marks the
 request ``approved`` with its ``doc_id``; then a build run makes it searchable and the run's id
-is recorded too. A refused or failed download, or a refused admission, flips the request to
-``failed`` with the reason, and leaves no catalog row, blob or partition.
+is recorded too. A download whose content the corpus already holds (``held_by``: the same
+file, or the same content under another name) is skipped, not failed: nothing is added and
+the request is ``approved`` with that document's ``doc_id``. A refused or failed download, or
+another refused admission (a name clash included: new content under a known name), flips
+the request to ``failed`` with the reason, and leaves no catalog row, blob or partition.
 """
 
 # No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
@@ -21,10 +24,12 @@ from dataclasses import dataclass
 import dagster as dg
 from pydantic import Field
 
+from kb_assets.constants import DocumentStatus
 from kb_assets.intake import IntakeOutcome, IntakeStatus, admit_sources, is_url
 from kb_assets.resources import StoresResource
 from kb_shared.errors import IntakeError, RequestNotFoundError, RequestRefusedError
-from kb_shared.stores.catalog import Catalog, DocumentRequestRow
+from kb_shared.identity import normalize_name
+from kb_shared.stores.catalog import Catalog, DocumentRequestRow, DocumentRow
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +48,38 @@ class Approval:
         request: the request row after the decision (``approved`` or ``failed``).
         outcome: what the intake made of the download.
         url: the URL that was downloaded (the operator's or the request's).
+        already_present: the download was skipped because the corpus holds its content
+            (``held_by``): the request is approved with ``outcome.doc_id``, nothing needs a
+            build.
     """
 
     request: DocumentRequestRow
     outcome: IntakeOutcome
     url: str
+    already_present: bool = False
 
     @property
     def added(self) -> bool:
         """Whether a document was added (and so needs a build)."""
         return self.outcome.status == IntakeStatus.ADDED
+
+
+def held_by(outcome: IntakeOutcome, catalog: Catalog) -> DocumentRow | None:
+    """The catalogued document that already holds the content of a file intake did not add,
+    or ``None``: for a ``duplicate`` that is no name clash (the file as it is) the document
+    it names; for a ``refused`` file the document it names when that document has another
+    name, which only identical content refuses (``kb_assets.intake``: "identical content is
+    already in the corpus as …"; a refusal under the file's own name is a version still
+    waiting to be built). A name clash (new content under a known name: ``IntakeStatus``) and
+    a document being deleted hold nothing."""
+    if outcome.doc_id is None or outcome.status == IntakeStatus.ADDED or outcome.name_clash:
+        return None
+    row = catalog.find_by_doc_id(outcome.doc_id)
+    if row is None or row.status == DocumentStatus.DELETING:
+        return None
+    if outcome.status == IntakeStatus.DUPLICATE:
+        return row
+    return row if normalize_name(row.name) != normalize_name(outcome.name) else None
 
 
 def find_request(catalog: Catalog, request_id: int) -> DocumentRequestRow:
@@ -80,8 +107,9 @@ def approve_request(
     and admit it under ``name`` (default: the download's name); with ``new_version`` a name
     already in the corpus is admitted as that document's next version
     (``kb_assets.intake``, "New versions"). The request becomes
-    ``approved`` with the new ``doc_id``, or ``failed`` with the reason the download or the
-    admission gave; the caller builds an added document and records the run
+    ``approved`` with the new ``doc_id`` (or, for a download whose content the corpus already
+    holds, with that document's: ``held_by``), or ``failed`` with the reason the
+    download or the admission gave; the caller builds an added document and records the run
     (``record_build``).
 
     Raises:
@@ -111,11 +139,12 @@ def approve_request(
     except IntakeError as error:
         _fail_quietly(catalog, request_id, str(error))
         raise
-    if outcome.status == IntakeStatus.ADDED:
+    present = held_by(outcome, catalog) is not None
+    if outcome.status == IntakeStatus.ADDED or present:
         decided = catalog.set_document_request_status(request_id, APPROVED, doc_id=outcome.doc_id)
     else:
         decided = catalog.set_document_request_status(request_id, FAILED, outcome.reason)
-    return Approval(decided, outcome, target)
+    return Approval(decided, outcome, target, already_present=present)
 
 
 def record_build(
@@ -191,7 +220,8 @@ def approve_document_request_op(
     context: dg.OpExecutionContext, config: ApproveRequestConfig, stores: StoresResource
 ) -> dg.Output[str]:
     """Approve one request (``approve_request``) and record this run on it; the intake
-    sensor then requests the document's build run, as for every added document.
+    sensor then requests the document's build run, as for every added document. A download
+    the corpus already holds is skipped (logged; the run succeeds, nothing is added).
 
     Raises:
         dagster.Failure: the request is refused or its download/admission failed (the
@@ -205,6 +235,17 @@ def approve_document_request_op(
     except (RequestNotFoundError, RequestRefusedError, IntakeError) as error:
         raise dg.Failure(description=str(error)) from error
     outcome = approval.outcome
+    if approval.already_present:
+        assert outcome.doc_id is not None
+        context.log.warning(
+            "request #%d skipped: %s (%s); approved with %s", config.request_id,
+            outcome.reason, approval.url, outcome.doc_id,
+        )
+        return dg.Output(
+            outcome.doc_id,
+            metadata={"request_id": config.request_id, "url": approval.url, "skipped": True,
+                      "reason": outcome.reason},
+        )
     if not approval.added:
         raise dg.Failure(
             description=f"request #{config.request_id} failed: {outcome.reason}",
