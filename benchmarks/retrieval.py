@@ -265,13 +265,17 @@ def rrf60_config(index: Any, embedder: Any) -> Search:
     return run
 
 
-def shipped_config(index: Any, embedder: Any, reranker: Any = None) -> Search:
+def shipped_config(
+    index: Any, embedder: Any, reranker: Any = None, acronyms: Any = None
+) -> Search:
     """``kb_shared.retrieval.search_docs`` with the server's defaults (no reranker offline;
     ``reranker`` given, e.g. Cohere, it orders the fused candidates), top 10; flagged = its
-    ``low_confidence``."""
+    ``low_confidence``. ``acronyms``: the corpus's pairs as the MCP tool passes them
+    (``kb_shared.acronyms.acronyms_for``)."""
     from kb_shared.retrieval import search_docs  # noqa: PLC0415
 
-    options = {} if reranker is None else {"reranker": reranker}
+    options: dict[str, Any] = {} if reranker is None else {"reranker": reranker}
+    options["acronyms"] = acronyms
 
     def run(query: str) -> Answer:
         answer = search_docs(index, embedder, query, top_k=TOP_K, **options)
@@ -523,12 +527,15 @@ def run_set(
         f"{len(eval_set.questions)} questions")
 
     baseline = KeywordBaseline(points)
+    from kb_shared.acronyms import acronyms_for  # noqa: PLC0415
+
+    pairs = acronyms_for(state.graph)  # what the MCP tool passes (kb_mcp.state.acronyms)
     searches: dict[str, tuple[str, Search]] = {
         DENSE: (CONFIG_DESCRIPTIONS[DENSE], dense_config(index, embedder)),
         SPARSE: (CONFIG_DESCRIPTIONS[SPARSE], sparse_config(index)),
         BM25_PLAIN: (CONFIG_DESCRIPTIONS[BM25_PLAIN], plain_config(baseline)),
         HYBRID_RRF60: (CONFIG_DESCRIPTIONS[HYBRID_RRF60], rrf60_config(index, embedder)),
-        SHIPPED: (CONFIG_DESCRIPTIONS[SHIPPED], shipped_config(index, embedder)),
+        SHIPPED: (CONFIG_DESCRIPTIONS[SHIPPED], shipped_config(index, embedder, acronyms=pairs)),
     }
 
     candidates: list[CandidateIndex] = []
@@ -566,7 +573,8 @@ def run_set(
             searches[f"{HYBRID_RRF60} [{key}]"] = (
                 f"equal-weight RRF k=60 with {key}", rrf60_config(other_index, other_embedder))
             searches[f"{SHIPPED} [{key}]"] = (
-                f"search_docs as shipped with {key}", shipped_config(other_index, other_embedder))
+                f"search_docs as shipped with {key}",
+                shipped_config(other_index, other_embedder, acronyms=pairs))
 
     once: set[str] = set()
     if cloud is not None:

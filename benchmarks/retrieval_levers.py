@@ -13,7 +13,9 @@ Options, each measuring search_docs without (or with another setting of) one lev
 ``--off NAME`` zeroes a ``retrieval_features.FeatureWeights`` field, ``--weight NAME=VALUE``
 sets one, ``--skip FUNCTION`` turns off one of the pool's pull-ins (``PULL_INS``),
 ``--old-routing`` names documents by round 2's rule (``_alphabetic_words``),
-``--definition-search N`` sets ``kb_shared.retrieval.DEFINITION_SEARCH``; ``--cpu-passes N``
+``--definition-search N`` sets ``kb_shared.retrieval.DEFINITION_SEARCH``, ``--acronyms on|off``
+expands the graph's abbreviation pairs on the sparse side (``kb_shared.acronyms``; default:
+``ACRONYM_EXPANSION``, as the MCP tool); ``--cpu-passes N``
 times each question N times (default 3, 0: untimed); ``--show`` prints
 the top 3 results of each question not answered at rank 1. The report this fed:
 ``benchmarks/results/retrieval-levers-2026-12-01-round3.md``.
@@ -82,11 +84,17 @@ def summary(ranks: dict[str, int | None], kinds: dict[str, str]) -> list[tuple[s
 
 
 def run(
-    home: Path, questions: Sequence[Question], show: bool, passes: int = 3
+    home: Path,
+    questions: Sequence[Question],
+    show: bool,
+    passes: int = 3,
+    acronyms: bool | None = None,
 ) -> dict[str, int | None]:
     """The first-hit rank of each answerable question of ``questions`` over ``home``; each is
-    asked ``passes`` more times for its CPU time (0: not timed)."""
+    asked ``passes`` more times for its CPU time (0: not timed). ``acronyms``: expand the
+    graph's abbreviation pairs (``None``: as the MCP tool, ``acronyms.ACRONYM_EXPANSION``)."""
     from kb_mcp.state import open_state  # noqa: PLC0415
+    from kb_shared import acronyms as acronym_pairs  # noqa: PLC0415
     from kb_shared.retrieval import search_docs  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
@@ -94,16 +102,23 @@ def run(
         settings = Settings()
     state = open_state(settings, use_reranker=False)
     index, embedder = state.vectors(), state.embedder
+    table = (
+        acronym_pairs.load_table(state.graph)
+        if acronym_pairs.acronyms_enabled(acronyms)
+        else None
+    )
     ranks: dict[str, int | None] = {}
     cpu_ms: list[float] = []
     for question in questions:
         if not question.answerable:
             continue
-        answer = search_docs(index, embedder, question.question, top_k=TOP_K)  # warms caches
+        answer = search_docs(  # warms caches
+            index, embedder, question.question, top_k=TOP_K, acronyms=table
+        )
         spent = []
         for _ in range(passes):
             began = time.process_time()
-            search_docs(index, embedder, question.question, top_k=TOP_K)
+            search_docs(index, embedder, question.question, top_k=TOP_K, acronyms=table)
             spent.append(time.process_time() - began)
         if spent:
             cpu_ms.append(1000 * min(spent))
@@ -138,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip", action="append", default=[], choices=PULL_INS)
     parser.add_argument("--old-routing", action="store_true")
     parser.add_argument("--definition-search", type=int, metavar="N")
+    parser.add_argument("--acronyms", choices=("on", "off"))
     parser.add_argument("--cpu-passes", type=int, default=3, metavar="N")
     parser.add_argument("--show", action="store_true")
     args = parser.parse_args(argv)
@@ -169,10 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         home_text, _, eval_text = where.partition(":")
         folder = Path(eval_text) if eval_text else DEFAULT_EVAL / name
         questions = evaluation.load_questions(folder / "questions.jsonl")
-        ranks = run(Path(home_text), questions, args.show, args.cpu_passes)
+        switch = None if args.acronyms is None else args.acronyms == "on"
+        ranks = run(Path(home_text), questions, args.show, args.cpu_passes, switch)
         kinds = {q.id: q.kind for q in questions}
         print(f"\n== {name} (changed: {weights or 'none'}; skipped: {args.skip or 'none'}; "
-              f"old routing: {args.old_routing})")
+              f"old routing: {args.old_routing}; acronyms: {args.acronyms or 'default'})")
         for label, scores in summary(ranks, kinds):
             print(f"{label:22s} n={scores.questions:2d} R@1 {scores.recall_at_1:.3f} "
                   f"R@5 {scores.recall_at_5:.3f} MRR {scores.mrr:.3f}")

@@ -28,6 +28,7 @@ import dagster as dg
 
 from kb_assets.constants import QUALITY_GROUP, RECORD, RETRIEVAL_EVAL
 from kb_assets.resources import Providers, StoresResource
+from kb_shared.acronyms import AcronymTable, acronyms_for
 from kb_shared.evaluation import (
     EvalSet,
     Retrieved,
@@ -71,9 +72,11 @@ def eval_folder(settings: Settings) -> Path:
     return settings.eval_dir if settings.eval_dir is not None else settings.home / "eval"
 
 
-def _search(index: VectorReader, embedder: Any, reranker: Any):
+def _search(index: VectorReader, embedder: Any, reranker: Any, acronyms: AcronymTable | None):
     def run(question: str) -> tuple[list[Retrieved], bool]:
-        answer = search_docs(index, embedder, question, top_k=EVAL_TOP_K, reranker=reranker)
+        answer = search_docs(
+            index, embedder, question, top_k=EVAL_TOP_K, reranker=reranker, acronyms=acronyms
+        )
         return [Retrieved.from_point(p.point) for p in answer.results], answer.low_confidence
 
     return run
@@ -127,7 +130,8 @@ def retrieval_eval(
     if index is not None and ready and sets:
         reranker = factory.reranker(settings)
         try:
-            search = _search(index, providers.embedder(), reranker)
+            pairs = acronyms_for(stores.graph())  # as the MCP tool: kb_shared.acronyms
+            search = _search(index, providers.embedder(), reranker, pairs)
             for eval_set in sets:
                 outcome = run_eval_set(eval_set, ready, search)
                 if outcome is not None:

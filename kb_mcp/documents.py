@@ -41,6 +41,7 @@ from kb_shared.stores.catalog import (
     DocumentRow,
     DocumentStatus,
     DocumentVersionRow,
+    ServingState,
     VersionStatus,
     serving_version,
 )
@@ -167,11 +168,7 @@ def serving_keys(catalog: CatalogReader) -> dict[str, str]:
     """doc_id → serving key (``ServingState.key``: the serving version's, else version 1's) of
     every ready document, in one read
     (``serving_states``)."""
-    try:
-        states = catalog.serving_states()
-    except SchemaMissingError:
-        return {}
-    return {row.doc_id: row.key for row in states if row.status == READY}
+    return {row.doc_id: row.key for row in read_serving_states(catalog) if row.status == READY}
 
 
 def _all_rows(catalog: CatalogReader) -> list[DocumentRow]:
@@ -207,18 +204,26 @@ class ServedDocuments:
         return self.only is None or key in self.only
 
 
-def served_documents(catalog: CatalogReader) -> ServedDocuments:
-    """Read the catalog once (``serving_states``: one query) and say which documents may be
-    served (module docstring).
+def read_serving_states(catalog: CatalogReader) -> list[ServingState]:
+    """``Catalog.serving_states`` (one query); ``[]`` for a catalog whose tables were never
+    created (a fresh ``KB_HOME``: nothing added yet)."""
+    try:
+        return catalog.serving_states()
+    except SchemaMissingError:
+        return []
+
+
+def served_documents(
+    catalog: CatalogReader, states: Sequence[ServingState] | None = None
+) -> ServedDocuments:
+    """Say which documents may be served (module docstring), from ``states`` when the caller
+    read them (``read_serving_states``), else from one catalog read.
 
     Raises:
         EmptyCorpusError: the catalog holds no document at all (``deleting`` ones aside).
         ToolProblem: it holds documents but none is ready (each is pending or failed).
     """
-    try:
-        rows = catalog.serving_states()
-    except SchemaMissingError:  # a fresh KB_HOME: nothing added yet
-        rows = []
+    rows = read_serving_states(catalog) if states is None else states
     if not any(row.status != DELETING for row in rows):
         raise EmptyCorpusError("the catalog holds no documents")
     ready = frozenset(row.key for row in rows if row.status == READY)
@@ -285,12 +290,15 @@ def category_documents(catalog: CatalogReader, category: str) -> frozenset[str]:
 
 
 def search_scope(
-    catalog: CatalogReader, refs: Sequence[str] | None, category: str | None = None
+    catalog: CatalogReader,
+    refs: Sequence[str] | None,
+    category: str | None = None,
+    states: Sequence[ServingState] | None = None,
 ) -> list[str] | None:
     """The ``documents`` filter of a search_docs call, as serving keys (module docstring): the
     named documents (``resolve_documents``; each must be ready), else every servable document
-    (``None`` when that is every document, each with one version); with a ``category``, only
-    those under it (``category_documents``).
+    (``None`` when that is every document, each with one version; from ``states`` when the
+    caller read them); with a ``category``, only those under it (``category_documents``).
 
     Raises:
         ToolProblem / EmptyCorpusError: as ``resolve_documents``, ``served_documents`` and
@@ -310,7 +318,7 @@ def search_scope(
         return kept
     if refs is not None:
         return resolve_documents(catalog, refs)
-    only = served_documents(catalog).only
+    only = served_documents(catalog, states).only
     return None if only is None else sorted(only)
 
 

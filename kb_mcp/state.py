@@ -20,16 +20,18 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kb_mcp.errors import ToolProblem
+from kb_shared.acronyms import AcronymCache, AcronymTable, acronyms_enabled, load_table
 from kb_shared.errors import EmptyCorpusError, StoreError
 from kb_shared.providers import factory as providers
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Provider, Reranker
 from kb_shared.settings import Settings
 from kb_shared.stores import factory as stores
 from kb_shared.stores.blobs import BlobStore
+from kb_shared.stores.catalog import ServingState
 from kb_shared.stores.readers import (
     CatalogReader,
     GraphReader,
@@ -96,6 +98,31 @@ class ServerState:
     owned: tuple[Provider, ...] = ()
     _index: VectorReader | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _acronyms: AcronymCache = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._acronyms = AcronymCache(lambda: load_table(self.graph))
+
+    def acronyms(self, states: Sequence[ServingState] | None = None) -> AcronymTable | None:
+        """The graph's abbreviation pairs for search_docs (``kb_shared.acronyms``), or ``None``
+        when ``ACRONYM_EXPANSION`` is off or the catalog or graph cannot be read (the search
+        then runs without them; logged).
+
+        Loaded once and again only when the catalog's serving states change (``states``, the
+        ones the caller read for its search scope, else one catalog query): a version's edges
+        are written before ``record`` makes it the serving one and deleted with it, so a
+        change of the served graph is a change of those rows (a forced re-extraction of the
+        served version in place is not).
+        """
+        if not acronyms_enabled():
+            return None
+        try:
+            if states is None:
+                states = self.catalog.serving_states()
+            return self._acronyms.get(tuple(states))
+        except StoreError as error:
+            log.info("acronym pairs not loaded: %s", error)
+            return None
 
     def vectors(self) -> VectorReader:
         """The vector index, opened for the live embedder's model and dimension.
@@ -114,16 +141,18 @@ class ServerState:
             return self._index
 
     def warm(self) -> None:
-        """Load the embedding model's weights now, and let one keyword and one meaning search
-        load the vector index's in-memory copies (``SqliteVectorIndex``: the sparse
-        postings, the dense codes; seconds at 100k points, benchmarks/results/
-        sparse-resident-2026-12-02.md), so the first query pays for neither. An index that
-        is missing, unreachable or built with another model is left to the tools to report.
+        """Load the embedding model's weights and the acronym pairs (``acronyms``) now, and let
+        one keyword and one meaning search load the vector index's in-memory copies
+        (``SqliteVectorIndex``: the sparse postings, the dense codes; seconds at 100k points,
+        benchmarks/results/sparse-resident-2026-12-02.md), so the first query pays for
+        neither. An index that is missing, unreachable or built with another model is left to
+        the tools to report.
 
         Raises:
             EmbeddingError: the embedding model cannot be loaded.
         """
         self.embedder.warm()
+        self.acronyms()
         try:
             index = self.vectors()
             index.sparse_search("warm", 1)

@@ -10,9 +10,11 @@ store and provider errors) that each caller words for its own audience.
 2. It is embedded with the live model's query-side convention (``Embedder.embed_query``), on
    a worker thread (``start_query_embedding``) while the identifier look-ups and the sparse
    side run.
-3. Dense and sparse candidates, plus the points that contain a rare identifier of the query
-   whole, are fused by weighted reciprocal rank fusion (``VectorIndex.hybrid_search``; k and
-   weights in ``kb_shared.stores.vectors``, the third list's weight ``EXACT_WEIGHT`` here).
+3. Dense and sparse candidates (the sparse side also searching the acronyms and long forms
+   the query names, ``kb_shared.acronyms``, when the caller passes the table), plus the points
+   that contain a rare identifier of the query whole, are fused by weighted reciprocal rank
+   fusion (``VectorIndex.hybrid_search``; k and weights in ``kb_shared.stores.vectors``, the
+   third list's weight ``EXACT_WEIGHT`` here).
 4. A reranker that re-orders (``Reranker.reorders``) orders the fused candidates; offline
    (``FusionOrderReranker``) the fused order is adjusted by question-shaped signals instead
    (``kb_shared.retrieval_features``: definitions, section numbers, document routing, the
@@ -44,6 +46,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from kb_shared import retrieval_features
+from kb_shared.acronyms import AcronymTable
 from kb_shared.citations import Citation, PointPayload
 from kb_shared.editions import HeldDocument, edition_mismatch
 from kb_shared.retrieval_features import (
@@ -427,16 +431,30 @@ FEATURE_CANDIDATES = 30
 
 
 def feature_order(
-    query: str, pool: Sequence[Hit], limit: int, payload_of: PayloadsOf | None = None
+    query: str,
+    pool: Sequence[Hit],
+    limit: int,
+    payload_of: PayloadsOf | None = None,
+    spells_out: Callable[[str], bool] | None = None,
 ) -> tuple[list[Hit], list[float], list[UnitMatch | None]]:
     """``pool`` re-ordered by fused score plus ``retrieval_features.bonuses`` (stable: equal
     scores keep the fused order), cut to ``limit``; returns the hits, their scores and their
-    best units (``retrieval_features.best_units``). ``payload_of``: the search's payloads."""
+    best units (``retrieval_features.best_units``). ``payload_of``: the search's payloads.
+    ``spells_out``: true of a text that spells out the abbreviation the query asks about
+    (``AcronymTable.spells_out``); such a passage earns the definition bonus
+    (``FeatureWeights.definition``) unless it already earned it."""
     payload_of = payload_of or PayloadsOf()
     payloads = [payload_of(h.point) for h in pool]
     texts = [h.point.text for h in pool]
     matches = best_units(query, texts, payloads)
     extra = bonuses(query, texts, payloads, matches=matches)
+    if spells_out is not None:
+        terms = definition_terms(query)
+        weight = retrieval_features.DEFAULT_FEATURES.definition  # as rebound by benchmarks
+        extra = [
+            bonus + weight if spells_out(text) and not (terms and defines(text, terms)) else bonus
+            for bonus, text in zip(extra, texts, strict=True)
+        ]
     order = sorted(range(len(pool)), key=lambda i: -(pool[i].score + extra[i]))[:limit]
     return (
         [pool[i] for i in order],
@@ -629,6 +647,7 @@ def search_docs(
     reranker: Reranker = _FUSION_ORDER,
     markdown: MarkdownPages | None = None,
     vector: Future[np.ndarray] | None = None,
+    acronyms: AcronymTable | None = None,
 ) -> DocsAnswer:
     """Hybrid search (module docstring), one page of results.
 
@@ -646,6 +665,9 @@ def search_docs(
             sentence (``precise_citation``), else their chunk's span.
         vector: ``start_query_embedding(embedder, query)`` when the caller started it (the MCP
             tool does, before it reads the catalog); started here when ``None``.
+        acronyms: the corpus's abbreviation pairs (``kb_shared.acronyms``); given, the
+            keyword side also searches the long form of a short form the query names and the
+            short form of a long form (``AcronymTable.sparse_text``); ``None``: the query as is.
 
     Raises:
         EmptyCorpusError: the index holds no points at all.
@@ -657,6 +679,17 @@ def search_docs(
     if vector is None:
         vector = start_query_embedding(embedder, query)
     analysed = analyse(query)
+    expansion = acronyms.expand(query) if acronyms is not None else None
+    sparse_text = query
+    spells_out: Callable[[str], bool] | None = None
+    if acronyms is not None and expansion is not None:
+        if expansion.terms:
+            sparse_text = f"{query} {' '.join(expansion.terms)}"
+        if expansion.asked:
+            table, asked = acronyms, expansion.asked
+
+            def spells_out(text: str) -> bool:
+                return table.spells_out(text, asked)
     payload_of = PayloadsOf()
     kinds = [kind] if kind else list(DOCUMENT_KINDS)
     wanted = offset + top_k + 1  # one more than the page: tells whether a next page exists
@@ -666,7 +699,8 @@ def search_docs(
     matches: list[UnitMatch | None]
     if reranker.reorders:
         pool, best_similarity = hybrid_candidates(
-            index, vector, query, max(wanted, RERANK_CANDIDATES), documents, kinds, exact_hits
+            index, vector, sparse_text, max(wanted, RERANK_CANDIDATES), documents, kinds,
+            exact_hits,
         )
         order = reranker.rerank(query, [h.point.text for h in pool], top_n=wanted)
         hits = [pool[i] for i, _ in order]
@@ -675,7 +709,7 @@ def search_docs(
     else:
         size = max(wanted, FEATURE_CANDIDATES)
         fused, best_similarity = hybrid_candidates(
-            index, vector, query, size, documents, kinds, exact_hits, tail=ROW_TAIL
+            index, vector, sparse_text, size, documents, kinds, exact_hits, tail=ROW_TAIL
         )
         pool, rest = fused[:size], fused[size:]
         added = [
@@ -688,7 +722,7 @@ def search_docs(
             if hit.id not in seen:
                 seen.add(hit.id)
                 pool.append(hit)
-        hits, scores, matches = feature_order(query, pool, wanted, payload_of)
+        hits, scores, matches = feature_order(query, pool, wanted, payload_of, spells_out)
     if not hits and not any(index.count(kind=k) for k in DOCUMENT_KINDS):
         raise EmptyCorpusError("the vector index holds no points")
     coverage = max(

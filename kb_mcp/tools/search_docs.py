@@ -8,7 +8,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from kb_mcp import images, render
-from kb_mcp.documents import search_scope
+from kb_mcp.documents import read_serving_states, search_scope
 from kb_mcp.links import Links
 from kb_mcp.schemas import SearchDocsOutput
 from kb_mcp.tools import (
@@ -92,7 +92,8 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
         check_range("offset", offset, 0, MAX_OFFSET, OFFSET_HINT)
         state = state_of(ctx)
         vector = retrieval.start_query_embedding(state.embedder, text)  # while the catalog is read
-        scope = search_scope(state.catalog, documents, category)
+        states = read_serving_states(state.catalog)  # the scope's and the acronyms' one read
+        scope = search_scope(state.catalog, documents, category, states)
         answer = retrieval.search_docs(
             state.vectors(),
             state.embedder,
@@ -104,6 +105,7 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
             reranker=state.reranker,
             markdown=retrieval.markdown_pages(state.blobs),
             vector=vector,
+            acronyms=state.acronyms(states),
         )
         shown = [] if answer.low_confidence else render.shown_results(answer)
         return render.docs_result(answer, links, images.figure_images(state.blobs, shown))

@@ -180,7 +180,7 @@ def ranks_of(state: ServerState, questions: list[Question]) -> dict[str, int | N
     for question in questions:
         if not question.evidence:
             continue
-        answer = search_docs(index, state.embedder, question.question, top_k=10)
+        answer = search_docs(index, state.embedder, question.question, top_k=10, acronyms=state.acronyms())
         ranks[question.id] = hit_rank(question, [Retrieved.from_point(f.point) for f in answer.results])
     return ranks
 
@@ -210,12 +210,12 @@ def test_answers_are_confident_on_topic_and_low_confidence_off_topic(
     )
     flagged = [
         text for text in on_topic
-        if search_docs(index, state.embedder, text, top_k=10).low_confidence
+        if search_docs(index, state.embedder, text, top_k=10, acronyms=state.acronyms()).low_confidence
     ]
     assert flagged == []
     missed = [
         text for text in OFF_TOPIC
-        if not search_docs(index, state.embedder, text, top_k=10).low_confidence
+        if not search_docs(index, state.embedder, text, top_k=10, acronyms=state.acronyms()).low_confidence
     ]
     assert missed == []
 
@@ -227,7 +227,7 @@ def test_absent_editions_get_the_version_aware_answer(
     is flagged and names the edition the corpus holds."""
     index = state.vectors()
     notes = {
-        q.id: search_docs(index, state.embedder, q.question, top_k=10)
+        q.id: search_docs(index, state.embedder, q.question, top_k=10, acronyms=state.acronyms())
         for q in questions if q.kind == "absent"
     }
     assert sorted(notes) == ["regulatory_061", "regulatory_062"]
@@ -261,8 +261,14 @@ async def test_search_docs_over_http_matches_in_process_and_reports_latency(
     eval_home: Path, state: ServerState, questions: list[Question], tmp_path: Path
 ) -> None:
     index = state.vectors()
+    acronyms = state.acronyms()  # as the server's search_docs expands them
     expected = {
-        q.id: [f.point.id for f in search_docs(index, state.embedder, q.question, top_k=8).results]
+        q.id: [
+            f.point.id
+            for f in search_docs(
+                index, state.embedder, q.question, top_k=8, acronyms=acronyms
+            ).results
+        ]
         for q in questions
     }
     seconds: list[float] = []
