@@ -87,6 +87,7 @@ from kb_shared.stores.catalog import (
     DocumentRow,
     DocumentStatus,
     DocumentVersionRow,
+    VersionStatus,
     deleting_message,
     serving_version,
 )
@@ -379,7 +380,8 @@ def duplicate_name_message(
         path: the file (or URL) as given, for the ``kb add --new-version`` command; ``None``
             when its content is the document's own (a new version would add nothing).
         older: the version holding that content when it is not the served one
-            (``_older_version``): the message then names it instead of "the same content".
+            (``_older_version``): the message then names it instead of "the same content"
+            (a version still waiting to be built: with the command that builds it).
 
     Returns:
         e.g. ``"'Report.pdf' is already in the corpus (doc_id report.pdf, ready). To add it as
@@ -391,6 +393,11 @@ def duplicate_name_message(
         f"{existing.status})"
     )
     delete = f"`kb delete {existing.doc_id}` first"
+    if path is None and older is not None and older.status == VersionStatus.PENDING:
+        return (
+            f"{where}; this content is its version {older.version}, waiting to be built: "
+            f"nothing was added. To build it: `kb build {existing.doc_id}`"
+        )
     if path is None and older is not None:
         return (
             f"{where}; this content is its version {older.version} ({older.status}), not "

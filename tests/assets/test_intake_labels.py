@@ -151,3 +151,16 @@ def test_re_adding_a_superseded_version_names_that_version(
     assert "with the same content" not in again.reason
     assert "this content is its version 1" in again.reason
     assert "nothing was added" in again.reason
+
+
+def test_re_adding_a_version_waiting_for_its_build_says_so_and_how_to_build_it(
+    tmp_path: Path, stores: StoresResource, instance: dg.DagsterInstance
+) -> None:
+    original = write(tmp_path / "a", "Rules.pdf", FIRST)
+    assert admit([original], stores, instance)[0].status == "added"  # version 1, never built
+    (again,) = admit([write(tmp_path / "b", "Rules.pdf", FIRST)], stores, instance)
+    assert (again.status, again.name_clash) == (IntakeStatus.DUPLICATE, False)
+    assert again.reason == (
+        "'Rules.pdf' is already in the corpus (doc_id rules.pdf, pending); this content is its "
+        "version 1, waiting to be built: nothing was added. To build it: `kb build rules.pdf`"
+    )
