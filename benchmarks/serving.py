@@ -269,14 +269,14 @@ async def warm_up(server: Server, questions: Sequence[str]) -> tuple[list[dict[s
 # --------------------------------------------------------------------------------------
 #: Functions whose cumulative time the profile table lists (module:function substrings).
 PROFILED_STAGES = (
-    ("query embedding", "embed_query"),
-    ("retrieval (query embedding included, hybrid search, fusion, re-ordering, citations)",
+    ("query embedding (on a worker thread: not seen by cProfile)", "embed_query"),
+    ("retrieval (hybrid search, fusion, re-ordering, citations)",
      "retrieval.py:{search_docs}"),
     ("hybrid search (SQL, payload decoding, fusion)", "vectors.py:{hybrid_search}"),
     ("exact identifiers (sparse searches)", "exact_identifier_matches"),
     ("rows and sentences, bonuses (feature_order)", "feature_order"),
     ("table rows below the cut (row_candidates)", "row_candidates"),
-    ("scope (catalog)", "search_scope"),
+    ("catalog (serving states, scope)", "read_serving_states"),
     ("figure images", "figure_images"),
     ("render (text + structured result)", "docs_result"),
 )
@@ -295,10 +295,12 @@ class Profile:
 
 
 def profile_search_docs(home: Path, questions: Sequence[str], rounds: int = 2) -> Profile:
-    """Run the body of the ``search_docs`` tool (``kb_mcp.tools.search_docs``: scope,
-    ``kb_shared.retrieval.search_docs`` with the server's Markdown pages, figure images,
-    render) in this process, without HTTP or MCP: one untimed pass over ``questions``, then
-    ``rounds`` timed passes without the profiler and one under ``cProfile``.
+    """Run the body of the ``search_docs`` tool (``kb_mcp.tools.search_docs.answer_search``:
+    scope, ``kb_shared.retrieval.search_docs`` with the server's Markdown pages and acronym
+    table, figure images, render) in this process, without HTTP or MCP: one untimed pass over
+    ``questions``, then ``rounds`` timed passes without the profiler and one under
+    ``cProfile``. CPU is the process's (the query embedding runs on a worker thread, which
+    ``cProfile`` does not see: its stage reads 0 there).
 
     Returns:
         CPU ms per call without and with the profiler, cumulative CPU ms per call of each
@@ -308,11 +310,9 @@ def profile_search_docs(home: Path, questions: Sequence[str], rounds: int = 2) -
     import cProfile  # noqa: PLC0415
     import pstats  # noqa: PLC0415
 
-    from kb_mcp import images, render  # noqa: PLC0415
-    from kb_mcp.documents import search_scope  # noqa: PLC0415
     from kb_mcp.links import links_for  # noqa: PLC0415
     from kb_mcp.state import open_state  # noqa: PLC0415
-    from kb_shared import retrieval  # noqa: PLC0415
+    from kb_mcp.tools.search_docs import answer_search  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
     settings = Settings(home=home, **{f"{r.lower()}_provider": "local" for r in PROVIDER_ROLES})
@@ -320,12 +320,7 @@ def profile_search_docs(home: Path, questions: Sequence[str], rounds: int = 2) -
     links = links_for(settings)
 
     def one(question: str) -> None:
-        scope = search_scope(state.catalog, None, None)
-        answer = retrieval.search_docs(state.vectors(), state.embedder, question, top_k=8,
-                                       documents=scope, reranker=state.reranker,
-                                       markdown=retrieval.markdown_pages(state.blobs))
-        shown = [] if answer.low_confidence else render.shown_results(answer)
-        render.docs_result(answer, links, images.figure_images(state.blobs, shown))
+        answer_search(state, links, question)
 
     try:
         state.warm()

@@ -11,6 +11,7 @@ from kb_mcp import images, render
 from kb_mcp.documents import read_serving_states, search_scope
 from kb_mcp.links import Links
 from kb_mcp.schemas import SearchDocsOutput
+from kb_mcp.state import ServerState
 from kb_mcp.tools import (
     CATEGORY_HELP,
     MAX_NAME_CHARS,
@@ -90,22 +91,47 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
         text = check_search_query(query, max_query_chars)
         check_range("top_k", top_k, 1, MAX_TOP_K, TOP_K_HINT)
         check_range("offset", offset, 0, MAX_OFFSET, OFFSET_HINT)
-        state = state_of(ctx)
-        vector = retrieval.start_query_embedding(state.embedder, text)  # while the catalog is read
-        states = read_serving_states(state.catalog)  # the scope's and the acronyms' one read
-        scope = search_scope(state.catalog, documents, category, states)
-        answer = retrieval.search_docs(
-            state.vectors(),
-            state.embedder,
-            text,
-            top_k=top_k,
-            offset=offset,
-            documents=scope,
-            kind=kind,
-            reranker=state.reranker,
-            markdown=retrieval.markdown_pages(state.blobs),
-            vector=vector,
-            acronyms=state.acronyms(states),
+        return answer_search(
+            state_of(ctx), links, text, top_k=top_k, offset=offset, documents=documents,
+            kind=kind, category=category,
         )
-        shown = [] if answer.low_confidence else render.shown_results(answer)
-        return render.docs_result(answer, links, images.figure_images(state.blobs, shown))
+
+
+def answer_search(
+    state: ServerState,
+    links: Links,
+    text: str,
+    *,
+    top_k: int = 8,
+    offset: int = 0,
+    documents: list[str] | None = None,
+    kind: str | None = None,
+    category: str | None = None,
+) -> CallToolResult:
+    """The body of the ``search_docs`` tool for a checked query ``text`` and checked
+    arguments: the query embedded on a worker thread while the catalog is read once (the
+    scope's and the acronym table's serving states), ``kb_shared.retrieval.search_docs``, then
+    the rendered result with its figure images. The serving benchmark profiles this very call.
+
+    Raises:
+        ToolProblem / EmptyCorpusError / store and provider errors: as ``search_scope`` and
+            ``kb_shared.retrieval.search_docs``.
+    """
+    vector = retrieval.start_query_embedding(state.embedder, text)  # while the catalog is read
+    states = read_serving_states(state.catalog)  # the scope's and the acronyms' one read
+    scope = search_scope(state.catalog, documents, category, states)
+    answer = retrieval.search_docs(
+        state.vectors(),
+        state.embedder,
+        text,
+        top_k=top_k,
+        offset=offset,
+        documents=scope,
+        kind=kind,
+        reranker=state.reranker,
+        markdown=retrieval.markdown_pages(state.blobs),
+        vector=vector,
+        acronyms=state.acronyms(states),
+    )
+    shown = [] if answer.low_confidence else render.shown_results(answer)
+    return render.docs_result(answer, links, images.figure_images(state.blobs, shown))
