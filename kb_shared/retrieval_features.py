@@ -129,8 +129,12 @@ def _glossary_row(text: str, term: str) -> bool:
     """A table row whose first cell is ``term`` (plural, bold and a bracketed source note
     allowed) and whose next cell is a definition of at least ``_DEFINITION_WORDS`` words."""
     wanted = term.casefold()
+    words = wanted.split()
+    first_word = words[0] if words else ""
     for line in text.splitlines():
         if not line.lstrip().startswith("|"):
+            continue
+        if first_word not in line.replace("*", "").casefold():  # that cell cannot be the term
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) < 2:
@@ -142,20 +146,39 @@ def _glossary_row(text: str, term: str) -> bool:
 
 
 def defines(text: str, terms: Sequence[str]) -> bool:
-    """``text`` defines one of ``terms`` (module docstring, "Definitions"); case-insensitive."""
+    """``text`` defines one of ``terms`` (module docstring, "Definitions"); case-insensitive.
+
+    A term that is nowhere in the text (``*`` and ``_`` aside, whitespace collapsed, case
+    folded) is skipped before any of the four patterns runs: each of them matches the term's
+    own characters."""
     flat = " ".join(text.replace("*", "").replace("_", " ").split())
+    folded = flat.casefold()
     for term in terms:
-        escaped = re.escape(term)
+        needle, glossary_entry, defined_after, defined_before = _definition_patterns(term)
+        if needle not in folded:
+            continue
         # a glossary entry: the term in bold, then its definition as a sentence
-        if re.search(rf"(?:^|\n)\s*\*\*{escaped}(?:s)?\*\*\s+[A-Z(]", text, re.I):
+        if glossary_entry.search(text):
             return True
-        if re.search(rf"(?:^|[\s|(]){escaped}{_DEFINING_AFTER}", flat, re.I):
-            return True
-        if re.search(rf"{_DEFINING_BEFORE}{escaped}(?:s)?\b", flat, re.I):
+        if defined_after.search(flat) or defined_before.search(flat):
             return True
         if _glossary_row(text, term):
             return True
     return False
+
+
+@lru_cache(maxsize=256)
+def _definition_patterns(
+    term: str,
+) -> tuple[str, re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """``defines``' look-ups for one term: its folded form, then its three patterns compiled."""
+    escaped = re.escape(term)
+    return (
+        " ".join(term.replace("*", "").replace("_", " ").split()).casefold(),
+        re.compile(rf"(?:^|\n)\s*\*\*{escaped}(?:s)?\*\*\s+[A-Z(]", re.I),
+        re.compile(rf"(?:^|[\s|(]){escaped}{_DEFINING_AFTER}", re.I),
+        re.compile(rf"{_DEFINING_BEFORE}{escaped}(?:s)?\b", re.I),
+    )
 
 
 def section_numbers(question: str) -> list[str]:
