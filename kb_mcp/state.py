@@ -119,7 +119,9 @@ class ServerState:
         try:
             if states is None:
                 states = self.catalog.serving_states()
-            return self._acronyms.get(tuple(states))
+            # plain tuples: compared in C, where the dataclasses' __eq__ is a Python call each
+            signal = tuple((s.doc_id, s.status, s.versions, s.serving) for s in states)
+            return self._acronyms.get(signal)
         except StoreError as error:
             log.info("acronym pairs not loaded: %s", error)
             return None
