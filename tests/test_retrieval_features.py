@@ -62,10 +62,16 @@ def test_definition_terms(question: str, terms: list[str]) -> None:
         "The position of a unit on the inflexibility profile is known as its mode.",
         "|**controlled unclassified** **information** [EO 13556]|Information that law, regulation, or policy requires to be safeguarded.|",
         "**Mode**  The position of a unit on its profile.",
+        # split over a line, in another case, or written with an underscore
+        "A Virtual\nTransmission  Node means a set of transmission nodes.",
+        "The settlement_residue means the amount left after the market settles.",
     ],
 )
 def test_defines_recognises_definitions(text: str) -> None:
-    terms = ["virtual transmission node", "VTN", "mode", "controlled unclassified information"]
+    terms = [
+        "virtual transmission node", "VTN", "mode", "controlled unclassified information",
+        "settlement residue",
+    ]
     assert defines(text, terms)
 
 
