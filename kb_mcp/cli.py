@@ -148,6 +148,7 @@ def serve(
         build_server(settings, log_level=log_level.name, stdio=True).run("stdio")
         return
 
+    settings = worker_settings(settings)
     if settings.mcp_workers > 1:
         serve_workers(settings, public=public, log_level=log_level)
         return
@@ -176,11 +177,13 @@ def serve(
 
 def worker_threads(workers: int, cores: int | None = None) -> int:
     """Threads each of ``workers`` processes gives one offline embedding: the usable cores
-    (``os.sched_getaffinity``, or ``cores``) shared out, at least 1, so N workers never run
-    more embedding threads than there are cores (each extra thread only queues for one;
-    benchmarks/results/serving-workers-2026-12-02.md)."""
+    (``os.sched_getaffinity``, or ``cores``) shared out, less the one the calling thread
+    needs meanwhile (search_docs reads the catalog and searches the sparse side while its
+    query is embedded), at least 1: N workers never run more embedding threads than there
+    are cores (each extra thread only queues for one; benchmarks/results/
+    serving-workers-2026-12-02.md, serving-2026-12-02-latency-round5.md)."""
     usable = cores if cores is not None else len(os.sched_getaffinity(0))
-    return max(1, usable // max(1, workers))
+    return max(1, usable // max(1, workers) - 1)
 
 
 def worker_settings(settings: Any) -> Any:

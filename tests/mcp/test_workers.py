@@ -203,12 +203,15 @@ def test_cli_refuses_workers_on_stdio_and_a_public_bind_without_tokens(tmp_path:
 
 
 def test_workers_share_the_cores_among_their_embedding_threads(corpus_home: Path) -> None:
-    # N workers never run more embedding threads than there are cores
-    assert [worker_threads(n, cores=2) for n in (1, 2, 3)] == [2, 1, 1]
-    assert [worker_threads(n, cores=8) for n in (1, 2, 3, 16)] == [8, 4, 2, 1]
+    # N workers never run more embedding threads than there are cores, and each leaves one
+    # core of its share to the thread that searches while the query is embedded
+    assert [worker_threads(n, cores=2) for n in (1, 2, 3)] == [1, 1, 1]
+    assert [worker_threads(n, cores=8) for n in (1, 2, 3, 16)] == [7, 3, 1, 1]
     cores = len(os.sched_getaffinity(0))
     two = worker_settings(corpus_settings(corpus_home, mcp_workers=2))
-    assert two.local_embedding_threads == max(1, cores // 2)
+    assert two.local_embedding_threads == max(1, cores // 2 - 1)
+    one = worker_settings(corpus_settings(corpus_home))
+    assert one.local_embedding_threads == max(1, cores - 1)
     assert two.mcp_workers == 2 and two.home == corpus_home
     # an operator's own value is kept
     chosen = corpus_settings(corpus_home, mcp_workers=2, local_embedding_threads=3)
