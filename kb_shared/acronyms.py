@@ -139,6 +139,11 @@ class Expansion:
     terms: tuple[str, ...]
     asked: tuple[str, ...] = ()
 
+    def sparse_text(self, query: str) -> str:
+        """``query`` (the one expanded) with ``terms`` appended, or ``query`` itself when
+        none were added: what the keyword side of a search receives."""
+        return f"{query} {' '.join(self.terms)}" if self.terms else query
+
 
 class AcronymTable:
     """The usable abbreviation pairs of a corpus, indexed for look-up from a query.
@@ -235,12 +240,7 @@ class AcronymTable:
     def sparse_text(self, query: str) -> str:
         """``query`` with the added terms appended (``expand``), or ``query`` itself when it
         names no known acronym or long form: what the keyword side of a search receives."""
-        terms = self.expand(query).terms
-        return f"{query} {' '.join(terms)}" if terms else query
-
-
-#: The table of a corpus without pairs.
-EMPTY = AcronymTable(())
+        return self.expand(query).sparse_text(query)
 
 
 def load_pairs(graph: GraphReader) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -150,7 +150,6 @@ def start_query_embedding(embedder: Embedder, query: str) -> Future[np.ndarray]:
             )
         pool = _embedding_pool
     return pool.submit(embedder.embed_query, query)
-
 
 
 def check_query(query: str, max_chars: int) -> str:
@@ -679,17 +678,13 @@ def search_docs(
     if vector is None:
         vector = start_query_embedding(embedder, query)
     analysed = analyse(query)
-    expansion = acronyms.expand(query) if acronyms is not None else None
     sparse_text = query
     spells_out: Callable[[str], bool] | None = None
-    if acronyms is not None and expansion is not None:
-        if expansion.terms:
-            sparse_text = f"{query} {' '.join(expansion.terms)}"
+    if acronyms is not None:
+        expansion = acronyms.expand(query)
+        sparse_text = expansion.sparse_text(query)
         if expansion.asked:
-            table, asked = acronyms, expansion.asked
-
-            def spells_out(text: str) -> bool:
-                return table.spells_out(text, asked)
+            spells_out = partial(acronyms.spells_out, shorts=expansion.asked)
     payload_of = PayloadsOf()
     kinds = [kind] if kind else list(DOCUMENT_KINDS)
     wanted = offset + top_k + 1  # one more than the page: tells whether a next page exists
