@@ -102,11 +102,7 @@ def run(
         settings = Settings()
     state = open_state(settings, use_reranker=False)
     index, embedder = state.vectors(), state.embedder
-    table = (
-        acronym_pairs.load_table(state.graph)
-        if acronym_pairs.acronyms_enabled(acronyms)
-        else None
-    )
+    table = acronym_pairs.acronyms_for(state.graph, acronyms)  # as the MCP tool gets it
     ranks: dict[str, int | None] = {}
     cpu_ms: list[float] = []
     for question in questions:
