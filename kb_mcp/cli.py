@@ -280,7 +280,8 @@ def serve_workers(settings: Any, *, public: bool, log_level: LogLevel) -> None:
     """Serve HTTP with ``settings.mcp_workers`` processes under uvicorn's supervisor until
     SIGTERM/SIGINT (module docstring). ``uvicorn.run`` takes workers only with an import
     string; the same supervisor is driven here with a ``WorkerApp`` so the settings reach the
-    workers as they are, not re-read from the environment.
+    workers as they are (``serve`` resolved them with ``worker_settings``), not re-read from
+    the environment.
 
     Raises:
         typer.Exit: status 2 when the bind is refused (``kb_shared.access.exposure_problem``);
@@ -316,7 +317,6 @@ def serve_workers(settings: Any, *, public: bool, log_level: LogLevel) -> None:
         typer.echo(f"kb-mcp: cannot listen on {settings.mcp_host}:{settings.mcp_port}: {exc}",
                    err=True)
         raise typer.Exit(STARTUP_FAILURE) from exc
-    settings = worker_settings(settings)
     config = uvicorn.Config(
         WorkerApp(settings, public, log_level.name),
         factory=True,
