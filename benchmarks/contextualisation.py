@@ -24,8 +24,10 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import fmt_duration, kb_environment, load_average, log
 from benchmarks.retrieval_levers import DEFAULT_EVAL, run, summary
@@ -116,6 +118,30 @@ def copy_home(home: Path, set_name: str, label: str) -> Path:
     return target
 
 
+@contextmanager
+def opened_index(home: Path) -> Iterator[tuple[Any, Any]]:
+    """``(vector index, embedder)`` of ``home`` with its local providers, the index opened for
+    the embedder's model (not created), both closed when the block ends.
+
+    Raises:
+        kb_shared.errors.StoreError: the index cannot be opened.
+    """
+    from kb_shared.providers.factory import embedder as make_embedder  # noqa: PLC0415
+    from kb_shared.settings import Settings  # noqa: PLC0415
+    from kb_shared.stores.factory import open_vector_index  # noqa: PLC0415
+
+    with kb_environment(home):
+        settings = Settings()
+    embedder = make_embedder(settings)
+    index = open_vector_index(settings)
+    try:
+        index.open(embedder.model, embedder.dimension, create=False)
+        yield index, embedder
+    finally:
+        index.close()
+        embedder.close()
+
+
 class Reembedder:
     """Re-embeds the chunk points of copies of one home, each distinct variant text once.
 
@@ -139,17 +165,9 @@ class Reembedder:
         """
         import time  # noqa: PLC0415
 
-        from kb_shared.providers.factory import embedder as make_embedder  # noqa: PLC0415
-        from kb_shared.settings import Settings  # noqa: PLC0415
-        from kb_shared.stores.factory import open_vector_index  # noqa: PLC0415
         from kb_shared.stores.vectors import Point  # noqa: PLC0415
 
-        with kb_environment(copy):
-            settings = Settings()
-        embedder = make_embedder(settings)
-        index = open_vector_index(settings)
-        try:
-            index.open(embedder.model, embedder.dimension, create=False)
+        with opened_index(copy) as (index, embedder):
             ids = [i for kind in CHUNK_KINDS for i in index.list_ids(kind=kind)]
             points = index.fetch(ids)
             payloads = [PointPayload.from_payload(p.payload) for p in points]
@@ -177,32 +195,17 @@ class Reembedder:
                 ]
                 written += index.upsert(rows)
             return written
-        finally:
-            index.close()
-            embedder.close()
 
 
 def versioned_documents(home: Path) -> tuple[int, int]:
     """``(documents with a payload version, documents)`` over the chunk points of ``home``
     (a copy: opening the index may write beside it)."""
-    from kb_shared.providers.factory import embedder as make_embedder  # noqa: PLC0415
-    from kb_shared.settings import Settings  # noqa: PLC0415
-    from kb_shared.stores.factory import open_vector_index  # noqa: PLC0415
-
-    with kb_environment(home):
-        settings = Settings()
-    embedder = make_embedder(settings)
-    index = open_vector_index(settings)
-    try:
-        index.open(embedder.model, embedder.dimension, create=False)
-        versions: dict[str, str] = {}
+    versions: dict[str, str] = {}
+    with opened_index(home) as (index, _):
         for kind in CHUNK_KINDS:
             for point in index.fetch(index.list_ids(kind=kind)):
                 versions[point.document] = PointPayload.from_payload(point.payload).version
-        return sum(1 for v in versions.values() if v.strip()), len(versions)
-    finally:
-        index.close()
-        embedder.close()
+    return sum(1 for v in versions.values() if v.strip()), len(versions)
 
 
 def print_tables(set_name: str, results: dict[str, dict[str, int | None]],
