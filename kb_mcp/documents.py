@@ -166,8 +166,7 @@ def _all_versions(catalog: CatalogReader) -> dict[str, list[DocumentVersionRow]]
 
 def serving_keys(catalog: CatalogReader) -> dict[str, str]:
     """doc_id → serving key (``ServingState.key``: the serving version's, else version 1's) of
-    every ready document, in one read
-    (``serving_states``)."""
+    every ready document, in one read (``serving_states``)."""
     return {row.doc_id: row.key for row in read_serving_states(catalog) if row.status == READY}
 
 

@@ -38,8 +38,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-
-
 #: Seconds a search waits for another thread's update of a process-local copy (the dense
 #: copy here, the postings in ``vectors_postings``) before the file answers it instead (a
 #: delta of a few documents takes milliseconds, a load seconds).
