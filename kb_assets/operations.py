@@ -497,17 +497,18 @@ def was_interrupted(result: dg.JobExecutionResult) -> bool:
     )
 
 
+def new_version_waits(history: Sequence[DocumentVersionRow]) -> bool:
+    """A document's newest version (``history``: its versions, oldest first) is a version past
+    the first still pending: ``kb add --new-version`` added it and it waits for a build."""
+    return bool(history) and history[-1].version > 1 and history[-1].status == VersionStatus.PENDING
+
+
 def documents_to_build(stores: StoresResource, *, everything: bool = False) -> list[str]:
     """Ids of pending and failed documents, and of ready ones whose newest version is
     pending (``kb add --new-version`` waits for a build); every document with
     ``everything``. Never a ``deleting`` one (``delete_document``)."""
     catalog = stores.catalog()
     versions = catalog.all_versions()
-
-    def new_version_waits(doc_id: str) -> bool:
-        history = versions.get(doc_id) or []
-        return bool(history) and history[-1].version > 1 and history[-1].status == "pending"
-
     return [
         r.doc_id
         for r in catalog.list_documents()
@@ -515,7 +516,7 @@ def documents_to_build(stores: StoresResource, *, everything: bool = False) -> l
         and (
             everything
             or r.status in (DocumentStatus.PENDING, DocumentStatus.FAILED)
-            or new_version_waits(r.doc_id)
+            or new_version_waits(versions.get(r.doc_id) or [])
         )
     ]
 

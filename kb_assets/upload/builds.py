@@ -19,7 +19,7 @@ from typing import Any
 import dagster as dg
 
 from kb_assets.constants import BUILD_JOB, CORPUS_ASSETS, MARKDOWN, PARTITION_TAG
-from kb_shared.stores.catalog import Catalog, DocumentRow, DocumentVersionRow, VersionStatus
+from kb_shared.stores.catalog import Catalog, DocumentRow, DocumentVersionRow, serving_version
 
 #: Every state a step row can show (module docstring).
 STEP_STATES = (
@@ -280,6 +280,7 @@ def _document(
 ) -> dict[str, Any]:
     shown = [{**run, "version": run_version(run, versions)} for run in runs]
     newest = versions[-1].version if versions else None
+    served = serving_version(versions)
     return {
         "doc_id": doc,
         "name": row.name if row else known_name,
@@ -287,9 +288,7 @@ def _document(
         "reason": (row.failure_reason or "") if row else "",
         "added": _iso(row.created_at) if row else None,
         "version": shown[0]["version"] if shown else newest,
-        "serving_version": next(
-            (v.version for v in versions if v.status == VersionStatus.SERVING), None
-        ),
+        "serving_version": served.version if served is not None else None,
         "runs": shown,
     }
 

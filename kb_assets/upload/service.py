@@ -32,7 +32,6 @@ from kb_assets.upload.builds import recent_builds
 from kb_assets.upload.checks import FileCheck, check_files
 from kb_assets.upload.work import Task, Worker
 from kb_shared.settings import Settings
-from kb_shared.stores.catalog import VersionStatus
 
 #: How far back the page lists builds by default (a reload shows these, not just the tab's).
 DEFAULT_HOURS = 6.0
@@ -137,12 +136,8 @@ class UploadService:
         with self.stores() as stores:
             row = operations.resolve_document(stores, ref)
             versions = stores.catalog().versions(row.doc_id)
-        new_version_waits = (
-            row.status == DocumentStatus.READY
-            and len(versions) > 1
-            and versions[-1].status == VersionStatus.PENDING
-        )
-        if row.status != DocumentStatus.PENDING and not new_version_waits:
+        waiting = row.status == DocumentStatus.READY and operations.new_version_waits(versions)
+        if row.status != DocumentStatus.PENDING and not waiting:
             raise ValueError(
                 f"{row.name} is {row.status}, not waiting for a build: retry its failed run or "
                 "rebuild one of its assets"
