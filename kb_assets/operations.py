@@ -61,6 +61,7 @@ from kb_shared.stores.catalog import (
     DocumentVersionRow,
     VersionStatus,
     deleting_message,
+    new_version_waits,
 )
 
 #: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
@@ -495,12 +496,6 @@ def was_interrupted(result: dg.JobExecutionResult) -> bool:
         and event.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
         for event in result.get_step_failure_events()
     )
-
-
-def new_version_waits(history: Sequence[DocumentVersionRow]) -> bool:
-    """A document's newest version (``history``: its versions, oldest first) is a version past
-    the first still pending: ``kb add --new-version`` added it and it waits for a build."""
-    return bool(history) and history[-1].version > 1 and history[-1].status == VersionStatus.PENDING
 
 
 def documents_to_build(stores: StoresResource, *, everything: bool = False) -> list[str]:

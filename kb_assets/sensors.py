@@ -25,6 +25,7 @@ from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.live_runs import builds_in_progress
 from kb_assets.resources import StoresResource
 from kb_shared.errors import StoreError
+from kb_shared.stores.catalog import new_version_waits
 
 
 def inbox_key(path: Path) -> str:
@@ -130,7 +131,7 @@ def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -
     versions = {
         doc_id: history[-1]
         for doc_id, history in stores.catalog().all_versions().items()
-        if history[-1].version > 1 and history[-1].status == "pending"
+        if new_version_waits(history)
     }
     order = context.instance.get_dynamic_partitions(DOCUMENTS) if pending or versions else []
     partitions = set(order)

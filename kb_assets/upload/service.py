@@ -32,6 +32,7 @@ from kb_assets.upload.builds import recent_builds
 from kb_assets.upload.checks import FileCheck, check_files
 from kb_assets.upload.work import Task, Worker
 from kb_shared.settings import Settings
+from kb_shared.stores.catalog import new_version_waits
 
 #: How far back the page lists builds by default (a reload shows these, not just the tab's).
 DEFAULT_HOURS = 6.0
@@ -136,7 +137,7 @@ class UploadService:
         with self.stores() as stores:
             row = operations.resolve_document(stores, ref)
             versions = stores.catalog().versions(row.doc_id)
-        waiting = row.status == DocumentStatus.READY and operations.new_version_waits(versions)
+        waiting = row.status == DocumentStatus.READY and new_version_waits(versions)
         if row.status != DocumentStatus.PENDING and not waiting:
             raise ValueError(
                 f"{row.name} is {row.status}, not waiting for a build: retry its failed run or "

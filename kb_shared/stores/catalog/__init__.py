@@ -54,6 +54,7 @@ from kb_shared.stores.catalog.versions import (
     VersionReads,
     VersionStatus,
     document_versions,
+    new_version_waits,
     serving_version,
 )
 from kb_shared.stores.catalog.aer import (
@@ -178,6 +179,7 @@ __all__ = [
     "ensure_deleting_status",
     "reference_requests",
     "reference_sources",
+    "new_version_waits",
     "serving_version",
     "title_key",
 ]

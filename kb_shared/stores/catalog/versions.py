@@ -27,6 +27,7 @@ version 1 (``DocumentVersionRow.first``), and the first write to its history ins
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -171,6 +172,12 @@ class DocumentVersionRow:
 def serving_version(history: list[DocumentVersionRow]) -> DocumentVersionRow | None:
     """The ``serving`` version of one document's ``history``, or ``None``."""
     return next((v for v in history if v.status == VersionStatus.SERVING), None)
+
+
+def new_version_waits(history: Sequence[DocumentVersionRow]) -> bool:
+    """One document's newest version (``history``: oldest first) is a version past the first
+    still ``pending``: ``kb add --new-version`` added it and it waits for a build."""
+    return bool(history) and history[-1].version > 1 and history[-1].status == VersionStatus.PENDING
 
 
 @dataclass(frozen=True, slots=True)
