@@ -46,6 +46,8 @@ is answered from a process-local copy of the FTS5 terms as postings lists
 (``kb_shared.stores.vectors_postings``, kept in step by the same generations), scoring every
 match exactly; past that, or on a version-2 file, FTS5 picks the candidates
 (``kb_shared.stores.vectors_sparse``). Both give the same ids and scores.
+The rows of the points either side finds come from a process-local copy of the rows read at
+the transaction's generation (``kb_shared.stores.vectors_rows``), the rest from SQLite.
 
 The rowid of a point is shared by the tables. Writes run in one ``BEGIN IMMEDIATE``
 transaction each (all or nothing); the file is in WAL mode, so readers in other threads and
@@ -65,7 +67,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -87,6 +89,7 @@ from kb_shared.stores.vectors import (
 )
 from kb_shared.stores.vectors_codes import CodeCache, CodeTables, DenseTables, binary_code
 from kb_shared.stores.vectors_postings import RESIDENT_POINTS, PostingsTables
+from kb_shared.stores.vectors_rows import RowCache
 from kb_shared.stores.vectors_sparse import ScoredRow, SparseScorer
 
 #: vec0's upper bound on ``k`` in a KNN query (sqlite-vec 0.1.9: "k value in knn query too
@@ -180,6 +183,7 @@ class SqliteVectorIndex(VectorIndex):
         self._dense_copy = DenseTables(name)
         self._scorer = SparseScorer(self._fts, self._points, self._meta)
         self._postings = PostingsTables(name)
+        self._row_cache = RowCache()
         self._local = threading.local()
         self._holders: weakref.WeakSet[_ThreadConnection] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -588,9 +592,10 @@ class SqliteVectorIndex(VectorIndex):
         with self._errors("dense search"):
             conn.execute("BEGIN")
             try:
-                ranked = self._resident_dense(conn, query, limit, filters)
+                key = self._generation_key(conn)
+                ranked = self._resident_dense(conn, key, query, limit, filters)
                 if ranked is not None:
-                    rows = self._rows_by_rowid(conn, [rowid for rowid, _ in ranked])
+                    rows = self._rows_by_rowid(conn, key, [rowid for rowid, _ in ranked])
                     return [Hit(point=_stored(row), score=1.0 - distance)
                             for row, (_, distance) in zip(rows, ranked, strict=True)]
                 rows = conn.execute(sql, (query.tobytes(), min(limit, MAX_KNN), *params)
@@ -601,14 +606,15 @@ class SqliteVectorIndex(VectorIndex):
         return [Hit(point=_stored(row[:5]), score=1.0 - float(row[5])) for row in rows]
 
     def _resident_dense(
-        self, conn: sqlite3.Connection, query: np.ndarray, limit: int, filters: Filters
+        self, conn: sqlite3.Connection, key: tuple[str, int] | None, query: np.ndarray,
+        limit: int, filters: Filters,
     ) -> list[tuple[int, float]] | None:
-        """Inside a read transaction: ``(rowid, cosine distance)`` of the exact answer from
-        the float copy brought to the transaction's generation, or ``None`` when vec0 must
-        scan (``resident_dense`` off, a version-2 file, ``exact_below`` live points or more,
-        an older transaction or another thread loading: ``DenseTables.refreshed``)."""
-        key = self._generation_key(conn) if self.resident_dense else None
-        if key is None:
+        """Inside a read transaction at ``key`` (``_generation_key``): ``(rowid, cosine
+        distance)`` of the exact answer from the float copy brought to the transaction's
+        generation, or ``None`` when vec0 must scan (``resident_dense`` off, a version-2 file,
+        ``exact_below`` live points or more, an older transaction or another thread loading:
+        ``DenseTables.refreshed``)."""
+        if key is None or not self.resident_dense:
             return None
         dimension = self._require_open().dimension
         snapshot = self._dense_copy.refreshed(conn, key, self.exact_below - 1, dimension)
@@ -627,9 +633,16 @@ class SqliteVectorIndex(VectorIndex):
             return None
         return state["epoch"], int(state["generation"])
 
-    def _rows_by_rowid(self, conn: sqlite3.Connection, rowids: list[int]) -> list[Any]:
+    def _rows_by_rowid(
+        self, conn: sqlite3.Connection, key: tuple[str, int] | None, rowids: list[int]
+    ) -> list[Any]:
         """The points' rows ``(id, document, kind, text, payload)`` in the order of
-        ``rowids`` (all of them exist in the caller's read transaction)."""
+        ``rowids`` (all of them exist in the caller's read transaction, at ``key``): from
+        this process's copy of the rows read at ``key`` (``RowCache``), the rest from SQLite."""
+        return self._row_cache.rows(key, rowids, partial(self._read_rows, conn))
+
+    def _read_rows(self, conn: sqlite3.Connection, rowids: list[int]) -> list[Any]:
+        """``_rows_by_rowid``'s read from SQLite."""
         return conn.execute(
             f"SELECT p.id, p.document, p.kind, p.text, p.payload "
             f"FROM json_each(?) AS wanted JOIN {self._points} AS p "
@@ -653,11 +666,12 @@ class SqliteVectorIndex(VectorIndex):
             self._scorer.prepare(conn)  # for the FTS5 path (and benchmarks); ~3 µs when done
             conn.execute("BEGIN")
             try:
-                scored = self._resident_search(conn, text, limit, filters)
+                key = self._generation_key(conn)
+                scored = self._resident_search(conn, key, text, limit, filters)
                 if scored is None:
                     clauses, params = _in_filters(filters, prefix="p.")
                     scored = self._scorer.search(conn, text, limit, clauses, params)
-                rows = self._rows_by_rowid(conn, [row.rowid for row in scored])
+                rows = self._rows_by_rowid(conn, key, [row.rowid for row in scored])
             finally:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
@@ -667,14 +681,15 @@ class SqliteVectorIndex(VectorIndex):
         ]
 
     def _resident_search(
-        self, conn: sqlite3.Connection, text: str, limit: int, filters: Filters
+        self, conn: sqlite3.Connection, key: tuple[str, int] | None, text: str, limit: int,
+        filters: Filters,
     ) -> list[ScoredRow] | None:
-        """Inside a read transaction: the answer from this process's postings copy brought to
-        the transaction's generation, or ``None`` when FTS5 must answer (a version-2 file,
-        more than ``resident_points`` live points, another thread moved the copy past this
-        transaction's snapshot or is loading it: ``PostingsTables.refreshed``)."""
-        key = self._generation_key(conn) if self.resident_points > 0 else None
-        if key is None:
+        """Inside a read transaction at ``key`` (``_generation_key``): the answer from this
+        process's postings copy brought to the transaction's generation, or ``None`` when FTS5
+        must answer (a version-2 file, more than ``resident_points`` live points, another
+        thread moved the copy past this transaction's snapshot or is loading it:
+        ``PostingsTables.refreshed``)."""
+        if key is None or self.resident_points <= 0:
             return None
         snapshot = self._postings.refreshed(conn, key, self.resident_points)
         if snapshot is None:
