@@ -445,7 +445,7 @@ def best_units(
     cut = [_cut(text, _caption(p)) for text, p in zip(texts, payloads, strict=True)]
     weights = query_weights(question, [held for _, held in cut])
     total = math.fsum(weights.values())
-    wanted = weights.keys()
+    wanted = frozenset(weights)  # a set: ``&`` walks the smaller side, not the unit's features
     weight_of = weights.__getitem__
     out: list[UnitMatch | None] = []
     for pieces, _ in cut:
@@ -454,7 +454,7 @@ def best_units(
         for unit in pieces if total else ():
             if unit.features.isdisjoint(wanted):
                 continue  # shares nothing: adds nothing and cannot lead
-            have = unit.features & weights.keys()
+            have = unit.features & wanted
             every |= have
             share = math.fsum(map(weight_of, have)) / total
             if share > best[0]:
