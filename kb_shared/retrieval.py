@@ -579,33 +579,46 @@ def precise_citation(
 #: (``definition_candidates``).
 DEFINITION_LOOKUP = 10
 
-#: Points a keyword search for a definition term reads (``definition_candidates``): a term in
+#: Points a keyword search for a definition term reads (``definition_hits``): a term in
 #: a document's own title ("controlled unclassified information") is in most of its chunks.
 DEFINITION_SEARCH = 30
 
 
-def definition_candidates(
+def definition_hits(
     index: VectorReader,
     query: str,
-    pool: Sequence[Hit],
     documents: Sequence[str] | None,
     kinds: Sequence[str] | None,
 ) -> list[Hit]:
     """For a definition question (``retrieval_features.definition_terms``), the points a
-    keyword search for the term finds that define it (``defines``) and are not in ``pool``:
-    a long glossary table ranks low on meaning and on BM25 but holds the answer. Each enters
-    with the score of the pool's ``DEFINITION_LOOKUP``-th hit (its bonus decides the rest)."""
+    keyword search for each term finds (``DEFINITION_SEARCH`` a term, term by term, best
+    first) that define one of the terms (``defines``); ``[]`` for any other question.
+    Needs no query vector: search_docs runs it while the query is still being embedded."""
     terms = definition_terms(query)
-    if not terms or not pool:
+    if not terms:
+        return []
+    return [
+        hit
+        for term in terms
+        for hit in index.sparse_search(term, DEFINITION_SEARCH, documents, kinds)
+        if defines(hit.point.text, terms)
+    ]
+
+
+def definition_candidates(pool: Sequence[Hit], found: Sequence[Hit]) -> list[Hit]:
+    """The points of ``found`` (``definition_hits``) not in ``pool``, once each in their
+    order: a long glossary table ranks low on meaning and on BM25 but holds the answer. Each
+    enters with the score of the pool's ``DEFINITION_LOOKUP``-th hit (its bonus decides the
+    rest)."""
+    if not pool or not found:
         return []
     have = {h.id for h in pool}
     floor = pool[min(DEFINITION_LOOKUP, len(pool)) - 1].score
-    found: dict[str, Hit] = {}
-    for term in terms:
-        for hit in index.sparse_search(term, DEFINITION_SEARCH, documents, kinds):
-            if hit.id not in have and hit.id not in found and defines(hit.point.text, terms):
-                found[hit.id] = Hit(hit.point, floor)
-    return list(found.values())
+    added: dict[str, Hit] = {}
+    for hit in found:
+        if hit.id not in have and hit.id not in added:
+            added[hit.id] = Hit(hit.point, floor)
+    return list(added.values())
 
 
 def statement_candidates(
@@ -690,6 +703,7 @@ def search_docs(
     wanted = offset + top_k + 1  # one more than the page: tells whether a next page exists
     exact = exact_identifier_matches(index, analysed, documents, kinds)
     exact_hits = [hit for found in exact.values() for hit in found]
+    defined = [] if reranker.reorders else definition_hits(index, query, documents, kinds)
     scores: list[float]
     matches: list[UnitMatch | None]
     if reranker.reorders:
@@ -708,7 +722,7 @@ def search_docs(
         )
         pool, rest = fused[:size], fused[size:]
         added = [
-            *definition_candidates(index, query, pool, documents, kinds),
+            *definition_candidates(pool, defined),
             *statement_candidates(query, pool, rest, payload_of),
             *row_candidates(query, pool, rest, payload_of),
         ]
