@@ -36,7 +36,7 @@ from mcp.types import EmptyResult, LoggingLevel, SetLevelRequestParams
 from kb_mcp import completions, prompts, resources
 from kb_mcp.errors import check_arguments
 from kb_mcp.links import links_for
-from kb_mcp.state import ServerState, StateHolder, open_state, settle_collector
+from kb_mcp.state import ServerState, StateHolder, open_state, settle_interpreter
 from kb_mcp.tools import (
     KbServer,
     add_reference,
@@ -105,7 +105,7 @@ def build_server(
             embedder; ``use_reranker=False`` forces fusion order).
         warm: load the embedding model's weights when the server starts, so the first query
             does not pay for it (several seconds for the offline models), then
-            ``settle_collector`` (a serving process; tests that start many servers pass False).
+            ``settle_interpreter`` (a serving process; tests that start many servers pass False).
         log_level: level of the server's log (the SDK logs to stderr, never stdout).
         stdio: the server runs over stdio, so citation links point at local files rather
             than at an HTTP server that is not there (``kb_mcp.links.links_for``).
@@ -128,7 +128,7 @@ def build_server(
         try:
             if warm:
                 await anyio.to_thread.run_sync(state.warm)
-                settle_collector()
+                settle_interpreter()
             holder.set(state)
             log.info("kb MCP server ready (embedding model %s)", state.embedder.model)
             yield state

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,12 @@ log = logging.getLogger(__name__)
 #: 700 a young collection ran on most calls
 #: (benchmarks/results/serving-2026-12-02-latency-round5.md).
 YOUNG_THRESHOLD = 10_000
+
+#: The interpreter's thread switch interval in a serving process, in seconds (CPython's
+#: default is 0.005): the thread embedding a query needs the GIL back for a moment after
+#: onnxruntime returns, and while the calling thread runs Python it waited up to the whole
+#: interval for it (benchmarks/results/serving-2026-12-02-latency-round6.md).
+SWITCH_INTERVAL = 0.0005
 
 
 def open_vector_reader(settings: Settings, embedder: Embedder) -> VectorReader:
@@ -254,17 +261,19 @@ class StateHolder:
         return self._state is not None
 
 
-def settle_collector() -> None:
-    """Prepare the process's garbage collector for serving, once start-up is done: collect, move
-    every object then alive to the permanent generation (``gc.freeze``: imported modules,
-    the models, the in-memory index copies are never scanned again) and raise generation 0's
-    threshold to ``YOUNG_THRESHOLD``.
+def settle_interpreter() -> None:
+    """Prepare the interpreter for serving, once start-up is done.
 
-    Without it a full collection over the start-up heap stopped a call for 100-200 ms every
-    few hundred calls (benchmarks/results/serving-2026-12-02-latency-round5.md). Process-wide;
-    objects created later (a reloaded index copy) are collected as usual.
+    The garbage collector: collect, move every object then alive to the permanent generation
+    (``gc.freeze``: imported modules, the models, the in-memory index copies are never
+    scanned again) and raise generation 0's threshold to ``YOUNG_THRESHOLD``. Without it a
+    full collection over the start-up heap stopped a call for 100-200 ms every few hundred
+    calls (benchmarks/results/serving-2026-12-02-latency-round5.md); objects created later (a
+    reloaded index copy) are collected as usual. The thread switch interval:
+    ``SWITCH_INTERVAL``. Both are process-wide.
     """
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+    sys.setswitchinterval(SWITCH_INTERVAL)

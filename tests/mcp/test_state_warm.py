@@ -5,12 +5,13 @@ tools to report."""
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kb_mcp.state import YOUNG_THRESHOLD, open_state, settle_collector
+from kb_mcp.state import YOUNG_THRESHOLD, open_state, settle_interpreter
 from kb_shared.errors import EmptyCorpusError
 from kb_shared.settings import Settings
 from tests.mcp.corpus import HashingEmbedder, corpus_settings
@@ -50,21 +51,23 @@ def test_warm_without_an_index_starts_and_leaves_the_error_to_the_tools(
 @pytest.fixture
 def collector() -> Iterator[None]:
     """Puts the test process's collector back as it was."""
-    threshold = gc.get_threshold()
+    threshold, interval = gc.get_threshold(), sys.getswitchinterval()
     yield
     gc.unfreeze()
     gc.set_threshold(*threshold)
+    sys.setswitchinterval(interval)
 
 
 @pytest.mark.usefixtures("collector")
-def test_settle_collector_freezes_what_start_up_made_and_collects_young_objects_less_often() -> None:
+def test_settle_interpreter_freezes_start_up_collects_young_objects_less_often_and_switches_threads_sooner() -> None:
     gc.unfreeze()
     made_at_start = [[n] for n in range(1_000)]  # containers the collector tracks
     _, middle, old = gc.get_threshold()
-    settle_collector()
+    settle_interpreter()
     assert gc.get_freeze_count() >= len(made_at_start)
     assert gc.get_threshold() == (YOUNG_THRESHOLD, middle, old)
     assert YOUNG_THRESHOLD == 10_000
+    assert sys.getswitchinterval() == pytest.approx(0.0005)
     # a cycle made after start-up is still collected
     cycle: list[object] = []
     cycle.append(cycle)
