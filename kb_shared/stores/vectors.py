@@ -159,8 +159,13 @@ def reciprocal_rank_fusion(
             if item in seen:
                 continue
             seen.add(item)
-            scores[item] = scores.get(item, 0.0) + weight / (k + position)
-            best_rank[item] = min(best_rank.get(item, position), position)
+            if item in scores:
+                scores[item] += weight / (k + position)
+                if position < best_rank[item]:
+                    best_rank[item] = position
+            else:
+                scores[item] = 0.0 + weight / (k + position)
+                best_rank[item] = position
     return sorted(scores.items(), key=lambda kv: (-kv[1], best_rank[kv[0]], kv[0]))
 
 
@@ -306,21 +311,24 @@ class VectorReader(ClosingStore, ABC):
             sparse = self.sparse_search(text, depth, documents, kinds)
         dense = self.dense_search(vector, depth, documents, kinds)
         lists = [(dense, DENSE_WEIGHT), (sparse, SPARSE_WEIGHT), *extra]
-        points = {hit.id: hit.point for hits, _ in lists for hit in hits}
-        dense_rank = {hit.id: rank for rank, hit in enumerate(dense, start=1)}
-        sparse_rank = {hit.id: rank for rank, hit in enumerate(sparse, start=1)}
-        dense_score = {hit.id: hit.score for hit in dense}
-        fused = reciprocal_rank_fusion(
-            [[h.id for h in hits] for hits, _ in lists], weights=[w for _, w in lists]
-        )
+        ids = [[hit.point.id for hit in hits] for hits, _ in lists]
+        points = {
+            point_id: hit.point
+            for (hits, _), listed in zip(lists, ids, strict=True)
+            for point_id, hit in zip(listed, hits, strict=True)
+        }
+        dense_rank: dict[str, int] = {}
+        dense_score: dict[str, float] = {}
+        for rank, (point_id, hit) in enumerate(zip(ids[0], dense, strict=True), start=1):
+            dense_rank[point_id] = rank
+            dense_score[point_id] = hit.score
+        sparse_rank: dict[str, int] = {}
+        for rank, point_id in enumerate(ids[1], start=1):
+            sparse_rank[point_id] = rank
+        fused = reciprocal_rank_fusion(ids, weights=[w for _, w in lists])
         return [
-            Hit(
-                point=points[item],
-                score=score,
-                dense_rank=dense_rank.get(item),
-                sparse_rank=sparse_rank.get(item),
-                dense_score=dense_score.get(item),
-            )
+            Hit(points[item], score, dense_rank.get(item), sparse_rank.get(item),
+                dense_score.get(item))
             for item, score in fused[:limit]
         ]
 
