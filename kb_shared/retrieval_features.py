@@ -145,12 +145,23 @@ def _glossary_row(text: str, term: str) -> bool:
     return False
 
 
+#: ``(text, terms)`` answers ``defines`` keeps: a definition question asks it of the same
+#: candidates twice (the keyword look-up, then the bonus), and of the same glossary chunks
+#: question after question (benchmarks/results/serving-2026-12-02-latency-round6.md).
+DEFINES_CACHE = 4096
+
+
 def defines(text: str, terms: Sequence[str]) -> bool:
     """``text`` defines one of ``terms`` (module docstring, "Definitions"); case-insensitive.
 
     A term that is nowhere in the text (``*`` and ``_`` aside, whitespace collapsed, case
     folded) is skipped before any of the four patterns runs: each of them matches the term's
-    own characters."""
+    own characters. Answers are kept for the last ``DEFINES_CACHE`` pairs."""
+    return _defines(text, tuple(terms))
+
+
+@lru_cache(maxsize=DEFINES_CACHE)
+def _defines(text: str, terms: tuple[str, ...]) -> bool:
     flat = " ".join(text.replace("*", "").replace("_", " ").split())
     folded = flat.casefold()
     for term in terms:
