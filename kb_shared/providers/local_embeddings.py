@@ -316,12 +316,14 @@ class MiniLmEmbedder(LocalEmbedder):
     256 tokens, padding to the longest text of the batch, mean of the last hidden state over
     the attention mask, L2 normalisation. Symmetric (no prefixes).
 
-    Two onnxruntime sessions over the same verified file, each built on first use:
+    Two onnxruntime sessions over the same verified file:
     documents run the file as shipped (float compute, so every built index keeps its
     vectors); queries and entity names run ``onnx_rewrite.int8_compute_model``'s rewrite
-    (the same int8 weights, int8 compute: a short query reads a quarter of the bytes). A process that only answers queries never builds the document
-    session. ``warm()`` verifies the files and loads the tokenizer. ``threads`` sets both
-    sessions' ``intra_op_num_threads``; idle intra-op threads never spin-wait.
+    (the same int8 weights, int8 compute: a short query reads a quarter of the bytes).
+    ``warm()`` verifies the files, loads the tokenizer and builds the query session; the
+    document session is built by the first document batch, so a process that only answers
+    queries never builds it. ``threads`` sets both sessions' ``intra_op_num_threads``; idle
+    intra-op threads never spin-wait.
     """
 
     default_spec = MINILM_INT8
@@ -341,6 +343,7 @@ class MiniLmEmbedder(LocalEmbedder):
         self._tokenizer: Any = tokenizer
         self._model_path = model_path
         self._sessions: dict[bool, Any] = {}  # query? -> InferenceSession
+        self._built_session(query=True)  # what every process that answers questions needs
 
     def _session_for(self, query: bool) -> Any:
         """The session for queries (int8-compute rewrite) or documents (the file as
@@ -350,6 +353,10 @@ class MiniLmEmbedder(LocalEmbedder):
             EmbeddingError: the weights fail verification, or onnxruntime refuses the model.
         """
         self.warm()
+        return self._built_session(query)
+
+    def _built_session(self, query: bool) -> Any:
+        """``_session_for`` once the files are verified and the tokenizer loaded."""
         with self._lock:
             session = self._sessions.get(query)
             if session is not None:

