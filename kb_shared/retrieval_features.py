@@ -3,9 +3,9 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
 
 * **Definitions.** A question asking what a term means ("What is a virtual transmission node
   (VTN)?", "How does SP 800-171 define CUI?", "what is meant by 'mode'?") prefers the passage
-  that *defines* the term: the term (or its acronym, singular or plural) followed by "means",
-  "is", "are", "refers to", "is defined as", or introduced by "known as" / "called" /
-  "referred to as", or a glossary entry (a table row whose first cell is the term, or a line
+  that *defines* the term: the term (or its acronym, singular or plural; bare or in quotes,
+  straight or curly) followed by "means", "is", "are", "refers to", "is defined as", or
+  introduced by "known as" / "called" / "referred to as", or a glossary entry (a table row whose first cell is the term, or a line
   opening with the term in bold followed by its definition).
 * **Section numbers.** A number like ``3.1.5`` in the question prefers the passage whose own
   heading carries it (the requirement itself, not a mention of it elsewhere).
@@ -60,8 +60,11 @@ _SECTION_NUMBER = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){1,4})\b")
 #: Words dropped from the front and back of a term read from a question.
 _TERM_EDGES = frozenset("a an the its their this that in of by for to on under a's".split())
 
-_DEFINING_AFTER = r"(?:s)?\s*(?:\([^)]{1,40}\)\s*)?(?:means|is|are|refers?\s+to|is\s+defined\s+as|denotes|—|-|:)\s"
-_DEFINING_BEFORE = r"(?:known\s+as|called|referred\s+to\s+as|termed)\s+(?:an?\s+|the\s+|its\s+|their\s+)?"
+#: A defined term may stand in quotes, straight or curly ("‘Business Day’ means …").
+_OPENING_QUOTE = "[\u2018\u201c'\"]?"
+_CLOSING_QUOTE = "[\u2019\u201d'\"]?"
+_DEFINING_AFTER = rf"(?:s)?{_CLOSING_QUOTE}\s*(?:\([^)]{{1,40}}\)\s*)?(?:means|is|are|refers?\s+to|is\s+defined\s+as|denotes|—|-|:)\s"
+_DEFINING_BEFORE = rf"(?:known\s+as|called|referred\s+to\s+as|termed)\s+(?:an?\s+|the\s+|its\s+|their\s+)?{_OPENING_QUOTE}"
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,7 @@ def _definition_patterns(
     return (
         " ".join(term.replace("*", "").replace("_", " ").split()).casefold(),
         re.compile(rf"(?:^|\n)\s*\*\*{escaped}(?:s)?\*\*\s+[A-Z(]", re.I),
-        re.compile(rf"(?:^|[\s|(]){escaped}{_DEFINING_AFTER}", re.I),
+        re.compile(rf"(?:^|[\s|(]){_OPENING_QUOTE}{escaped}{_DEFINING_AFTER}", re.I),
         re.compile(rf"{_DEFINING_BEFORE}{escaped}(?:s)?\b", re.I),
     )
 

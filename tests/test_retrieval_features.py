@@ -65,6 +65,11 @@ def test_definition_terms(question: str, terms: list[str]) -> None:
         # split over a line, in another case, or written with an underscore
         "A Virtual\nTransmission  Node means a set of transmission nodes.",
         "The settlement_residue means the amount left after the market settles.",
+        # the term in quotes, curly or straight, as legal drafting writes it
+        "In this procedure, \u2018Virtual Transmission Node\u2019 means a set of nodes.",
+        "\u201cVTNs\u201d are aggregations of transmission nodes.",
+        "'Mode' (of a unit) means the position of a unit on its profile.",
+        "The position of a unit on the profile is known as its \u2018mode\u2019.",
     ],
 )
 def test_defines_recognises_definitions(text: str) -> None:
@@ -81,6 +86,8 @@ def test_defines_recognises_definitions(text: str) -> None:
         "The SJP1 VTN for South Australia contains the connection points below.",
         "|NCO|CUI|FED|\n|AC-1|NFO|CUI|",  # the acronym as a table value, not a glossary row
         "Units change mode when dispatched.",
+        "The \u2018VTN\u2019 table lists the connection points below.",
+        "A unit\u2019s \u2018mode\u2019 changes when it is dispatched.",
     ],
 )
 def test_defines_ignores_mere_mentions(text: str) -> None:
