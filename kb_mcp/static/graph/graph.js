@@ -29,6 +29,10 @@
   var LAYOUT_MAX_MS = 8000;
   var EXPAND_LAYOUT_MS = 1500;
   var LAYOUT_FRAME_MS = 400;
+  // ForceAtlas2's pull to the centre: inferSettings' 0.05 let a small piece unconnected to the
+  // rest drift off while the rest repelled it, and the view, fitted to every node, left the
+  // main piece in a corner; 1 keeps the pieces together (the layout's own default).
+  var LAYOUT_GRAVITY = 1;
   var HIDE_ON_MOVE_EDGES = 1000;
   var LABEL_NEIGHBOURS = 40;
   var LABEL_GAP = 3; // px between a node and its label, as sigma's own label drawing
@@ -358,6 +362,7 @@
     var copy = graph.copy();
     var settings = FA2.forceAtlas2.inferSettings(copy);
     settings.barnesHutOptimize = copy.order > 500;
+    settings.gravity = LAYOUT_GRAVITY;
     layout = new FA2.FA2Layout(copy, { settings: settings });
     layout.kbGraph = copy;
     layout.start();
