@@ -64,7 +64,6 @@ import json
 import math
 import re
 import threading
-import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache, partial
@@ -124,10 +123,11 @@ _FTS_TOKENIZER = "unicode61 remove_diacritics 0 categories 'L* M* N* Co' tokench
 
 
 class _ThreadConnection:
-    """One thread's connection, held in its ``threading.local`` slot: the connection is closed
-    when the holder is collected (the thread ended) or by ``SqliteVectorIndex.close``."""
+    """One thread's connection, held in its ``threading.local`` slot only: when the thread
+    ends, or ``SqliteVectorIndex.close`` lets go of the slots, the holder goes and the
+    connection is closed once no call still uses it (the last reference closes it)."""
 
-    __slots__ = ("conn", "__weakref__")
+    __slots__ = ("conn",)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -179,14 +179,8 @@ class SqliteVectorIndex(VectorIndex):
         self.exact_below, self.oversample, self.min_rescore = exact_below, oversample, min_rescore
         self.rescore_share = rescore_share
         self.resident_points, self.resident_dense = resident_points, resident_dense
-        self._code_tables = CodeTables(name)
-        self._dense_copy = DenseTables(name)
-        self._scorer = SparseScorer(self._fts, self._points, self._meta)
-        self._postings = PostingsTables(name)
-        self._row_cache = RowCache()
+        self._fresh_copies()
         self._local = threading.local()
-        self._holders: weakref.WeakSet[_ThreadConnection] = weakref.WeakSet()
-        self._lock = threading.Lock()
 
     # -- connections ---------------------------------------------------------------------
 
@@ -217,11 +211,7 @@ class SqliteVectorIndex(VectorIndex):
             raise StoreUnavailableError(
                 f"cannot open the SQLite vector index {self.path}: {exc}"
             ) from exc
-        holder = _ThreadConnection(conn)
-        weakref.finalize(holder, conn.close)
-        self._local.holder = holder
-        with self._lock:
-            self._holders.add(holder)
+        self._local.holder = _ThreadConnection(conn)
         return conn
 
     @contextmanager
@@ -254,12 +244,28 @@ class SqliteVectorIndex(VectorIndex):
             conn.execute("COMMIT")
 
     def close(self) -> None:
-        """Close every connection this object opened (on any thread). Safe to call twice."""
-        with self._lock:
-            holders, self._holders = list(self._holders), weakref.WeakSet()
-        for holder in holders:
-            holder.conn.close()
-        self._local = threading.local()
+        """Let go of every connection this object opened and of its in-memory copies; safe
+        to call twice, and while other threads search (use after it opens afresh).
+
+        This thread's connection is closed now; another thread's when nothing uses it any
+        more: at once if idle, else when its call returns. Closing a connection under a
+        running statement crashed the process (a segmentation fault in SQLite's module).
+        The copies (rows, postings, codes, floats) go too: a file put back from a copy can
+        reach a generation this process has seen with other contents.
+        """
+        mine = getattr(self._local, "holder", None)
+        self._local = threading.local()  # the other threads' slots go with the old one
+        if mine is not None:
+            mine.conn.close()
+        self._fresh_copies()
+
+    def _fresh_copies(self) -> None:
+        """Empty process-local copies of the file's contents (filled again on first use)."""
+        self._code_tables = CodeTables(self.name)
+        self._dense_copy = DenseTables(self.name)
+        self._scorer = SparseScorer(self._fts, self._points, self._meta)
+        self._postings = PostingsTables(self.name)
+        self._row_cache = RowCache()
 
     # -- collection ----------------------------------------------------------------------
 

@@ -67,3 +67,44 @@ def test_connections_of_finished_threads_are_closed_and_close_closes_the_rest(
     assert open_files(path) == 0  # close() closes every thread's connection
     done.set()
     holder.join()
+
+
+def test_close_while_other_threads_search_neither_crashes_nor_fails_a_search(
+    tmp_path: Path,
+) -> None:
+    """``close()`` and re-``open()`` forty times while four threads search without pause: a
+    search in flight keeps its connection until it returns (closing it under a running
+    statement crashed the process), the next one opens afresh, and every answer is whole."""
+    path = tmp_path / "vectors.db"
+    index = SqliteVectorIndex(path)
+    index.open(MODEL, DIM)
+    index.upsert(points(60))
+    query = points(1, start=7)[0].dense
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    answered = [0]
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                dense = index.dense_search(query, 5)
+                sparse = index.sparse_search("chunk", 5)
+                assert len(dense) == 5 and len(sparse) == 5
+                answered[0] += 1
+            except BaseException as exc:  # noqa: BLE001 - every failure is the finding
+                failures.append(exc)
+                return
+
+    workers = [threading.Thread(target=search) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for _ in range(40):
+        index.close()
+        index.open(MODEL, DIM, create=False)
+    stop.set()
+    for worker in workers:
+        worker.join(30)
+    assert failures == []
+    assert answered[0] > 0
+    index.close()
+    assert open_files(path) == 0
