@@ -10,6 +10,7 @@ query is memory-bound. :func:`int8_compute_model` replaces each such MatMul by o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,9 +90,7 @@ def int8_compute_model(source: Path, block_size: int = 16) -> bytes:
             "initializer), per-column float scale), so it cannot be rewritten for int8 "
             "compute: it is another export than the one this rewrite is for"
         )
-    taken = {init.name for init in graph.initializer} | {
-        name for node in graph.node for name in (*node.input, *node.output)
-    }
+    taken = _names(graph)
     replacements: dict[tuple[str, ...], onnx.NodeProto] = {}
     for match in matches:
         node, initializers = _matmul_nbits(match, block_size, taken)
@@ -159,6 +158,8 @@ def _per_column_scale(scale: onnx.TensorProto, columns: int) -> np.ndarray | Non
     if scale.data_type != TensorProto.FLOAT:
         return None
     values = numpy_helper.to_array(scale)
+    if values.ndim > 2:  # Cast(W) * s would gain a leading axis MatMulNBits does not give
+        return None
     if values.size == 1:
         return np.full(columns, values.reshape(-1)[0], dtype=np.float32)
     if values.shape in ((columns,), (1, columns)):
@@ -224,18 +225,39 @@ def _replace_nodes(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
     graph.node.extend(copies)
 
 
-def _consumed(graph: onnx.GraphProto) -> set[str]:
-    """Names read by a node (or a node of a subgraph) or exported as a graph output."""
-    names = {value.name for value in graph.output}
+def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """``graph`` and every graph nested in its nodes' attributes (If branches, Loop bodies),
+    at any depth."""
     pending = [graph]
     while pending:
         current = pending.pop()
+        yield current
         for node in current.node:
-            names.update(node.input)
             for attribute in node.attribute:
                 pending.extend(attribute.graphs)
                 if attribute.HasField("g"):
                     pending.append(attribute.g)
+
+
+def _names(graph: onnx.GraphProto) -> set[str]:
+    """Every name ``graph`` and its subgraphs use (initializers, inputs, outputs, node
+    inputs and outputs): a new name must differ from all of them (ONNX's single-assignment
+    rule holds across nested graphs)."""
+    names: set[str] = set()
+    for current in _graphs(graph):
+        names.update(init.name for init in current.initializer)
+        names.update(value.name for value in (*current.input, *current.output))
+        for node in current.node:
+            names.update((*node.input, *node.output))
+    return names
+
+
+def _consumed(graph: onnx.GraphProto) -> set[str]:
+    """Names read by a node (or a node of a subgraph) or exported as a graph output."""
+    names = {value.name for value in graph.output}
+    for current in _graphs(graph):
+        for node in current.node:
+            names.update(node.input)
     return names
 
 
