@@ -263,6 +263,7 @@ def docs_result(
         exact_terms=answer.exact_terms,
         term_coverage=round(answer.coverage, 4),
         reranked=answer.reranked,
+        edition_note=answer.edition_note,
     )
     return _result("\n\n".join(parts), structured, image_blocks(images))
 

@@ -69,6 +69,14 @@ class SearchDocsOutput(BaseModel):
         0.0, description="Best share of the query's terms found in one result (0-1)."
     )
     reranked: bool = False
+    edition_note: str | None = Field(
+        None,
+        description=(
+            "Set when the query asks for an edition, year or version the corpus does not hold "
+            "but a neighbouring one exists: what to tell the user (the results are that other "
+            "edition; do not answer from them as if they were the one asked for)."
+        ),
+    )
 
 
 class SeedRef(BaseModel):

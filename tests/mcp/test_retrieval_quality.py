@@ -272,6 +272,7 @@ async def test_search_docs_over_http_matches_in_process_and_reports_latency(
         for q in questions
     }
     seconds: list[float] = []
+    notes: dict[str, str | None] = {}
     with running_server(eval_home, tmp_path / "server.log") as base:
         async with Client(f"{base}/mcp") as client:
             await client.call_tool("echo", {"message": "warm"})
@@ -283,6 +284,12 @@ async def test_search_docs_over_http_matches_in_process_and_reports_latency(
                 ids = [r["id"] for r in result.structured_content["results"]]
                 if not result.structured_content["low_confidence"]:
                     assert ids == expected[question.id], question.id
+                notes[question.id] = result.structured_content["edition_note"]
+    # the version-aware answer reaches clients that read the structured content only
+    assert {qid: note[:52] for qid, note in notes.items() if note} == {
+        "regulatory_061": "Not in the corpus: the question asks for 2021-22, bu",
+        "regulatory_062": "Not in the corpus: the question asks for version 3, ",
+    }
     quantiles = statistics.quantiles(seconds, n=20)
     print(f"\nsearch_docs over HTTP: p50 {statistics.median(seconds) * 1000:.0f} ms, "
           f"p95 {quantiles[18] * 1000:.0f} ms over {len(seconds)} questions")

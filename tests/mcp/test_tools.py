@@ -77,7 +77,7 @@ async def test_tools_are_read_only_with_bounded_inputs_and_output_schemas(server
     assert tools["search_graph"].input_schema["properties"]["hops"]["enum"] == [1, 2]
     assert set(tools["search_docs"].output_schema["properties"]) == {
         "results", "sources", "next_offset", "low_confidence", "best_similarity",
-        "exact_terms", "term_coverage", "reranked",
+        "exact_terms", "term_coverage", "reranked", "edition_note",
     }
     assert "text" not in tools["search_docs"].output_schema["$defs"]["ResultRef"]["properties"]
     assert tools["echo"].output_schema is None
