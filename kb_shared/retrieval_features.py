@@ -5,8 +5,9 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
   (VTN)?", "How does SP 800-171 define CUI?", "what is meant by 'mode'?") prefers the passage
   that *defines* the term: the term (or its acronym, singular or plural; bare or in quotes,
   straight or curly) followed by "means", "is", "are", "refers to", "is defined as", or
-  introduced by "known as" / "called" / "referred to as", or a glossary entry (a table row whose first cell is the term, or a line
-  opening with the term in bold followed by its definition).
+  introduced by "known as" / "called" / "referred to as", or a glossary entry (a table row
+  whose first cell is the term, or a line opening with the term in bold followed by its
+  definition).
 * **Section numbers.** A number like ``3.1.5`` in the question prefers the passage whose own
   heading carries it (the requirement itself, not a mention of it elsewhere).
 * **Document routing.** Words of the question that name one document among the candidates
@@ -53,16 +54,20 @@ _DEFINITION_QUESTIONS = (
     re.compile(r"^\s*what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<term>[^,;]+?)\s*\??\s*$", re.I),
 )
 _ACRONYM = re.compile(r"\(([A-Za-z][A-Za-z0-9&/-]{1,11})\)")
-_QUOTED = re.compile(r"(?:(?<=\s)|^)[\u2018'\"\u201c]([^\u2019'\"\u201d]{1,60})[\u2019'\"\u201d]")
+#: The quote marks a term may stand in, straight or curly ("‘Business Day’ means …").
+_OPENING_QUOTES = "\u2018\u201c'\""
+_CLOSING_QUOTES = "\u2019\u201d'\""
+_QUOTED = re.compile(
+    rf"(?:(?<=\s)|^)[{_OPENING_QUOTES}]([^{_CLOSING_QUOTES}]{{1,60}})[{_CLOSING_QUOTES}]"
+)
 #: Where a definition question goes on to ask something else ("… (ALF) and how is it …").
 _TERM_END = re.compile(r",|\s(?:and|or)\s+(?:how|what|why|when|where|which|who|is|are|does|do)\b|\s(?:in|under)\s+(?:the\s+)?[A-Z]", re.I)
 _SECTION_NUMBER = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){1,4})\b")
 #: Words dropped from the front and back of a term read from a question.
 _TERM_EDGES = frozenset("a an the its their this that in of by for to on under a's".split())
 
-#: A defined term may stand in quotes, straight or curly ("‘Business Day’ means …").
-_OPENING_QUOTE = "[\u2018\u201c'\"]?"
-_CLOSING_QUOTE = "[\u2019\u201d'\"]?"
+_OPENING_QUOTE = f"[{_OPENING_QUOTES}]?"
+_CLOSING_QUOTE = f"[{_CLOSING_QUOTES}]?"
 _DEFINING_AFTER = rf"(?:s)?{_CLOSING_QUOTE}\s*(?:\([^)]{{1,40}}\)\s*)?(?:means|is|are|refers?\s+to|is\s+defined\s+as|denotes|—|-|:)\s"
 _DEFINING_BEFORE = rf"(?:known\s+as|called|referred\s+to\s+as|termed)\s+(?:an?\s+|the\s+|its\s+|their\s+)?{_OPENING_QUOTE}"
 
