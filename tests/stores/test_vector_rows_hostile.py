@@ -144,6 +144,24 @@ def first_state(path: Path) -> SqliteVectorIndex:
     return writer
 
 
+def writer_reader_check(
+    path: Path,
+) -> tuple[SqliteVectorIndex, SqliteVectorIndex, SqliteVectorIndex]:
+    """The first state written, then a reader with every copy and a ``plain`` one to check
+    it against, both opened on ``path``."""
+    writer = first_state(path)
+    reader = SqliteVectorIndex(path)
+    reader.open(MODEL, DIM, create=False)
+    check = plain(path)
+    check.open(MODEL, DIM, create=False)
+    return writer, reader, check
+
+
+def every_answer(index: SqliteVectorIndex) -> list[list[Seen]]:
+    """``index``'s answer to each of ``SEARCHES``, in order."""
+    return [search(index, n) for n in range(len(SEARCHES))]
+
+
 def run_threads(targets: list[Callable[[], None]]) -> None:
     """Run every target in its own thread; re-raise the first failure."""
     failures: list[BaseException] = []
@@ -452,12 +470,8 @@ def test_readers_holding_an_older_transaction_keep_their_own_rows(
     the copy back to generation 1) and A. Each answer is its own snapshot's, and the copy
     ends up serving the newest state."""
     path = tmp_path / "vectors.sqlite"
-    writer = first_state(path)
-    reader = SqliteVectorIndex(path)
-    reader.open(MODEL, DIM, create=False)
-    check = plain(path)
-    check.open(MODEL, DIM, create=False)
-    before = [search(check, n) for n in range(len(SEARCHES))]
+    writer, reader, check = writer_reader_check(path)
+    before = every_answer(check)
     gate = Gate(reader)
     answers: dict[str, Any] = {}
 
@@ -472,19 +486,19 @@ def test_readers_holding_an_older_transaction_keep_their_own_rows(
         c = gate.start("C", "read", searching("C", 4))
         d = gate.start("D", "key", searching("D", 1))
         writer.upsert(state_points(2))
-        after = [search(check, n) for n in range(len(SEARCHES))]
+        after = every_answer(check)
         assert all(x != y for x, y in zip(before, after, strict=True))
         b = threading.Thread(target=searching("B", None), name="B")
         b.start()
         b.join(30)
         gate.finish("C", c)  # its rows are generation 1's: not for B's copy
-        assert [search(reader, n) for n in range(len(SEARCHES))] == after
+        assert every_answer(reader) == after
         gate.finish("D", d)  # takes the copy back to generation 1
         gate.finish("A", a)
     finally:
         gate.release_all()
     assert answers == {"A": [before[0]], "C": [before[4]], "D": [before[1]], "B": after}
-    assert [search(reader, n) for n in range(len(SEARCHES))] == after
+    assert every_answer(reader) == after
     assert all(reference.holds(n, answer) for n, answer in enumerate(after))
     for index in (reader, writer, check):
         index.close()
@@ -497,13 +511,9 @@ def test_a_recreated_index_reusing_rowids_is_read_afresh_while_an_old_reader_wai
     order, rowid 1 is another point; a reader waiting at the old epoch, and the next
     searches, each see their own index."""
     path = tmp_path / "vectors.sqlite"
-    writer = first_state(path)
-    reader = SqliteVectorIndex(path)
-    reader.open(MODEL, DIM, create=False)
-    check = plain(path)
-    check.open(MODEL, DIM, create=False)
-    before = [search(check, n) for n in range(len(SEARCHES))]
-    assert [search(reader, n) for n in range(len(SEARCHES))] == before  # copy at epoch one
+    writer, reader, check = writer_reader_check(path)
+    before = every_answer(check)
+    assert every_answer(reader) == before  # copy at epoch one
     gate = Gate(reader)
     held: list[list[Seen]] = []
     try:
@@ -514,13 +524,13 @@ def test_a_recreated_index_reusing_rowids_is_read_afresh_while_an_old_reader_wai
             "SELECT value FROM chunks_meta WHERE key = 'generation'").fetchone()[0] == "1"
         assert conn.execute(
             "SELECT id FROM chunks_points WHERE rowid = 1").fetchone()[0] == f"p{POINTS - 1:02d}"
-        now = [search(check, n) for n in range(len(SEARCHES))]
-        assert [search(reader, n) for n in range(len(SEARCHES))] == now
+        now = every_answer(check)
+        assert every_answer(reader) == now
         gate.finish("old", thread)
     finally:
         gate.release_all()
     assert held == [before[2]]
-    assert [search(reader, n) for n in range(len(SEARCHES))] == now
+    assert every_answer(reader) == now
     for index in (reader, writer, check):
         index.close()
 
