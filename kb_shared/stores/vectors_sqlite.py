@@ -598,7 +598,7 @@ class SqliteVectorIndex(VectorIndex):
         with self._errors("dense search"):
             conn.execute("BEGIN")
             try:
-                key = self._generation_key(conn)
+                key = self._generation_key(conn) if self.resident_dense else None
                 ranked = self._resident_dense(conn, key, query, limit, filters)
                 if ranked is not None:
                     rows = self._rows_by_rowid(conn, key, [rowid for rowid, _ in ranked])
