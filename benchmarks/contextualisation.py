@@ -32,7 +32,7 @@ from typing import Any
 from benchmarks.common import fmt_duration, kb_environment, load_average, log
 from benchmarks.retrieval_levers import DEFAULT_EVAL, run, summary
 from kb_shared import evaluation
-from kb_shared.chunking import stored_embedding_text
+from kb_shared.contextual import stored_embedding_text
 from kb_shared.citations import PATH_SEPARATOR, PointPayload
 
 #: What each variant puts in front of the chunk text (a blank line between prefix and text).
@@ -60,7 +60,7 @@ def variant_text(variant: str, text: str, payload: PointPayload) -> str:
     """The text variant ``variant`` (a key of ``VARIANTS``) embeds for a chunk point with
     ``text`` and ``payload``.
 
-    ``C`` is ``kb_shared.chunking.stored_embedding_text`` (what the pipeline embeds); ``B`` the
+    ``C`` is ``kb_shared.contextual.stored_embedding_text`` (what the pipeline embeds); ``B`` the
     same without the title; ``D`` writes the payload's ``version`` after the title as
     ``"Title (version V)"`` (``C`` when the version is empty); ``A`` is ``text``.
 

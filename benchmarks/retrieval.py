@@ -292,12 +292,12 @@ def embedding_inputs(points: Sequence[Any]) -> list[tuple[str, str | None, str]]
     """For each stored point, what the pipeline embedded and indexed for it:
     ``(text to embed, sparse text, title)``.
 
-    Chunks (``text``/``table``): ``kb_shared.chunking.stored_embedding_text`` of the point's
+    Chunks (``text``/``table``): ``kb_shared.contextual.stored_embedding_text`` of the point's
     text and ``PointPayload`` (the ``embedding_text`` the embeddings asset embeds, offline
     contexts being empty); that text is also the sparse text. Figures: their text alone, no
     sparse text (``Embedder.embed_figures`` default; the figures asset passes none).
     """
-    from kb_shared.chunking import stored_embedding_text  # noqa: PLC0415
+    from kb_shared.contextual import stored_embedding_text  # noqa: PLC0415
     from kb_shared.citations import PointPayload  # noqa: PLC0415
     from kb_shared.stores.vectors import KIND_FIGURE  # noqa: PLC0415
 

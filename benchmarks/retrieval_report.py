@@ -204,7 +204,7 @@ def add_candidate_section(report: Report, set_runs: Sequence[SetRun],
     report.text(
         "Each candidate searches a second SQLite vector index holding the same points (same "
         "ids, payloads and sparse terms) embedded by that model from the text the pipeline "
-        "embeds (`kb_shared.chunking.embedding_text` with the document title; figures by their "
+        "embeds (`kb_shared.contextual.embedding_text` with the document title; figures by their "
         "text). Embedding speed is from the run that made the index (date shown); the machine "
         "load then is not in this report's header."
     )

@@ -117,12 +117,8 @@ import bisect
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kb_shared.identity import chunk_id
-
-if TYPE_CHECKING:
-    from kb_shared.citations import PointPayload
 
 KIND_TEXT = "text"
 KIND_TABLE = "table"
@@ -197,6 +193,9 @@ class Chunk:
             the Markdown has no markers.
         kind: ``"text"`` or ``"table"``.
         page_label_start / page_label_end: first/last page's printed label, ``""`` if none.
+        page_runs: ``((offset, page), ...)`` where the text's part on each page starts, found
+            in the PDF's text layer (``kb_shared.page_location``); ``()`` when not located.
+        located: the text was verified on its pages in the PDF; ``None`` when not checked.
     """
 
     id: str
@@ -209,6 +208,8 @@ class Chunk:
     kind: str
     page_label_start: str = ""
     page_label_end: str = ""
+    page_runs: tuple[tuple[int, int], ...] = ()
+    located: bool | None = None
 
 
 # --------------------------------------------------------------------------- parsing
@@ -764,36 +765,3 @@ def section_label(chunk: Chunk) -> str:
     """The chunk's heading path joined with ``" › "`` (``""`` for a chunk under no heading),
     e.g. ``"3 Dispatch › 3.1 Bids"``; used in citations."""
     return PATH_SEPARATOR.join(chunk.heading_path)
-
-
-def embedding_text(chunk: Chunk, title: str = "") -> str:
-    """The text to embed for a chunk: a contextual prefix, a blank line, then the chunk text.
-
-    The prefix is the document ``title`` (when given) followed by the heading path, joined
-    with ``" › "``, e.g. ``"SO_OP_3705 Dispatch › 3 Dispatch › 3.1 Bids"`` (DESIGN.md,
-    contextualisation: "heading path (Title › Section › Subsection)"). A title equal to the
-    outermost heading is not repeated. With neither title nor headings the result is the
-    chunk text alone.
-    """
-    return _prefixed(chunk.text, chunk.heading_path, title)
-
-
-def stored_embedding_text(text: str, payload: PointPayload) -> str:
-    """What the embeddings asset embedded, and indexed as sparse text, for a stored chunk
-    point: ``embedding_text`` of a chunk with this ``text``, the payload's heading path
-    (``section`` split on ``" › "``) and the payload's title.
-
-    The contextualiser's context is not stored, so this is the embedded text only where the
-    context is empty (offline: ``HeadingPathContextualiser``, always).
-    """
-    path = tuple(payload.section.split(PATH_SEPARATOR)) if payload.section else ()
-    return _prefixed(text, path, payload.title)
-
-
-def _prefixed(text: str, heading_path: tuple[str, ...], title: str) -> str:
-    parts = list(heading_path)
-    title = title.strip()
-    if title and (not parts or parts[0] != title):
-        parts.insert(0, title)
-    prefix = PATH_SEPARATOR.join(parts)
-    return f"{prefix}\n\n{text}" if prefix else text

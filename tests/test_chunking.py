@@ -17,12 +17,11 @@ from kb_shared.chunking import (
     Chunk,
     chunk_markdown,
     count_words,
-    embedding_text,
     markdown_headings,
     section_label,
-    stored_embedding_text,
 )
 from kb_shared.citations import PointPayload
+from kb_shared.contextual import embedding_text, stored_embedding_text
 from tests.conftest import corpus_dir
 
 

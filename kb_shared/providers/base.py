@@ -179,7 +179,7 @@ class Contextualiser(Provider):
 class HeadingPathContextualiser(Contextualiser):
     """The offline contextualiser: the context is the heading path alone.
 
-    ``kb_shared.chunking.embedding_text`` already puts the title and heading path in front of
+    ``kb_shared.contextual.embedding_text`` already puts the title and heading path in front of
     every chunk, so this adds nothing: every context is ``""`` and no model is called.
     """
 

@@ -22,7 +22,7 @@ from kb_assets.cli import app
 from kb_assets.definitions import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource
-from kb_shared.chunking import stored_embedding_text
+from kb_shared.contextual import stored_embedding_text
 from kb_shared.citations import PointPayload
 from kb_shared.errors import MigrationError, MigrationRefusedError
 from kb_shared.graph_model import Entity, Relationship
