@@ -411,7 +411,8 @@ def _font_has_no_mapping(doc: pymupdf.Document, xref: int, font_type: str, encod
     Rules (PDF 32000-1:2008 §9.10.2, "Mapping character codes to Unicode values"): a font
     with a ``/ToUnicode`` CMap is mappable. Without one, a Type0 font with an
     ``Identity-H``/``Identity-V`` encoding and an ``Identity`` (or missing) CIDSystemInfo
-    ordering has no mapping (its codes are glyph ids); a TrueType font with no
+    ordering has no mapping (its codes are glyph ids, or numbers the producer chose:
+    ``_codes_are_glyph_ids`` tells which); a TrueType font with no
     ``/Encoding`` whose descriptor sets the Symbolic flag (bit 3) has codes that are only
     meaningful to its own built-in cmap. Type1 fonts are not suspected: their program
     carries glyph names, which MuPDF maps (TeX's CMR10/CMSY10 are symbolic Type1 fonts
@@ -424,13 +425,11 @@ def _font_has_no_mapping(doc: pymupdf.Document, xref: int, font_type: str, encod
     if font_type == "Type0":
         if encoding not in ("Identity-H", "Identity-V"):
             return False
-        descendants = doc.xref_get_key(xref, "DescendantFonts")
+        descendant = _descendant_font(doc, xref)
         ordering = ""
-        if descendants[0] == "array":
-            match = re.search(r"(\d+) 0 R", descendants[1])
-            if match:
-                info = doc.xref_get_key(int(match.group(1)), "CIDSystemInfo/Ordering")
-                ordering = info[1].strip("()") if info[0] == "string" else ""
+        if descendant is not None:
+            info = doc.xref_get_key(descendant, "CIDSystemInfo/Ordering")
+            ordering = info[1].strip("()") if info[0] == "string" else ""
         return ordering in ("", "Identity")
     if font_type == "TrueType":
         if doc.xref_get_key(xref, "Encoding")[0] != "null":
@@ -457,58 +456,145 @@ def is_unmapped_char(ch: str) -> bool:
     )
 
 
+#: Characters MuPDF keeps of a font's name (``fz_font.name`` is ``char[32]``): a span's
+#: ``font`` is the ``/BaseFont`` cut there, subset prefix included, then the prefix dropped.
+FONT_NAME_CHARS = 31
+
+
+def _span_font_name(basefont: str) -> str:
+    """The ``font`` MuPDF gives the spans of a font whose ``/BaseFont`` is ``basefont``."""
+    return _SUBSET_PREFIX.sub("", basefont[:FONT_NAME_CHARS])
+
+
+def span_font(span: dict) -> str:
+    """The font name of a MuPDF text span (``page.get_text("dict")``), subset prefix dropped."""
+    return _SUBSET_PREFIX.sub("", span["font"])
+
+
+def _descendant_font(doc: pymupdf.Document, xref: int) -> int | None:
+    """The xref of a Type0 font's CIDFont (its ``/DescendantFonts`` entry), ``None`` if none."""
+    kind, value = doc.xref_get_key(xref, "DescendantFonts")
+    match = re.search(r"(\d+) 0 R", value) if kind == "array" else None
+    return int(match.group(1)) if match else None
+
+
+def _codes_are_glyph_ids(doc: pymupdf.Document, xref: int) -> bool:
+    """True when an Identity-encoded Type0 font's codes are its glyph ids: a CIDFontType2
+    whose ``/CIDToGIDMap`` is absent or ``/Identity``, or a CIDFontType0 (PDF 32000-1:2008
+    §9.7.4.2, Table 117). A ``/CIDToGIDMap`` stream means the producer numbered the codes
+    itself, often by Unicode code point, which MuPDF's plain text then reads as such."""
+    descendant = _descendant_font(doc, xref)
+    if descendant is None or doc.xref_get_key(descendant, "Subtype")[1] != "/CIDFontType2":
+        return True
+    return doc.xref_get_key(descendant, "CIDToGIDMap")[0] != "xref"
+
+
+def _literal_spans(page: pymupdf.Page) -> set[tuple[float, float, str]]:
+    """``(x, y, text)`` of the page's spans (origin rounded to 0.1 pt) read with
+    ``/ActualText`` ignored. A span of the plain extraction not among them took its text from
+    an ``/ActualText`` entry (PDF 32000-1:2008 §14.9.4), which is Unicode by definition."""
+    flags = pymupdf.TEXTFLAGS_TEXT | pymupdf.TEXT_IGNORE_ACTUALTEXT
+    return {
+        (round(span["origin"][0], 1), round(span["origin"][1], 1), span["text"])
+        for block in page.get_text("dict", flags=flags)["blocks"]
+        for line in block.get("lines", ())
+        for span in line["spans"]
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class PageTextLayer:
+    """One page's text layer as ``unmapped_characters`` counts it (``TextLayerStats``).
+
+    Attributes:
+        characters: non-space characters; ``visible``: those not invisible (render mode 3).
+        unmapped: characters without a Unicode mapping; ``unmapped_by_font``: font -> count.
+        unreadable_fonts: fonts (``span_font`` names) whose every character counts as
+            unmapped: their text in MuPDF's plain extraction is glyph-id nonsense.
+    """
+
+    characters: int
+    visible: int
+    unmapped: int
+    unmapped_by_font: dict[str, int]
+    unreadable_fonts: frozenset[str]
+
+    @property
+    def unmapped_share(self) -> float:
+        """Unmapped characters as a share of the page's characters (0.0 with no text)."""
+        return self.unmapped / self.characters if self.characters else 0.0
+
+
+def read_page_text(doc: pymupdf.Document, page: pymupdf.Page) -> PageTextLayer:
+    """Count one page's text-layer characters (MuPDF's plain extraction, ``TEXTFLAGS_TEXT``)
+    and those without a Unicode mapping, by the rules of ``unmapped_characters``; a span
+    whose text is its ``/ActualText`` (``_literal_spans``) is Unicode whatever its font."""
+    suspects = {  # span font name -> character classes that may vouch for it ("" none)
+        _span_font_name(basefont): (
+            "L" if ftype != "Type0" else "" if _codes_are_glyph_ids(doc, xref) else "LN"
+        )
+        for xref, _ext, ftype, basefont, _name, encoding, *_ in page.get_fonts(full=True)
+        if _font_has_no_mapping(doc, xref, ftype, encoding)
+    }
+    literal = _literal_spans(page) if suspects else set()
+    characters = visible = unmapped = 0
+    per_font: Counter[str] = Counter()
+    suspect_text: dict[str, list[str]] = defaultdict(list)
+    for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
+        for line in block.get("lines", ()):
+            for span in line["spans"]:
+                text = "".join(ch for ch in span["text"] if not ch.isspace())
+                if not text:
+                    continue
+                characters += len(text)
+                if span.get("alpha", 255) > 0:
+                    visible += len(text)
+                font = span_font(span)
+                origin = (round(span["origin"][0], 1), round(span["origin"][1], 1))
+                if font in suspects and (*origin, span["text"]) in literal:
+                    suspect_text[font].append(text)
+                    continue
+                bad = sum(1 for ch in text if is_unmapped_char(ch))
+                if bad:
+                    unmapped += bad
+                    per_font[font] += bad
+    unreadable = set()
+    for font, pieces in suspect_text.items():
+        text = "".join(pieces)
+        vouching = suspects[font]
+        words = sum(1 for ch in text if unicodedata.category(ch)[0] in vouching)
+        trusted = bool(vouching) and words >= len(text) / 2
+        bad = sum(map(is_unmapped_char, text)) if trusted else len(text)
+        unmapped += bad
+        if bad:
+            per_font[font] += bad
+        if not trusted:
+            unreadable.add(font)
+    return PageTextLayer(characters, visible, unmapped, dict(per_font), frozenset(unreadable))
+
+
 def unmapped_characters(doc: pymupdf.Document) -> TextLayerStats:
     """Count the text layer's characters and those that have no Unicode mapping.
 
     A character is unmapped when it is U+FFFD or a private-use code point, or when it comes
     from a font without a mapping (``_font_has_no_mapping``): every character of a Type0
-    font (its codes are glyph ids, which MuPDF turns into shifted nonsense such as
-    ``4BNQMF`` for "Sample"), and every character of a simple symbolic font unless at
-    least half of that font's characters on the page are letters. Glyph ids of small
-    subsets land on punctuation, digits and control codes ("Phone" reads ``"7+%-``),
-    while a symbolic font whose codes happen to be ASCII yields mostly letters and is
-    trusted.
+    font whose codes are its glyph ids (``_codes_are_glyph_ids``; MuPDF turns them into
+    shifted nonsense such as ``4BNQMF`` for "Sample"), and every character of a simple
+    symbolic font unless at least half of that font's characters on the page are letters,
+    or of a Type0 font with codes of its own (a ``/CIDToGIDMap``) unless at least half are
+    letters or digits. Glyph ids of small subsets land on punctuation, digits and control
+    codes ("Phone" reads ``"7+%-``), and codes a producer numbers from 1 on control codes,
+    while a font whose codes happen to be ASCII or Unicode yields mostly letters (and, in a
+    datasheet's tables, digits) and is trusted. Per page: ``read_page_text``.
     """
-    pages_with_text = 0
-    total = 0
-    unmapped = 0
+    pages_with_text = total = unmapped = 0
     per_font: Counter[str] = Counter()
     for page in doc:
-        suspects = {  # font name -> is a simple (single-byte) font
-            _SUBSET_PREFIX.sub("", basefont): ftype != "Type0"
-            for xref, _ext, ftype, basefont, _name, encoding, *_ in page.get_fonts(full=True)
-            if _font_has_no_mapping(doc, xref, ftype, encoding)
-        }
-        page_chars = 0
-        visible_chars = 0
-        suspect_text: dict[str, list[str]] = defaultdict(list)
-        for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
-            for line in block.get("lines", ()):
-                for span in line["spans"]:
-                    text = "".join(ch for ch in span["text"] if not ch.isspace())
-                    if not text:
-                        continue
-                    page_chars += len(text)
-                    if span.get("alpha", 255) > 0:
-                        visible_chars += len(text)
-                    font = _SUBSET_PREFIX.sub("", span["font"])
-                    if font in suspects:
-                        suspect_text[font].append(text)
-                        continue
-                    bad = sum(1 for ch in text if is_unmapped_char(ch))
-                    if bad:
-                        unmapped += bad
-                        per_font[font] += bad
-        for font, pieces in suspect_text.items():
-            text = "".join(pieces)
-            letters = sum(1 for ch in text if unicodedata.category(ch).startswith("L"))
-            trusted = suspects[font] and letters >= len(text) / 2
-            bad = sum(map(is_unmapped_char, text)) if trusted else len(text)
-            unmapped += bad
-            if bad:
-                per_font[font] += bad
-        total += page_chars
-        pages_with_text += visible_chars > 0 or page_chars >= MIN_INVISIBLE_TEXT_CHARS
+        layer = read_page_text(doc, page)
+        total += layer.characters
+        unmapped += layer.unmapped
+        per_font.update(layer.unmapped_by_font)
+        pages_with_text += layer.visible > 0 or layer.characters >= MIN_INVISIBLE_TEXT_CHARS
     return TextLayerStats(
         pages=doc.page_count,
         pages_with_text=pages_with_text,
@@ -663,7 +749,9 @@ def extract_version(doc: pymupdf.Document) -> str:
 __all__ = [
     "HEADER_SEARCH_BYTES",
     "MARKDOWN_MARKS",
+    "FONT_NAME_CHARS",
     "MIN_INVISIBLE_TEXT_CHARS",
+    "PageTextLayer",
     "PdfLimits",
     "UNMAPPED_SHARE_LIMIT",
     "VERSION_SEARCH_PAGES",
@@ -675,6 +763,8 @@ __all__ = [
     "extract_version",
     "is_unmapped_char",
     "open_pdf",
+    "read_page_text",
+    "span_font",
     "stream_inflated_size",
     "unmapped_characters",
 ]

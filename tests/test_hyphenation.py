@@ -40,14 +40,22 @@ LINES = [
 ]
 
 
-def paragraph_pdf(lines: list[str], extra: str = "") -> bytes:
-    """One page: ``lines`` as one paragraph (12 pt leading), then ``extra`` as a paragraph."""
+def paragraph_pdf(lines: list[str], extra: str = "", *, embedded: bool = False) -> bytes:
+    """One page: ``lines`` as one paragraph (12 pt leading), then ``extra`` as a paragraph;
+    ``embedded`` writes them in an embedded Unicode font (Nimbus Sans, which has Greek) rather
+    than base-14 Helvetica (Latin-1 only)."""
     doc = pymupdf.open()
     page = doc.new_page()
+    font = "helv"
+    if embedded:
+        font = "kbsans"
+        page.insert_font(fontname=font, fontbuffer=pymupdf.Font("helv").buffer)
     for index, line in enumerate(lines):
-        page.insert_text((72, 200 + 12 * index), line, fontsize=10)
+        page.insert_text((72, 200 + 12 * index), line, fontsize=10, fontname=font)
     if extra:
-        page.insert_text((72, 200 + 12 * len(lines) + 30), extra, fontsize=10)
+        page.insert_text((72, 200 + 12 * len(lines) + 30), extra, fontsize=10, fontname=font)
+    if embedded:
+        doc.subset_fonts()
     return doc.tobytes()
 
 
@@ -81,6 +89,21 @@ def test_the_offline_word_list_is_the_spacy_models_vocabulary() -> None:
         ("co", "operative", "", "cooperative"),
         ("e", "mail", "send an e-mail or an email or e-mail", "e-mail"),  # more often hyphenated
         ("xq", "zzv", "", "xqzzv"),  # nothing known: a syllable break
+        # a single letter or a locant before the hyphen is a prefix, never a syllable
+        ("n", "octanal", "", "n-octanal"),
+        ("α", "pinene", "", "α-pinene"),
+        ("2", "octanone", "", "2-octanone"),
+        ("3", "methylbutanal", "", "3-methylbutanal"),
+        ("1,2", "dichloroethane", "", "1,2-dichloroethane"),
+        ("N,N", "dimethylformamide", "", "N,N-dimethylformamide"),
+        ("2′", "deoxyadenosine", "", "2′-deoxyadenosine"),
+        ("COVID-19", "related", "", "COVID-19-related"),
+        ("e", "mail", "", "e-mail"),  # the word list's "email" does not outrank the prefix
+        ("n", "octanal", "the noctanal peak", "noctanal"),  # ... the document does
+        ("regu", "lation", "", "regulation"),
+        ("co", "ordinate", "", "coordinate"),
+        ("co", "ordinate", "we coordinate", "coordinate"),
+        ("co", "ordinate", "we co-ordinate", "co-ordinate"),
     ],
 )
 def test_resolve_break(head: str, tail: str, document: str, word: str) -> None:
@@ -122,6 +145,70 @@ def test_an_address_broken_at_its_own_hyphen_keeps_it() -> None:
     markdown = _convert(paragraph_pdf(lines))
     assert "https://aemo.example/energy/projected-assessment-of-system-adequacy and" in markdown
     assert "ops@grid-operator.example each week." in markdown
+
+
+#: A paragraph broken after one-letter prefixes and locants, a syllable and "co-".
+CHEMISTRY = [
+    "The solvent was n-",
+    "octanal, then α-",
+    "pinene and 2-",
+    "octanone, with 3-",
+    "methylbutanal and the regu-",
+    "lation of 1,2-",
+    "dichloroethane and N,N-",
+    "dimethylformamide by the co-",
+    "ordinate team.",
+]
+CHEMISTRY_READ = (
+    "The solvent was n-octanal, then α-pinene and 2-octanone, with 3-methylbutanal and the "
+    "regulation of 1,2-dichloroethane and N,N-dimethylformamide by the {co} team."
+)
+
+
+def test_breaks_after_a_letter_or_a_locant_are_read_from_the_pdf() -> None:
+    page = pymupdf.open("pdf", paragraph_pdf(CHEMISTRY, embedded=True))[0]
+    assert [(head, tail) for _, head, tail, _ in line_breaks(page)] == [
+        ("n", "octanal"), ("α", "pinene"), ("2", "octanone"), ("3", "methylbutanal"),
+        ("regu", "lation"), ("1,2", "dichloroethane"), ("N,N", "dimethylformamide"),
+        ("co", "ordinate"),
+    ]
+    assert not {"octanal", "pinene", "regu", "lation"} & set(document_vocabulary(break_words(page)))
+
+
+@pytest.mark.parametrize(
+    ("extra", "co"),
+    [
+        ("", "coordinate"),  # the word list has "coordinate"
+        ("Both teams coordinate daily.", "coordinate"),
+        ("Both teams co-ordinate daily.", "co-ordinate"),  # the document's spelling wins
+    ],
+)
+def test_a_prefix_of_one_letter_or_a_locant_keeps_its_hyphen_in_a_pdf(extra: str, co: str) -> None:
+    markdown = _convert(paragraph_pdf(CHEMISTRY, extra, embedded=True))
+    assert CHEMISTRY_READ.format(co=co) in markdown
+
+
+@pytest.mark.parametrize("query", ["n-octanal", "octanal", "1,2-dichloroethane", "dichloroethane"])
+def test_a_keyword_query_for_a_prefixed_name_or_its_stem_finds_the_passage(
+    query: str, tmp_path: Path, chemistry: str
+) -> None:
+    other = "<!-- page 1 -->\n\nThe operator dispatches generators every five minutes."
+    index = SqliteVectorIndex(tmp_path / "v.sqlite")
+    index.open("test", 2)
+    chunks = chunk_markdown(chemistry, "solvents.pdf") + chunk_markdown(other, "other.pdf")
+    index.upsert(
+        [Point(c.id, c.document, KIND_TEXT, c.text, np.array([1.0, 0.0])) for c in chunks]
+    )
+    hits = index.sparse_search(query, 5)
+    assert [hit.point.document for hit in hits] == ["solvents.pdf"]
+    assert "n-octanal" in hits[0].point.text and "1,2-dichloroethane" in hits[0].point.text
+    index.close()
+
+
+@pytest.fixture(scope="module")
+def chemistry() -> str:
+    """The converted chemistry paragraph."""
+    return _convert(paragraph_pdf(CHEMISTRY, embedded=True))
 
 
 def test_a_hyphen_inside_a_line_is_never_touched() -> None:

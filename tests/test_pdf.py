@@ -19,10 +19,16 @@ from kb_shared.pdf import (
     extract_title,
     extract_version,
     open_pdf,
+    read_page_text,
     unmapped_characters,
 )
 from tests.conftest import corpus_dir
-from tests.providers.pdf_builders import doc_with_lines, image_page_pdf, text_pdf
+from tests.providers.pdf_builders import (
+    doc_with_lines,
+    image_page_pdf,
+    text_pdf,
+    type0_pdf_without_tounicode,
+)
 
 CVP = "aemo_Schedule_of_Constraint_Violation_Penalty_factors.pdf"
 FCAS = "aemo_FCAS_Model_in_NEMDE.pdf"
@@ -68,6 +74,35 @@ def test_a_few_symbol_glyphs_are_tolerated() -> None:
         check_text_layer(
             TextLayerStats(3, 3, 1000, 300, ("Wingdings",)), "bullets.pdf"
         )
+
+
+def test_a_type0_font_coded_by_unicode_is_readable_and_one_coded_by_glyph_id_is_not() -> None:
+    readable = pymupdf.open(stream=type0_pdf_without_tounicode("Sensor datasheet", "NX-220"))
+    stats = unmapped_characters(readable)
+    assert (stats.characters, stats.unmapped, stats.unmapped_fonts) == (21, 0, ())
+    assert read_page_text(readable, readable[0]).unreadable_fonts == frozenset()
+    ids = pymupdf.open(stream=type0_pdf_without_tounicode("Sensor datasheet", codes="glyph"))
+    layer = read_page_text(ids, ids[0])
+    # 15 letters and the space's glyph id (1), which is not white space
+    assert (layer.characters, layer.unmapped, layer.unmapped_share) == (16, 16, 1.0)
+    assert layer.unreadable_fonts == {"Droid Sans Fallback Regu"}  # MuPDF's 31-character cut
+    assert layer.unmapped_by_font == {"Droid Sans Fallback Regu": 16}
+    # the same glyph ids, each line marked with its /ActualText: Unicode by definition
+    marked = pymupdf.open(
+        stream=type0_pdf_without_tounicode("Sensor datasheet", codes="glyph", actual_text=True)
+    )
+    assert marked[0].get_text() == "Sensor datasheet\n"
+    assert read_page_text(marked, marked[0]).unmapped == 0
+
+
+def test_a_type0_font_with_codes_numbered_from_one_is_not_readable() -> None:
+    # Codes of its own (a /CIDToGIDMap) but not Unicode: get_text() reads control codes.
+    doc = pymupdf.open(stream=type0_pdf_without_tounicode("Sensor datasheet", codes="sequential"))
+    assert doc[0].get_text().startswith("\x01\x02\x03\x04\x05\x06")
+    stats = unmapped_characters(doc)
+    assert stats.unmapped == stats.characters > 0
+    with pytest.raises(ConversionError, match=r"100% of characters have no Unicode mapping"):
+        check_text_layer(stats, "numbered.pdf")
 
 
 # --------------------------------------------------------------------------------------

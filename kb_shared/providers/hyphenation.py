@@ -1,7 +1,8 @@
 """Words hyphenated at a line end: which line ends break a word, and how to join them.
 
 A syllable break is joined ("cli-" + "mate" -> "climate"), a real compound keeps its hyphen
-whether the break falls at its hyphen or not; the document's own words decide first, then
+whether the break falls at its hyphen or not, and so does a prefix of one letter or a locant
+("n-octanal", "1,2-dichloroethane"); the document's own words decide first, then
 spaCy's English word list (issue 16, "Reading hard PDFs correctly"). The Markdown rewrite
 that applies these rules to a page's blocks is ``markdown_cleanup.resolve_line_breaks``.
 """
@@ -23,8 +24,15 @@ from kb_shared.models import SPACY_MODEL_PACKAGE, SPACY_MODEL_VERSION
 
 logger = logging.getLogger(__name__)
 
-#: A line's last token ending in a hyphen after a letter ("cli-", "state-of-the-").
-_BROKEN_HEAD = re.compile(r"([^\W\d_]+(?:-[^\W\d_]+)*)-$")
+#: One item of a chemical locant: a number with an optional letter ("2", "4a") or a letter,
+#: either with primes ("2′", "N'").
+_LOCANT_ITEM = r"(?:\d+[^\W\d_]?|[^\W\d_])['′]*"
+#: A locant ("2", "1,2", "N,N", "2′"): comma-separated items.
+_LOCANT = re.compile(rf"{_LOCANT_ITEM}(?:,{_LOCANT_ITEM})*")
+_HEAD_PART = rf"(?:[^\W\d_]+|{_LOCANT.pattern})"
+#: A line's last token ending in a hyphen after a word or a locant ("cli-", "state-of-the-",
+#: "n-", "1,2-", "COVID-19-").
+_BROKEN_HEAD = re.compile(rf"({_HEAD_PART}(?:-{_HEAD_PART})*)-$")
 #: The next line's first token when it starts with a lower-case letter ("mate", "known,").
 _BROKEN_TAIL = re.compile(r"^([^\W\d_][^\W\d_'’-]*)")
 _VOCABULARY_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
@@ -67,7 +75,11 @@ def resolve_break(head: str, tail: str, vocabulary: Counter[str], words: frozens
     next line's first word ("mate"). Only the last part of ``head`` and ``tail`` are weighed
     (``last``, ``tail``). In order: the document's own vocabulary (``vocabulary``, the words
     outside line breaks) decides when it holds ``last-tail`` or ``lasttail`` (the more
-    frequent wins; a tie keeps the hyphen); else the word list ``words`` (``english_words``):
+    frequent wins; a tie keeps the hyphen); else ``last`` a single letter or a locant ("n",
+    "α", "2", "1,2", "N,N") keeps it ("n-octanal", "2-octanone", "x-ray"): typesetters leave
+    at least two letters before a syllable break (``\\lefthyphenmin=2`` in plain TeX, The
+    TeXbook, appendix B) and never break a number; else the word list ``words``
+    (``english_words``):
     ``lasttail`` a word -> joined ("climate", "procedures"); ``last`` an acronym ("VPP"), or
     ``last`` and ``tail`` both words, or a prefix whose last vowel the tail repeats ("co" +
     "optimising": English keeps that hyphen) -> a compound that keeps its hyphen
@@ -82,6 +94,8 @@ def resolve_break(head: str, tail: str, vocabulary: Counter[str], words: frozens
     seen_hyphenated = sum(vocabulary.get(word, 0) for word in compounds)
     if seen_joined or seen_hyphenated:
         return joined if seen_joined > seen_hyphenated else hyphenated
+    if _LOCANT.fullmatch(last):
+        return hyphenated
     if pair_joined in words:
         return joined
     acronym = len(last) >= 2 and last.isupper()

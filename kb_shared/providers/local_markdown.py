@@ -15,6 +15,9 @@ Pipeline for one PDF (``convert``):
    warning to stdout, which would corrupt an MCP stdio stream. Everything pymupdf4llm
    prints during the call is captured and logged at DEBUG, and PyMuPDF's own message
    stream is routed to the ``pymupdf`` logger, so **nothing is written to stdout**.
+   A page whose layout text came out as U+FFFD (a font layout cannot map but MuPDF's plain
+   ``get_text()`` reads, issue 25) is read again with the plain extraction, per page
+   (``read_unmapped_pages``); the other pages keep their layout boxes.
 3. **Clean-up** of each page's layout boxes (``providers.markdown_cleanup`` and
    ``providers.markdown_regions``, whose docstrings give the rules): page furniture
    (running headers/footers, page numbers, repeated logos) removed, numbered section
@@ -41,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -54,12 +58,17 @@ from kb_shared.pdf import (
     check_text_layer,
     extract_title,
     extract_version,
+    is_unmapped_char,
     open_pdf,
+    read_page_text,
+    span_font,
     unmapped_characters,
 )
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
 from kb_shared.providers.hyphenation import break_words, document_vocabulary, english_words
 from kb_shared.providers.markdown_cleanup import (
+    Block,
+    Page,
     apply_outline,
     page_markdown,
     pages_from_chunks,
@@ -133,6 +142,78 @@ def _layout_chunks(doc: pymupdf.Document, filename: str) -> list[dict]:
 
 
 # --------------------------------------------------------------------------------------
+# Pages layout cannot read
+# --------------------------------------------------------------------------------------
+#: A page whose layout Markdown has at least this share of U+FFFD / private-use characters
+#: (of its non-space characters) is read again with MuPDF's plain extraction. Symbol-font
+#: bullets are a fraction of a percent of a page (``kb_shared.pdf.UNMAPPED_SHARE_LIMIT``).
+LAYOUT_UNMAPPED_SHARE = 0.05
+
+_MARKDOWN_START = re.compile(r"^(?=[#>|])")
+
+
+def unmapped_share(text: str) -> float:
+    """Share of ``text``'s non-space characters without a Unicode mapping
+    (``kb_shared.pdf.is_unmapped_char``); 0.0 for blank text."""
+    characters = [ch for ch in text if not ch.isspace()]
+    return sum(map(is_unmapped_char, characters)) / len(characters) if characters else 0.0
+
+
+def plain_text_blocks(pdf_page: pymupdf.Page, unreadable_fonts: frozenset[str]) -> list[Block]:
+    """The page as MuPDF's plain extraction reads it (``TEXTFLAGS_TEXT``, the flags of
+    ``page.get_text()``): one ``text`` Block per MuPDF text block (bbox in points), its lines
+    joined by spaces; spans in ``unreadable_fonts`` and unmapped characters left out, and a
+    leading ``#``, ``>`` or ``|`` escaped so that text stays text."""
+    blocks = []
+    for block in pdf_page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
+        lines = []
+        for line in block.get("lines", ()):
+            text = "".join(
+                span["text"] for span in line["spans"] if span_font(span) not in unreadable_fonts
+            )
+            text = " ".join("".join(ch for ch in text if not is_unmapped_char(ch)).split())
+            if text:
+                lines.append(text)
+        if lines:
+            markdown = _MARKDOWN_START.sub("\\\\", " ".join(lines))
+            blocks.append(Block("text", pymupdf.Rect(block["bbox"]), markdown))
+    return blocks
+
+
+def read_unmapped_pages(
+    doc: pymupdf.Document, pages: list[Page], chunks: list[dict], filename: str
+) -> list[int]:
+    """Replace the blocks of each page layout could not read with ``plain_text_blocks``.
+
+    Layout mode extracts without MuPDF's fallback for characters a font does not map
+    (``TEXT_CID_FOR_UNKNOWN_UNICODE``, on in ``page.get_text()``) and ignores ``/ActualText``,
+    so a Type0 font whose codes are Unicode code points, or whose text is marked with its
+    ``/ActualText``, comes out as U+FFFD. Layout's tables and figure boxes on such a page
+    are lost with its U+FFFD; its words are not. A page is read again when at least
+    :data:`LAYOUT_UNMAPPED_SHARE` of its layout text (``chunks``' ``text``) is unmapped and
+    the plain extraction loses at most half that share (``kb_shared.pdf.read_page_text``,
+    whose rules leave out glyph-id nonsense). Pages layout reads keep their layout blocks.
+
+    Returns:
+        The 1-based numbers of the pages read again (logged at INFO).
+    """
+    replaced = []
+    for page, chunk in zip(pages, chunks):
+        lost = unmapped_share(chunk["text"])
+        if lost < LAYOUT_UNMAPPED_SHARE:
+            continue
+        pdf_page = doc[page.number - 1]
+        layer = read_page_text(doc, pdf_page)
+        if layer.unmapped_share <= lost / 2:
+            page.blocks = plain_text_blocks(pdf_page, layer.unreadable_fonts)
+            replaced.append(page.number)
+    if replaced:
+        logger.info("%s: layout could not read pages %s; their plain text is used",
+                    filename, ", ".join(map(str, replaced)))
+    return replaced
+
+
+# --------------------------------------------------------------------------------------
 # Page labels and outline
 # --------------------------------------------------------------------------------------
 def page_labels(doc: pymupdf.Document) -> list[str]:
@@ -177,8 +258,9 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     #: documents are converted again (r2: dropped tables of contents, number-free furniture
     #: keys; r3: a numbered heading atop every page of its part is kept where it begins;
     #: r4: printed page labels in markers, split tables joined, outline headings, line-end
-    #: hyphenation resolved, code fenced safely).
-    name = "pymupdf4llm-layout-r4"
+    #: hyphenation resolved, code fenced safely; r5: a hyphen after one letter or a locant
+    #: kept, pages layout mode cannot map read from the plain text layer).
+    name = "pymupdf4llm-layout-r5"
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
         """Convert one PDF.
@@ -217,6 +299,7 @@ class PymupdfMarkdownConverter(MarkdownConverter):
                     "read; download or export it again"
                 )
             pages = pages_from_chunks(doc, chunks)
+            read_unmapped_pages(doc, pages, chunks, filename)
             remove_furniture(pages)
             remove_contents(pages)
             figures: list[FigureRegion] = []
@@ -253,4 +336,12 @@ class PymupdfMarkdownConverter(MarkdownConverter):
         )
 
 
-__all__ = ["CONVERTER_NAME", "PymupdfMarkdownConverter", "page_labels"]
+__all__ = [
+    "CONVERTER_NAME",
+    "LAYOUT_UNMAPPED_SHARE",
+    "PymupdfMarkdownConverter",
+    "page_labels",
+    "plain_text_blocks",
+    "read_unmapped_pages",
+    "unmapped_share",
+]

@@ -524,8 +524,8 @@ def resolve_line_breaks(
 ) -> int:
     """Rewrite each word broken at a line end on ``page`` (``line_breaks``) as
     ``resolve_break`` decides (an address keeps its hyphen), in the text block that holds the
-    broken line, whichever way pymupdf4llm left it (joined "wellknown", or "a- b" for a short
-    head). Tables, figures and code are not touched.
+    broken line, whichever way pymupdf4llm left it (joined "wellknown" or "1,2dichloroethane",
+    or "a- b" / "2- octanone" for a short head). Tables, figures and code are not touched.
 
     Returns:
         The number of breaks rewritten.
@@ -636,13 +636,10 @@ __all__ = [
     "Block",
     "Page",
     "apply_outline",
-    "break_words",
     "contents_entries",
     "clean_table",
     "clean_text",
     "code_box",
-    "document_vocabulary",
-    "english_words",
     "fence_code",
     "line_breaks",
     "resolve_break",

@@ -23,7 +23,7 @@ from kb_shared.providers.base import ConvertedDocument
 from kb_shared.providers.local_markdown import CONVERTER_NAME, PymupdfMarkdownConverter
 from kb_assets.sample_pdf import sample_pdf_bytes
 from tests.conftest import corpus_dir
-from tests.providers.pdf_builders import image_page_pdf, text_pdf
+from tests.providers.pdf_builders import image_page_pdf, text_pdf, type0_pdf_without_tounicode
 
 CVP = "aemo_Schedule_of_Constraint_Violation_Penalty_factors.pdf"
 FCAS = "aemo_FCAS_Model_in_NEMDE.pdf"
@@ -148,6 +148,18 @@ def test_font_without_unicode_mapping_is_refused() -> None:
     )
 
 
+def test_glyph_id_codes_of_a_long_named_type0_font_are_refused() -> None:
+    # MuPDF cuts the font's name to 31 characters ("Droid Sans Fallback Regu" once the
+    # subset prefix is dropped); the font is still recognised as unmappable.
+    pdf = type0_pdf_without_tounicode("Sensor datasheet", codes="glyph")
+    assert pymupdf.open(stream=pdf)[0].get_text() == "4FOTPS\x01EBUBTIFFU\n"  # shifted ids
+    assert refusal(pdf, "ids.pdf") == (
+        "ids.pdf: the text layer cannot be read: 100% of characters have no Unicode "
+        "mapping (font Droid Sans Fallback Regu); re-export the PDF with embedded Unicode "
+        "fonts or OCR it"
+    )
+
+
 def test_refusals_print_nothing(capfd: pytest.CaptureFixture[str]) -> None:
     for pdf in (b"", b"plain", zero_page_pdf(), image_page_pdf(1)):
         with pytest.raises(ConversionError):
@@ -190,6 +202,76 @@ def test_every_page_gets_one_marker_in_order() -> None:
     assert (result.pages, result.converter, result.figures) == (3, CONVERTER_NAME, ())
     assert CONVERTER_NAME == "pymupdf4llm-2.0 layout"
     assert result.seconds > 0
+
+
+# --------------------------------------------------------------------------------------
+# Pages layout cannot read but MuPDF's plain text does (issue 25: a product datasheet)
+# --------------------------------------------------------------------------------------
+DATASHEET = (
+    "Sensor datasheet\nOperating range: -40 to 85 °C\nThe n-octanal sensor responds in 2 s.",
+    "Ordering code: NX-220\nSupply voltage 3.3 V",
+)
+
+
+def datasheet_pdf(**construction: object) -> bytes:
+    """Page 1 in Helvetica (layout reads it); pages 2-3 in a Type0 font without /ToUnicode
+    (``type0_pdf_without_tounicode(**construction)``)."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Product overview", fontname="hebo", fontsize=18)
+    page.insert_text((72, 110), "The overview page is set in Helvetica.", fontsize=11)
+    doc.insert_pdf(pymupdf.open(stream=type0_pdf_without_tounicode(*DATASHEET, **construction)))
+    return doc.tobytes()
+
+
+@pytest.mark.parametrize(
+    "construction",
+    [
+        {"codes": "unicode"},  # the codes are Unicode code points (a /CIDToGIDMap)
+        {"codes": "glyph", "actual_text": True},  # glyph ids, the text in /ActualText
+    ],
+)
+def test_pages_layout_turns_into_replacement_characters_are_read_as_plain_text(
+    construction: dict[str, object],
+) -> None:
+    pdf = datasheet_pdf(**construction)
+    doc = pymupdf.open(stream=pdf)
+    # the two facts of the case: plain get_text() reads every page ...
+    assert [page.get_text() for page in doc][1:] == [text + "\n" for text in DATASHEET]
+    # ... while layout mode turns the Type0 pages into U+FFFD
+    chunks = pymupdf4llm.to_markdown(doc, page_chunks=True, use_ocr=False, show_progress=False)
+    for chunk in chunks[1:]:
+        text = "".join(chunk["text"].split())
+        assert text.count("\ufffd") > 0.9 * len(text)
+    assert "\ufffd" not in chunks[0]["text"]
+
+    markdown = PymupdfMarkdownConverter().convert(pdf, "datasheet.pdf").markdown
+    assert re.findall(r"^<!-- page (\d+) -->$", markdown, re.M) == ["1", "2", "3"]
+    # the page layout reads keeps its layout Markdown (the bold heading)
+    assert page_segment(markdown, 1) == (
+        "\n\n# **Product overview**\n\nThe overview page is set in Helvetica.\n\n"
+    )
+    assert page_segment(markdown, 2) == (
+        "\n\nSensor datasheet Operating range: -40 to 85 °C The n-octanal sensor responds "
+        "in 2 s.\n\n"
+    )
+    assert page_segment(markdown, 3) == "\n\nOrdering code: NX-220 Supply voltage 3.3 V\n"
+    assert "\ufffd" not in markdown
+
+
+def test_a_page_of_glyph_id_nonsense_is_not_read_as_plain_text() -> None:
+    # Three readable pages carry the document past the refusal; the fourth, in a Type0 font
+    # whose codes are glyph ids, reads "4FOTPS..." in get_text(): it stays without text.
+    body = "The Retailer must notify the Distributor within two business days. " * 8
+    doc = pymupdf.open()
+    for _ in range(3):
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 520, 400), body, fontsize=11)
+    doc.insert_pdf(pymupdf.open(stream=type0_pdf_without_tounicode(
+        "Sensor datasheet", codes="glyph"
+    )))
+    markdown = PymupdfMarkdownConverter().convert(doc.tobytes(), "mixed.pdf").markdown
+    assert page_segment(markdown, 4) == "\n"
+    assert "4FOTPS" not in markdown and "notify the Distributor" in page_segment(markdown, 3)
 
 
 # --------------------------------------------------------------------------------------
