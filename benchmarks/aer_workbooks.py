@@ -6,8 +6,10 @@ merged over five quarter columns in row 4 (an empty spacer column after a block 
 quarter labels in row 5, ``A4`` "National", ``A5`` "Retailer"; column A holds the National
 block first (each retailer's national figure a ``SUM`` formula over its jurisdiction rows),
 then one block per jurisdiction, each closed by a ``<Region> Total`` row (a ``SUM`` formula).
-Rates are literal fractions. openpyxl writes formulas without their results, so the results
-are added to the saved file afterwards, as Excel stores them (``<v>`` beside ``<f>``).
+A rate block's retailer cells are formulas dividing the same row's count cell (``numerator``)
+by the retailer's denominator (``=B11/1402311``); its ``<Region> Total`` cells are literal
+fractions, as the AER publishes them. openpyxl writes formulas without their results, so the
+results are added to the saved file afterwards, as Excel stores them (``<v>`` beside ``<f>``).
 
 ``write_workbook`` returns every value cell it wrote (``WrittenCell``), which is what a test
 compares the reader against.
@@ -43,14 +45,17 @@ class BlockSpec:
 
     ``value`` gives a jurisdiction retailer's cell; national and total cells are ``SUM``
     formulas over it. With ``ratio=(numerator, denominator)`` instead, every cell (national
-    and totals too) is the literal fraction of the summed numerator over the summed
-    denominator, "-" where the numerator is not reported.
+    and totals too) is the fraction of the summed numerator over the summed denominator, "-"
+    where the numerator is not reported; with ``numerator`` (the index of the sheet's block
+    that publishes the numerator) a retailer's fraction is a formula over that block's cell
+    in the same row and quarter, else a literal. Totals are always literal.
     """
 
     heading: str
     value: ValueFn | None = None
     ratio: tuple[ValueFn, ValueFn] | None = None
     spacer_after: bool = False
+    numerator: int | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,8 @@ class _SheetWriter:
         self.quarters, self.retailers = quarters, retailers
         self.cells: list[WrittenCell] = []
         self.cached: dict[str, int | float] = {}
+        #: block -> the first column of its quarters
+        self.first_columns: dict[int, int] = {}
 
     def write(self) -> None:
         ws, spec = self.ws, self.spec
@@ -113,6 +120,7 @@ class _SheetWriter:
                            end_column=block_columns[-1])
             for c, quarter in zip(block_columns, self.quarters, strict=True):
                 ws.cell(5, c, quarter.label)
+            self.first_columns[len(columns)] = column
             columns.append((block, block_columns))
             column = block_columns[-1] + (2 if block.spacer_after else 1)
         national = sorted({r for names in self.retailers.values() for r in names})
@@ -176,6 +184,19 @@ class _SheetWriter:
             return "-" if marker or num is not None else None
         return num / den
 
+    def _ratio_formula(self, block: BlockSpec, pairs: list[tuple[str, str]], quarter: Quarter,
+                       row: int, column: int) -> str | None:
+        """``=<numerator cell>/<denominator>`` for a retailer's fraction, or None when the
+        block has no ``numerator`` or the fraction is not a number."""
+        if block.numerator is None:
+            return None
+        num, den, _ = self._sums(block, pairs, quarter)
+        if num is None or not den:
+            return None
+        offset = column - self.first_columns[self.spec.blocks.index(block)]
+        source = get_column_letter(self.first_columns[block.numerator] + offset)
+        return f"={source}{row}/{den!r}"
+
     def _state_pairs(self, name: str) -> list[tuple[str, str]]:
         return [(region, name) for region, names in self.retailers.items() if name in names]
 
@@ -185,7 +206,8 @@ class _SheetWriter:
         if block.ratio is not None:
             pairs = self._state_pairs(name) if region == NATIONAL else [(region, name)]
             value = self._ratio_value(block, pairs, quarter)
-            self._put(row, column, block, region, name, False, quarter, value, None)
+            formula = self._ratio_formula(block, pairs, quarter, row, column)
+            self._put(row, column, block, region, name, False, quarter, value, formula)
             return
         assert block.value is not None
         if region != NATIONAL:

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from kb_mcp.schemas import (
     AerFigureRef,
+    AerHeadingMatchRef,
     AerMetricRef,
     AerPeriodTotalRef,
     AerVocabularyRef,
@@ -192,6 +193,7 @@ def _figure_ref(number: int, obs: AerObservation) -> AerFigureRef:
         retailer=obs.retailer, jurisdiction=obs.jurisdiction, fuel=obs.fuel,
         customer_type=obs.customer_type, metric_key=obs.metric_key, value=exact(obs.value),
         source_file=obs.source_file, sheet=obs.sheet, cell=obs.cell, release=obs.release,
+        is_total=obs.is_total, label_cell=obs.label_cell, block=obs.block,
     )
 
 
@@ -213,8 +215,9 @@ def _headings_phrase(info: AerMetricInfo) -> str:
 
 def figure_line(label: str, obs: AerObservation, *, with_heading: bool) -> str:
     """``[1] Q3 2025-26 · NSW · AGL Sales Pty Ltd · electricity, residential · 1,852 —
-    file · sheet!cell (release Q4 2025-26)``; ``with_heading`` adds the schedule and the
-    heading as published before the value."""
+    file · sheet!cell (release Q4 2025-26) [label A11, NSW block A11:A14]``: the row's label
+    cell and its jurisdiction block show which row of which block the figure is;
+    ``with_heading`` adds the schedule and the heading as published before the value."""
     parts = [f"[{label}] {obs.period}", obs.jurisdiction, obs.retailer,
              f"{obs.fuel}, {obs.customer_type}"]
     value = format_number(obs.value)
@@ -222,7 +225,10 @@ def figure_line(label: str, obs: AerObservation, *, with_heading: bool) -> str:
         parts.append(f'Schedule {obs.schedule} "{obs.heading}" = {value}')
     else:
         parts.append(value)
-    return " · ".join(parts) + f" — {obs.provenance} (release {obs.release})"
+    where = f"label {obs.label_cell}"
+    if obs.block:
+        where += f", {obs.jurisdiction} block {obs.block}"
+    return " · ".join(parts) + f" — {obs.provenance} (release {obs.release}) [{where}]"
 
 
 def vocabulary_lines(vocabulary: AerVocabulary, *, headings: bool) -> list[str]:
@@ -240,9 +246,11 @@ def vocabulary_lines(vocabulary: AerVocabulary, *, headings: bool) -> list[str]:
         f"retailers ({len(vocabulary.retailers)}): " + "; ".join(vocabulary.retailers),
     ]
     if headings:
-        lines.append(f"metrics ({len(vocabulary.metrics)}), key (schedule): headings —")
+        lines.append(f"metrics ({len(vocabulary.metrics)}), key (schedule): headings — "
+                     "releases published in:")
         lines += [
-            f"- {m.metric_key} (Schedule {m.schedule}): {_headings_phrase(m)}"
+            f"- {m.metric_key} (Schedule {m.schedule}): {_headings_phrase(m)} — "
+            f"{_span(m.first_seen, m.last_seen)}"
             for m in vocabulary.metrics
         ]
     else:
@@ -254,6 +262,25 @@ def vocabulary_lines(vocabulary: AerVocabulary, *, headings: bool) -> list[str]:
             + "; ".join(f"Schedule {s}: {', '.join(keys)}" for s, keys in by_schedule.items())
         )
     return lines
+
+
+def _span(first: str, last: str) -> str:
+    return first if first == last else f"{first} to {last}"
+
+
+def _matched_headings(found: AerSearchResult) -> str | None:
+    """The line naming the headings the metric filter matched, with their quarters."""
+    if not found.headings:
+        return None
+    listed = "; ".join(
+        f'"{h.heading}" ({h.metric_key}, Schedule {h.schedule}): '
+        f"{_span(h.first_period, h.last_period)}, {h.rows:,} figure{'s' if h.rows != 1 else ''}"
+        for h in found.headings
+    )
+    if found.headings_outside:
+        return (f"The metric matched {listed}; none of those figures meets the other filters: "
+                "widen the quarters (or other filters) to them.")
+    return f"Matched heading(s) as published: {listed}."
 
 
 def _region_totals(found: AerSearchResult) -> tuple[AerObservation, ...]:
@@ -295,6 +322,9 @@ def aer_text(found: AerSearchResult, filters: Mapping[str, str]) -> str:
             "\n".join(vocabulary_lines(found.vocabulary, headings=True)),
             footer,
         ]
+        outside = _matched_headings(found)
+        if outside is not None:
+            parts.insert(1, outside)
         return "\n\n".join(parts)
     one_metric = found.metric is not None
     parts = [
@@ -302,7 +332,7 @@ def aer_text(found: AerSearchResult, filters: Mapping[str, str]) -> str:
         f"{_shown(len(found.rows), found.count, 'latest quarter first', AER_MAX_LIMIT)}. "
         "Figures are retailers' own; published <Region> Total rows are listed apart and not "
         "counted.",
-        "\n".join(_aer_totals(found)),
+        "\n".join(line for line in (*_aer_totals(found), _matched_headings(found)) if line),
         "Figures (rates are fractions as published: 0.0213 = 2.13%); cite as "
         "\"file · sheet!cell\":\n" + "\n".join(
             figure_line(str(n), obs, with_heading=not one_metric)
@@ -331,6 +361,13 @@ def aer_result(found: AerSearchResult) -> CallToolResult:
             for p in found.period_totals
         ],
         total_note=found.total_note,
+        matched_headings=[
+            AerHeadingMatchRef(schedule=h.schedule, metric_key=h.metric_key, heading=h.heading,
+                               first_period=h.first_period, last_period=h.last_period,
+                               rows=h.rows)
+            for h in found.headings
+        ],
+        matched_outside_filters=found.headings_outside,
         rows=[_figure_ref(n, obs) for n, obs in enumerate(found.rows, 1)],
         region_totals=[
             _figure_ref(n, obs) for n, obs in enumerate(_region_totals(found), 1)

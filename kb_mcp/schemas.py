@@ -205,6 +205,23 @@ class AerFigureRef(BaseModel):
     sheet: str
     cell: str
     release: str = Field(description="The quarterly update that published the workbook.")
+    is_total: bool = Field(description="True for a published '<Region> Total' row.")
+    label_cell: str = Field(description="The column-A cell of the row's label, e.g. 'A11'.")
+    block: str = Field(
+        description="Column-A cells of the jurisdiction block the row is in, from its first "
+                    "row to its '<Region> Total' row, e.g. 'A11:A14' ('' if not recorded)."
+    )
+
+
+class AerHeadingMatchRef(BaseModel):
+    """A heading the matching figures were published under, and their quarters."""
+
+    schedule: str
+    metric_key: str
+    heading: str = Field(description="As published in row 4 of the workbook.")
+    first_period: str
+    last_period: str
+    rows: int = Field(description="Retailer figures under this heading.")
 
 
 class AerPeriodTotalRef(BaseModel):
@@ -239,6 +256,13 @@ class SearchAerOutput(MarketSearchOutput):
     )
     period_totals: list[AerPeriodTotalRef] = Field(default_factory=list)
     total_note: str | None = None
+    matched_headings: list[AerHeadingMatchRef] = Field(
+        default_factory=list,
+        description="With a metric filter: the headings the matching figures were published "
+                    "under; when none match, the metric's headings over all its quarters "
+                    "(then matched_outside_filters is true).",
+    )
+    matched_outside_filters: bool = False
     rows: list[AerFigureRef]
     region_totals: list[AerFigureRef] = Field(
         description="Published '<Region> Total' figures for the same filters, retailer aside."

@@ -26,11 +26,14 @@ disconnections, payment plans, complaints, hardship programs, per retailer, juri
 fuel, customer type and quarter, exactly as published.
 
 Returns every matching figure (up to limit) as "[n] quarter · jurisdiction · retailer · fuel,
-customer type · value — file · sheet!cell (release)", the exact count of all matches and,
-when the matches are one metric, its exact total and per-quarter totals over the whole
-match set (never a sample). Published "<Region> Total" rows come apart as [Tn]. Filters
-ignore case; metric takes a metric key or any heading the metric has been published under,
-including past ones. An answer with no match lists every value present (retailers,
+customer type · value — file · sheet!cell (release) [label A11, NSW block A11:A14]" (the
+row's label cell and its jurisdiction block), the exact count of all matches and, when the
+matches are one metric, its exact total and per-quarter totals over the whole match set
+(never a sample). Published "<Region> Total" rows come apart as [Tn]. Filters ignore case;
+metric takes a metric key or any heading the metric has been published under, including
+past ones, and the answer names the headings it matched with their quarters (a reworded
+heading is listed with the releases each wording was published in). An answer with no
+match lists every value present (retailers,
 jurisdictions, fuels, customer types, quarters, metrics with their headings): retry with
 one of them. It says apart "no rows match" and "no data has been synced".
 

@@ -207,7 +207,10 @@ class AerObservation:
     ``value`` is a ``Decimal`` as published (rates are fractions, 0.0213 not 2.13), rounded by
     ``stored_value``. ``period`` is the quarter label, ``period_start``/``period_end`` its first
     and last days; ``release`` the label of the quarter whose update published the workbook.
-    ``heading`` is the row-4 heading as the workbook wrote it; ``cell`` e.g. ``"G17"``.
+    ``heading`` is the row-4 heading as the workbook wrote it; ``cell`` e.g. ``"G17"``;
+    ``block`` the column-A cells of the jurisdiction block the row is in, from its first row
+    (a region heading or its first retailer) to its ``<Region> Total`` row (``"A11:A14"``;
+    empty for figures stored before kb recorded it). ``retailer`` is the row's label there.
     """
 
     schedule: str
@@ -226,11 +229,17 @@ class AerObservation:
     sheet: str
     cell: str
     release: str
+    block: str
 
     @property
     def provenance(self) -> str:
         """``"<file> · <sheet>!<cell>"``, for citing the figure."""
         return f"{self.source_file} · {self.sheet}!{self.cell}"
+
+    @property
+    def label_cell(self) -> str:
+        """The column-A cell holding the row's label (``"A17"`` for ``cell`` ``"G17"``)."""
+        return "A" + self.cell.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ reads "National" and ``A5`` "Retailer". Blocks are found from the headings, neve
 Two readers, each for what it does well: openpyxl (formulas not evaluated) gives positions,
 merged ranges, which cells are formulas and each cell's type; fastexcel (calamine, into a
 polars frame) gives the values, including the result Excel stored for each formula. A formula
-without a stored result is refused: real workbooks are saved by Excel, which stores them.
+without a stored result is refused: real workbooks are saved by Excel, which stores them. A
+stored result is checked against its formula where ``aer_formulas`` can compute it (rates,
+sums), and a stale one is refused: it would be a wrong figure with no sign of it.
 
 Every refusal is an ``AerWorkbookError`` naming the file, the sheet and the cell.
 """
@@ -19,6 +21,7 @@ Every refusal is an ``AerWorkbookError`` naming the file, the sheet and the cell
 from __future__ import annotations
 
 import datetime as dt
+import math
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +31,8 @@ from typing import Any
 
 import fastexcel
 import openpyxl
-from openpyxl.utils import get_column_letter
+from openpyxl.utils import column_index_from_string, get_column_letter
+from openpyxl.utils.cell import coordinate_from_string
 from openpyxl.utils.exceptions import InvalidFileException
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -47,6 +51,12 @@ from kb_shared.market.aer import (
     stored_value,
     words_naming,
 )
+from kb_shared.market.aer_formulas import (
+    CellValue,
+    FormulaErrorValue,
+    FormulaUnsupported,
+    evaluate,
+)
 from kb_shared.market.aer_metrics import map_heading
 
 #: File types read (the AER publishes ``.xlsx`` and macro-enabled ``.xlsm``).
@@ -57,6 +67,9 @@ TITLE_ROW, HEADING_ROW, LABEL_ROW, FIRST_DATA_ROW = 3, 4, 5, 6
 RETAILER_HEADER = "retailer"
 #: Cell texts meaning "not reported" (stored as nothing, never as 0).
 NOT_REPORTED = frozenset({"-", "\u2013", "\u2014", "n/a", "na", "n.a."})
+#: How far a formula's stored result may be from what its formula computes (relative; the
+#: order of additions may differ from Excel's, nothing more).
+FORMULA_TOLERANCE = 1e-9
 #: Names (normalised) of sheets that carry no data: skipped, and listed in the result.
 NON_DATA_SHEETS = frozenset(
     {
@@ -294,6 +307,7 @@ class _SheetReader:
         self.ws = ws
         self.frame = frame
         self.not_reported = 0
+        self._computed: dict[tuple[str, str], float | None] = {}
 
     def refuse(self, cell: str | None, reason: str) -> AerWorkbookError:
         return AerWorkbookError(self.file, self.ws.title, cell, reason)
@@ -463,6 +477,8 @@ class _SheetReader:
         number = self.frame.number(row, column)
         text = _text(self.frame.text(row, column)) if kind == "f" or number is None else None
         if number is not None and text not in ("true", "false"):
+            if kind == "f":
+                self._check_formula(cell, number)
             try:
                 return stored_value(Decimal(repr(number)))
             except ValueError as exc:
@@ -477,6 +493,73 @@ class _SheetReader:
             return None
         raise self.refuse(cell.coordinate, f"holds {text!r}, which is not a number")
 
+    def _check_formula(self, cell: Any, stored: float) -> None:
+        """Refuse a formula cell whose stored result is not what its formula computes; one
+        ``aer_formulas`` cannot compute is taken as stored."""
+        try:
+            computed = self._compute(self.ws.title, cell.coordinate)
+        except FormulaUnsupported:
+            return
+        except FormulaErrorValue as exc:
+            raise self.refuse(
+                cell.coordinate, f"stores the result {stored!r} but its formula {cell.value} "
+                f"gives {exc}: the stored result is stale"
+            ) from exc
+        if not math.isclose(stored, computed, rel_tol=FORMULA_TOLERANCE, abs_tol=1e-12):
+            raise self.refuse(
+                cell.coordinate, f"stores the result {stored!r} but its formula {cell.value} "
+                f"computes {computed!r}: the stored result is stale (or a placeholder); open "
+                "and save the workbook in Excel so it stores the computed values"
+            )
+
+    def _compute(self, sheet: str, ref: str) -> float:
+        """The value of the formula in ``sheet!ref``, its referenced formulas computed too
+        (never their stored results).
+
+        Raises:
+            FormulaUnsupported, FormulaErrorValue: as ``aer_formulas.evaluate``; also for a
+                circular reference.
+        """
+        key = (sheet, ref)
+        if key in self._computed:
+            value = self._computed[key]
+            if value is None:
+                raise FormulaUnsupported(f"a circular reference through {sheet}!{ref}")
+            return value
+        formula = self.ws.parent[sheet][ref].value
+        if not isinstance(formula, str):
+            raise FormulaUnsupported(f"an array or table formula in {sheet}!{ref}")
+        self._computed[key] = None
+        try:
+            value = evaluate(formula, lambda other, at: self._cell_value(other or sheet, at))
+        except (FormulaUnsupported, FormulaErrorValue):
+            del self._computed[key]
+            raise
+        self._computed[key] = value
+        return value
+
+    def _cell_value(self, sheet: str, ref: str) -> CellValue:
+        """A referenced cell for ``_compute``: a number, text or None; a formula computed."""
+        if sheet not in self.ws.parent.sheetnames:
+            raise FormulaErrorValue(f"#REF! (no sheet {sheet!r})")
+        ws = self.ws.parent[sheet]
+        letters, row = coordinate_from_string(ref)
+        if row > ws.max_row or column_index_from_string(letters) > ws.max_column:
+            return None  # outside the used range: empty (and reading it would add a cell)
+        cell = ws[ref]
+        kind, value = cell.data_type, cell.value
+        if kind == "f":
+            return self._compute(sheet, ref)
+        if value is None:
+            return None
+        if kind == "s":
+            return str(value)
+        if kind == "n" and isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+            return float(value)
+        # an Excel error or a date: not computed here (a value cell holding one is refused
+        # at its own cell)
+        raise FormulaUnsupported(f"{sheet}!{ref} holds {value!r}")
+
     def _read_rows(self, blocks: list[_Block]) -> list[AerObservation]:
         """Column A from row 6: retailer rows gathered until a ``<Region> Total`` row closes
         their block and gives them its jurisdiction. A row reading a region's name or
@@ -487,6 +570,7 @@ class _SheetReader:
         expected = normalize_jurisdiction(_text(self.ws.cell(HEADING_ROW, 1).value) or "")
         done: set[str] = set()
         pending: list[tuple[int, str, dict[int, Decimal]]] = []
+        block_start: int | None = None  # the first row of the block being read
         observations: list[AerObservation] = []
         rows = self.ws.iter_rows(min_row=FIRST_DATA_ROW, max_row=self.ws.max_row,
                                  max_col=max(max(value_columns), self.ws.max_column))
@@ -529,12 +613,14 @@ class _SheetReader:
                         "closed by a '<Region> Total' row"
                     )
                 pending = []  # note rows between blocks
+                block_start = row
                 expected = normalize_jurisdiction(label) or expected
                 continue
             if region is None:
                 if any(label.casefold() == other.casefold() for _, other, _ in pending):
                     raise self.refuse(f"A{row}", f"retailer {label!r} appears twice in one block")
                 pending.append((row, label, values))
+                block_start = row if block_start is None else block_start
                 continue
             if region in done:
                 raise self.refuse(f"A{row}", f"a second {region} block")
@@ -544,14 +630,17 @@ class _SheetReader:
                 )
             done.add(region)
             expected = None
+            cells_a = f"A{row if block_start is None else block_start}:A{row}"
             for retailer_row, retailer, retailer_values in pending:
                 observations += self._observations(
-                    value_columns, letters, retailer_row, retailer, region, retailer_values, False
+                    value_columns, letters, retailer_row, retailer, region, cells_a,
+                    retailer_values, False
                 )
             observations += self._observations(
-                value_columns, letters, row, label, region, values, True
+                value_columns, letters, row, label, region, cells_a, values, True
             )
             pending = []
+            block_start = None
         if any(v for _, _, v in pending):
             raise self.refuse(
                 f"A{pending[0][0]}", f"rows {pending[0][0]}-{pending[-1][0]} are not closed by "
@@ -586,6 +675,7 @@ class _SheetReader:
         row: int,
         retailer: str,
         region: str,
+        block_cells: str,
         values: dict[int, Decimal],
         is_total: bool,
     ) -> list[AerObservation]:
@@ -611,6 +701,7 @@ class _SheetReader:
                     sheet=self.ws.title,
                     cell=f"{letters[column]}{row}",
                     release=self.release.label,
+                    block=block_cells,
                 )
             )
         return out

@@ -12,6 +12,10 @@ Q4 2024-25 .. Q4 2025-26, rewords the disconnections heading (an alias in
 ``aer_metrics.METRIC_ALIASES``), adds an unmapped heading (a new metric), and revises NSW's
 AGL disconnections for Q3 2025-26 from 1,840 to 1,852.
 
+Rates (``Disconnection rate``, ``Hardship program participation rate``) are formulas over the
+same row's count for every retailer row (``=B11/1402311``) and literal fractions on the
+``<Region> Total`` rows, as the AER publishes them.
+
 Not reported: QLD Alinta disconnections in Q3 2024-25 ("-"), NSW EnergyAustralia hardship in
 Q4 2024-25 ("n/a"), QLD Origin small-business gas customers in Q1 2025-26 (empty).
 """
@@ -145,7 +149,8 @@ def release_sheets(release: Quarter) -> dict[str, list[SheetSpec]]:
                      ("res_elec_customers", "res_gas_customers", "sb_gas_customers"))
     disconnections = BlockSpec(DISCONNECTED_REWORDED if later else DISCONNECTED,
                                _fn("disconnections", release), spacer_after=True)
-    rate = BlockSpec(DISCONNECTION_RATE, ratio=(_fn("disconnections", release), elec))
+    rate = BlockSpec(DISCONNECTION_RATE, ratio=(_fn("disconnections", release), elec),
+                     numerator=0)
     s3_blocks = (disconnections, rate)
     if later:
         s3_blocks += (BlockSpec(RECONNECTED, _reconnections(release)),)
@@ -171,7 +176,8 @@ def release_sheets(release: Quarter) -> dict[str, list[SheetSpec]]:
         "4": [SheetSpec("Hardship numbers",
                         "Residential electricity customers on hardship programs",
                         (BlockSpec(HARDSHIP, _fn("hardship", release)),
-                         BlockSpec(HARDSHIP_RATE, ratio=(_fn("hardship", release), elec))))],
+                         BlockSpec(HARDSHIP_RATE, ratio=(_fn("hardship", release), elec),
+                                   numerator=0)))],
     }
 
 

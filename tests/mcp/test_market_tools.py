@@ -36,11 +36,14 @@ from tests.market.aer_fixtures import (
     DISCONNECTED,
     DISCONNECTED_REWORDED,
     ENERGYAUSTRALIA,
+    HARDSHIP,
+    HARDSHIP_RATE,
     ORIGIN,
     Q3_2025_26,
     Q4_2025_26,
     quarters_of,
     write_release,
+    write_schedule,
 )
 from tests.market.notion_server import API_URL, DATA_SOURCE_ID, TOKEN, FakeNotion, tracker_page
 
@@ -431,6 +434,115 @@ async def test_a_catalog_without_tables_names_the_commands(tmp_path: Path, embed
     assert result.is_error is True
     assert text_of(result).startswith(PREFIX.format(tool=AER) + "The AER tables do not exist")
     assert "`kb db init`, then sync with `kb sync aer SOURCE`" in text_of(result)
+
+
+#: AGL in each block of "Hardship numbers", Q3 2025-26 (the Q4 2025-26 release's workbook:
+#: Q3 2025-26 is column E of the count block and J of the rate block): its count, its rate
+#: (count over its residential electricity customers), the block's Total count and rate, the
+#: block's column-A cells and AGL's row. E.g. 31,204 / 1,402,311 = 0.02225184.
+AGL_HARDSHIP = {
+    "National": (48_544, "0.0219176004", 150_486, "0.0213134106", "A6:A10", 6),
+    "NSW": (31_204, "0.02225184", 93_770, "0.0222802878", "A11:A14", 11),
+    "QLD": (17_340, "0.0213407505", 56_716, "0.0198865908", "A15:A18", 15),
+}
+
+
+@pytest.mark.parametrize("jurisdiction", sorted(AGL_HARDSHIP))
+async def test_a_retailers_rate_count_and_total_come_from_their_own_rows(
+    server, jurisdiction: str
+) -> None:
+    count, rate, total, total_rate, block, row = AGL_HARDSHIP[jurisdiction]
+    total_row = block.split(":")[1]
+    for metric, value, total_value, column in ((HARDSHIP, count, total, "E"),
+                                               (HARDSHIP_RATE, rate, total_rate, "J")):
+        result = await call(server, AER, retailer=AGL, jurisdiction=jurisdiction, metric=metric,
+                            period_from="Q3 2025-26", period_to="Q3 2025-26")
+        structured = result.structured_content
+        assert structured["count"] == 1
+        [figure] = structured["rows"]
+        assert (figure["retailer"], Decimal(figure["value"]), figure["period"]) == (
+            AGL, Decimal(value), "Q3 2025-26")
+        assert (figure["sheet"], figure["cell"], figure["label_cell"], figure["block"],
+                figure["is_total"]) == ("Hardship numbers", f"{column}{row}", f"A{row}", block,
+                                        False)
+        [published] = structured["region_totals"]
+        assert (published["retailer"], Decimal(published["value"]), published["label_cell"],
+                published["block"], published["is_total"]) == (
+            f"{jurisdiction} Total", Decimal(total_value), total_row, block, True)
+        assert [h["heading"] for h in structured["matched_headings"]] == [metric]
+        assert (f"· Hardship numbers!{column}{row} (release Q4 2025-26) [label A{row}, "
+                f"{jurisdiction} block {block}]") in text_of(result)
+
+
+async def test_an_old_heading_over_the_rewording_names_both_headings(server) -> None:
+    result = await call(server, AER, metric=DISCONNECTED, jurisdiction="NSW",
+                        period_from="Q3 2024-25", period_to="Q4 2024-25")
+    structured = result.structured_content
+    # 3 NSW retailers x 2 quarters; Q3 2024-25 is only in the older release (old heading)
+    assert (structured["count"], Decimal(structured["total"])) == (6, 5_019 + 5_128)
+    assert [(h["heading"], h["first_period"], h["last_period"], h["rows"])
+            for h in structured["matched_headings"]] == [
+        (DISCONNECTED, "Q3 2024-25", "Q3 2024-25", 3),
+        (DISCONNECTED_REWORDED, "Q4 2024-25", "Q4 2024-25", 3)]
+    assert structured["matched_outside_filters"] is False
+    assert (f'Matched heading(s) as published: "{DISCONNECTED}" '
+            "(customers_disconnected_for_non_payment, Schedule 3): Q3 2024-25, 3 figures; "
+            f'"{DISCONNECTED_REWORDED}" (customers_disconnected_for_non_payment, Schedule 3): '
+            "Q4 2024-25, 3 figures.") in text_of(result)
+
+
+REWORDED = "Residential customers in hardship programs at the end of the quarter"
+
+
+@pytest.fixture(scope="module")
+def reworded_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A KB_HOME with Schedule 4 of both releases, the newer rewording the hardship count's
+    heading with no alias in aer_metrics.METRIC_ALIASES."""
+    home = tmp_path_factory.mktemp("kbreworded")
+
+    def reword(book) -> None:
+        book["Hardship numbers"]["B4"] = REWORDED
+
+    older, _ = write_schedule(home / "aer" / "q3", Q3_2025_26, "4")
+    newer, _ = write_schedule(home / "aer" / "q4", Q4_2025_26, "4", edit=reword)
+    catalog = factory.open_catalog(corpus_settings(home))
+    try:
+        catalog.sync_aer([read_workbook(older)])
+        catalog.sync_aer([read_workbook(newer)])
+    finally:
+        catalog.close()
+    return home
+
+
+async def test_an_old_heading_reworded_without_an_alias_still_answers(
+    reworded_home: Path, embedder
+) -> None:
+    server = make_server(corpus_settings(reworded_home), embedder)
+    result = await call(server, AER, metric=HARDSHIP, period_from="Q1 2025-26",
+                        period_to="Q4 2025-26")
+    structured = result.structured_content
+    # the old heading's own quarters (Q1-Q3 2025-26) of 4 national and 6 state retailers
+    assert (structured["status"], structured["count"]) == ("ok", 30)
+    assert {p["period"]: Decimal(p["total"]) for p in structured["period_totals"]}[
+        "Q3 2025-26"] == 150_486
+    assert [(h["heading"], h["first_period"], h["last_period"], h["rows"])
+            for h in structured["matched_headings"]] == [(HARDSHIP, "Q1 2025-26", "Q3 2025-26",
+                                                          30)]
+    assert (f'Matched heading(s) as published: "{HARDSHIP}" (hardship_customers, Schedule 4): '
+            "Q1 2025-26 to Q3 2025-26, 30 figures.") in text_of(result)
+    # asked past its last quarter: no match, but the answer names its heading and quarters
+    # and, in the list of metrics, the new heading's release
+    later = await call(server, AER, metric=HARDSHIP, period_from="Q4 2025-26")
+    structured = later.structured_content
+    assert (structured["status"], structured["matched_outside_filters"]) == ("no_match", True)
+    assert [(h["heading"], h["first_period"], h["last_period"], h["rows"])
+            for h in structured["matched_headings"]] == [(HARDSHIP, "Q3 2024-25", "Q3 2025-26",
+                                                          48)]
+    text = text_of(later)
+    assert (f'The metric matched "{HARDSHIP}" (hardship_customers, Schedule 4): Q3 2024-25 to '
+            "Q3 2025-26, 48 figures; none of those figures meets the other filters") in text
+    assert (f'- residential_customers_in_hardship_programs_at_the_end_of_the_quarter '
+            f'(Schedule 4): "{REWORDED}" — Q4 2025-26') in text
 
 
 # ---------------------------------------------------------------------------------------------

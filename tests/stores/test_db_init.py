@@ -31,6 +31,7 @@ SQL_FILES = (
     "004_document_category.sql",
     "005_document_versions.sql",
     "006_document_deleting.sql",
+    "007_aer_block.sql",
 )
 SHA = "e" * 64
 

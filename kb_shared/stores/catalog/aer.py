@@ -7,7 +7,11 @@ republishes the previous four quarters, possibly revised, and the latest release
 (``../shared/notes/next-capabilities.md``): for every (schedule, quarter) a sync replaces the
 stored figures with those of the newest release it was given, unless a newer release is
 already stored, and leaves identical rows untouched, so re-syncing a workbook changes nothing.
-The search over these tables is ``aer_search.py``.
+A metric the newer release does not publish at all keeps the figures an older release gave
+it: a heading reworded with no alias in ``aer_metrics.METRIC_ALIASES`` is a new metric key,
+and deleting the old key's republished quarters would leave a question asked with the old
+heading over those quarters with nothing (issue 25, "Exact market figures"). The search over
+these tables is ``aer_search.py``.
 """
 
 from __future__ import annotations
@@ -70,6 +74,8 @@ aer_performance = sa.Table(
     sa.Column("cell", sa.String(16), nullable=False),
     sa.Column("release", sa.String(16), nullable=False),
     sa.Column("release_end", sa.Date, nullable=False),
+    # the jurisdiction block's column-A cells ("A11:A14"); '' on rows synced before 007
+    sa.Column("block", sa.String(32), nullable=False, server_default=""),
     sa.UniqueConstraint("schedule", "period_start", *KEY_COLUMNS, name="uq_aer_performance_key"),
     sa.CheckConstraint("period_end >= period_start", name="ck_aer_performance_period"),
 )
@@ -110,7 +116,9 @@ class AerSyncCounts(SyncCounts):
 
     ``read``: observations in the workbooks given; ``inserted``/``updated``/``deleted``/
     ``unchanged``: rows of ``aer_performance`` (an update is any changed field, the cell or
-    release included; ``values_changed`` counts those whose value changed); ``superseded``:
+    release included; ``values_changed`` counts those whose value changed; ``unchanged``
+    includes an older release's rows of a metric the newer release no longer publishes,
+    which are kept); ``superseded``:
     observations not applied because a newer release of their quarter was given or stored.
     ``new_metrics``: one heading per metric key not stored before (``aliased`` False means
     nobody mapped it: a new metric, or a renamed one to add to the alias table);
@@ -195,6 +203,16 @@ def _row_key(values: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(values[c] for c in KEY_COLUMNS)
 
 
+def published_keys(workbooks: Iterable[AerWorkbook]) -> dict[tuple[str, str], set[str]]:
+    """(schedule, release label) -> the metric keys of every heading that release's
+    workbooks of that schedule publish (with figures or not)."""
+    keys: dict[tuple[str, str], set[str]] = {}
+    for book in workbooks:
+        slot = keys.setdefault((book.schedule, book.release.label), set())
+        slot.update(h.metric_key for h in book.headings)
+    return keys
+
+
 def _select_newest(
     workbooks: list[AerWorkbook],
 ) -> tuple[dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]], int]:
@@ -240,10 +258,11 @@ class AerCatalog(CatalogBase):
         """Store the observations of parsed workbooks, all in one transaction.
 
         For each (schedule, quarter) the newest release among ``workbooks`` replaces what is
-        stored (rows it lacks are deleted) unless the store already holds a newer release of
-        that quarter; identical rows are left as they are. Every heading seen is recorded in
-        ``aer_metrics`` with the first and last release it appeared in; ``aer_sync_state``
-        gets the counts and ``synced_at``.
+        stored (rows it lacks are deleted, except an older release's rows of a metric key it
+        publishes no heading of: those stay, counted ``unchanged``) unless the store already
+        holds a newer release of that quarter; identical rows are left as they are. Every
+        heading seen is recorded in ``aer_metrics`` with the first and last release it
+        appeared in; ``aer_sync_state`` gets the counts and ``synced_at``.
 
         Raises:
             ValueError: no workbooks, or one figure given twice by the same release with
@@ -259,7 +278,7 @@ class AerCatalog(CatalogBase):
             self._advisory_lock(conn, SYNC_LOCK)
             for table, column in (("aer_performance", "metric_key"), ("aer_metrics", "heading")):
                 refuse_legacy_shape(conn, table, column, "AER")
-            changes = _apply_scopes(conn, scopes)
+            changes = _apply_scopes(conn, scopes, published_keys(books))
             new_metrics, new_headings = _record_headings(conn, books)
             now = utc_now()
             releases = tuple(q.label for q in sorted({b.release for b in books}))
@@ -345,9 +364,13 @@ class AerCatalog(CatalogBase):
 
 
 def _apply_scopes(
-    conn: Connection, scopes: dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]]
+    conn: Connection,
+    scopes: dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]],
+    published: dict[tuple[str, str], set[str]],
 ) -> dict[str, int]:
-    """Diff each scope against the stored rows and write inserts, updates and deletes."""
+    """Diff each scope against the stored rows and write inserts, updates and deletes; a
+    stored row of an older release whose metric key the incoming release does not publish
+    (``published``; none known: every key counts as published) is kept."""
     changes = dict.fromkeys(
         ("inserted", "updated", "deleted", "unchanged", "superseded", "values_changed"), 0
     )
@@ -371,10 +394,12 @@ def _apply_scopes(
     for scope, incoming in scopes.items():
         current = stored.get(scope, {})
         newest_stored = max((r["release_end"] for r in current.values()), default=None)
-        incoming_release = next(iter(incoming.values()))["release_end"]
+        first = next(iter(incoming.values()))
+        incoming_release = first["release_end"]
         if newest_stored is not None and newest_stored > incoming_release:
             changes["superseded"] += len(incoming)
             continue
+        keys = published.get((scope[0], first["release"]))
         for key, values in incoming.items():
             old = current.get(key)
             if old is None:
@@ -384,7 +409,13 @@ def _apply_scopes(
                 changes["values_changed"] += old["value"] != values["value"]
             else:
                 changes["unchanged"] += 1
-        deletes += [row["id"] for key, row in current.items() if key not in incoming]
+        for key, row in current.items():
+            if key in incoming:
+                continue
+            if keys and row["metric_key"] not in keys and row["release_end"] < incoming_release:
+                changes["unchanged"] += 1  # a metric this release no longer publishes
+            else:
+                deletes.append(row["id"])
     if inserts:
         conn.execute(aer_performance.insert(), inserts)
     if updates:

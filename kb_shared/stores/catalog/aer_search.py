@@ -8,8 +8,13 @@ Matching rules:
 * ``retailer``: equal, ignoring case and spacing. ``jurisdiction``, ``fuel``,
   ``customer_type``: any spelling the workbooks use ("New South Wales", "elec", "Resi").
   ``schedule``: ``3`` or ``"Schedule 3"``.
-* ``metric``: a metric key or any heading it has been published under, ignoring case, spacing
-  and punctuation (``aer_metrics.normalize_heading``).
+* ``metric``: a metric key, any heading it has been published under (``aer_metrics``) or
+  any wording the alias table gives it (``aer_metrics.METRIC_ALIASES``, also wordings of
+  template versions kb never synced), ignoring case, spacing and punctuation
+  (``aer_metrics.normalize_heading``). The answer names the headings the matching figures
+  were published under, with their quarters (``headings``); when none meets the other
+  filters, the metric's headings and quarters without them (``headings_outside``), so
+  "nothing found" is never the whole answer when the metric has figures.
 * ``period_from``/``period_to``: a quarter label (``"Q3 2025-26"``) or a date; quarters
   overlapping the range, inclusive.
 
@@ -40,7 +45,7 @@ from kb_shared.market.aer import (
     normalize_jurisdiction,
     stored_value,
 )
-from kb_shared.market.aer_metrics import normalize_heading
+from kb_shared.market.aer_metrics import METRIC_ALIASES, normalize_heading
 from kb_shared.stores.catalog.aer import (
     AER_SOURCE,
     aer_metrics,
@@ -101,6 +106,19 @@ class AerVocabulary:
 
 
 @dataclass(frozen=True, slots=True)
+class AerHeadingMatch:
+    """A heading the matching figures were published under: its metric, the first and last
+    quarter (labels) of those figures, and how many there are (retailer rows)."""
+
+    schedule: str
+    metric_key: str
+    heading: str
+    first_period: str
+    last_period: str
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
 class AerPeriodTotal:
     """The sum of one metric's matching figures in one quarter, over ``rows`` figures."""
 
@@ -121,10 +139,15 @@ class AerSearchResult(SearchResult[AerObservation]):
     ``total_note`` says why it is None, or that National rows were left out). ``region_totals``:
     the published ``<Region> Total`` figures for the same filters, retailer aside (up to
     ``limit``). ``has_data`` False means nothing has been synced, as opposed to "no rows match
-    these filters". ``vocabulary`` lists what is present.
+    these filters". ``vocabulary`` lists what is present. ``headings``: with a ``metric``
+    filter, the headings of the matching figures (schedule, key, heading order); when nothing
+    matches, those of the metric's figures regardless of the other filters, and then
+    ``headings_outside`` is True.
     """
 
     metric: AerMetricInfo | None
+    headings: tuple[AerHeadingMatch, ...]
+    headings_outside: bool
     total: Decimal | None
     period_totals: tuple[AerPeriodTotal, ...]
     total_note: str | None
@@ -180,13 +203,37 @@ def _metric_infos(conn: Connection) -> list[AerMetricInfo]:
 
 
 def _matching_metrics(metric: str, infos: list[AerMetricInfo]) -> list[AerMetricInfo]:
-    """The metrics whose key, or one of whose headings, is ``metric`` (normalised)."""
+    """The metrics whose key, one of whose stored headings or one of whose wordings in the
+    alias table is ``metric`` (normalised)."""
     wanted = normalize_heading(metric)
+    aliased = {(a.schedule, a.key) for a in METRIC_ALIASES
+               if any(normalize_heading(h) == wanted for h in a.headings)}
     return [
         info for info in infos
         if normalize_heading(info.metric_key) == wanted
         or any(normalize_heading(h) == wanted for h in info.headings)
+        or (info.schedule, info.metric_key) in aliased
     ]
+
+
+def _heading_matches(
+    conn: Connection, where: list[sa.ColumnElement[bool]], labels: dict[dt.date, str]
+) -> tuple[AerHeadingMatch, ...]:
+    """Per (schedule, metric key, heading as published) of the rows ``where`` selects: the
+    first and last quarter and the row count; ``labels`` maps a quarter's start to its label."""
+    table = aer_performance
+    first = sa.func.min(table.c.period_start)
+    query = (
+        sa.select(table.c.schedule, table.c.metric_key, table.c.heading, first,
+                  sa.func.max(table.c.period_start), sa.func.count())
+        .where(*where)
+        .group_by(table.c.schedule, table.c.metric_key, table.c.heading)
+        .order_by(table.c.schedule, table.c.metric_key, first, table.c.heading)
+    )
+    return tuple(
+        AerHeadingMatch(schedule, key, heading, labels[start], labels[end], int(rows))
+        for schedule, key, heading, start, end, rows in conn.execute(query)
+    )
 
 
 def _vocabulary(conn: Connection, infos: list[AerMetricInfo]) -> AerVocabulary:
@@ -301,17 +348,18 @@ class AerSearchCatalog(CatalogBase):
             shared.append(table.c.period_start <= end)
         with self._snapshot() as conn:
             infos = _metric_infos(conn)
+            metric_condition: sa.ColumnElement[bool] | None = None
             if text["metric"]:
                 chosen = _matching_metrics(text["metric"], infos)
-                shared.append(
-                    sa.tuple_(table.c.schedule, table.c.metric_key).in_(
-                        [(m.schedule, m.metric_key) for m in chosen]
-                    ) if chosen else sa.false()
-                )
+                metric_condition = sa.tuple_(table.c.schedule, table.c.metric_key).in_(
+                    [(m.schedule, m.metric_key) for m in chosen]
+                ) if chosen else sa.false()
+                shared.append(metric_condition)
             where = [*shared, sa.not_(table.c.is_total)]
             if text["retailer"]:
                 where.append(sa.func.lower(table.c.retailer) == text["retailer"].lower())
-            found = self._run(conn, where, [*shared, table.c.is_total], infos, capped)
+            found = self._run(conn, where, [*shared, table.c.is_total], infos, capped,
+                              metric_condition)
         echo = given_filters({**text, "period_from": start, "period_to": end})
         return AerSearchResult(**found, limit=capped, filters=echo)
 
@@ -322,6 +370,7 @@ class AerSearchCatalog(CatalogBase):
         totals_where: list[sa.ColumnElement[bool]],
         infos: list[AerMetricInfo],
         limit: int,
+        metric_condition: sa.ColumnElement[bool] | None,
     ) -> dict[str, Any]:
         table = aer_performance
         order = (table.c.period_start.desc(), table.c.schedule, table.c.metric_key, table.c.fuel,
@@ -353,15 +402,28 @@ class AerSearchCatalog(CatalogBase):
             elif metric is not None:
                 note = f"{metric.metric_key} is a rate or an average: its figures do not add up"
         has_data = count > 0 or conn.execute(sa.select(sa.exists().select_from(table))).scalar()
+        vocabulary = _vocabulary(conn, infos)
+        headings: tuple[AerHeadingMatch, ...] = ()
+        outside = False
+        if metric_condition is not None:
+            labels = {p.start: p.label for p in vocabulary.periods}
+            if count:
+                headings = _heading_matches(conn, where, labels)
+            else:
+                headings = _heading_matches(
+                    conn, [metric_condition, sa.not_(table.c.is_total)], labels)
+                outside = bool(headings)
         return {
             "rows": tuple(rows),
             "count": count,
             "metric": metric,
+            "headings": headings,
+            "headings_outside": outside,
             "total": total,
             "period_totals": period_totals,
             "total_note": note,
             "region_totals": tuple(region_totals),
-            "vocabulary": _vocabulary(conn, infos),
+            "vocabulary": vocabulary,
             "has_data": bool(has_data),
             "synced_at": last_synced(conn, aer_sync_state, AER_SOURCE),
         }
