@@ -32,6 +32,7 @@ ADD_JOB = "add_documents"
 #: Asset check names.
 CHECK_INDEX_MATCHES_CHUNKS = "index_matches_chunks"
 CHECK_EDGES_RESOLVE = "edge_chunk_ids_resolve"
+CHECK_CHUNKS_LOCATED = "chunks_located_in_pdf"
 
 #: The run tag that names a run's partition (Dagster's own key for it): its doc_id.
 PARTITION_TAG = "dagster/partition"

@@ -69,6 +69,8 @@ _CHUNK_SCHEMA = pa.schema(
         ("kind", pa.string()),
         ("page_label_start", pa.string()),
         ("page_label_end", pa.string()),
+        ("page_runs", pa.list_(pa.list_(pa.int32()))),
+        ("located", pa.bool_()),
     ]
 )
 
@@ -88,6 +90,8 @@ def chunks_to_parquet(chunks: list[Chunk]) -> bytes:
                 "kind": c.kind,
                 "page_label_start": c.page_label_start,
                 "page_label_end": c.page_label_end,
+                "page_runs": [list(run) for run in c.page_runs],
+                "located": c.located,
             }
             for c in chunks
         ],
@@ -113,6 +117,8 @@ def chunks_from_parquet(data: bytes) -> list[Chunk]:
             kind=r["kind"],
             page_label_start=r.get("page_label_start") or "",  # absent in older files
             page_label_end=r.get("page_label_end") or "",
+            page_runs=tuple((int(a), int(b)) for a, b in r.get("page_runs") or ()),  # absent in
+            located=r.get("located"),  # files written before pages were located
         )
         for r in rows
     ]

@@ -334,7 +334,7 @@ def failure_reason(result: dg.JobExecutionResult) -> str:
                     message = f"{cause.cls_name}: {text}"  # as ``jobs.failure_text`` writes it
             return f"{event.step_key}: {message}"
     for check in result.get_asset_check_evaluations():
-        if not check.passed:
+        if not check.passed and check.severity != dg.AssetCheckSeverity.WARN:
             return f"asset check {check.check_name} failed on {check.asset_key.to_user_string()}"
     return "the run failed (see the Dagster UI for the run's event log)"
 

@@ -6,8 +6,10 @@ Rules (mcp-utilities README, "What a response costs" and "Figures"; issue 4):
 * A result's text is rendered once, in the text content. ``structuredContent``
   (``kb_mcp.schemas``) carries ids, citation fields, scores and URLs only.
 * Every result starts with the numbered citation header of ``kb_shared.citations``
-  (``[1] Title — Version — pp. 12–13 — Section``), and a search ends with a deduplicated
-  source list, one line per document with its file URL.
+  (``[1] Title — Version — pp. 12–13 (answer on p. 13) — Section``: every page its passage is
+  on, and its quote's page), the passage, then a ``Quote, [p. 13](….pdf#page=13): “…”`` line
+  (``kb_shared.quotes``); a search ends with a deduplicated source list, one line per document with its
+  file URL. A result's page link opens its quote's page.
 * A figure result carries a line ``[Open figure](….png) · [Source page N](….pdf#page=N)``
   (no ``#page=`` when the page is unknown). Each inline image (``kb_mcp.images``) follows the
   text, preceded by a text block naming its result number (image content has no caption).
@@ -41,6 +43,7 @@ from kb_mcp.schemas import (
 from kb_shared import citations
 from kb_shared.citations import Citation
 from kb_shared.identity import split_version_key
+from kb_shared.quotes import Quote
 from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY, DocsAnswer, Passage
 from kb_shared.stores.catalog import DocumentRow
 
@@ -77,7 +80,9 @@ def result_ref(passage: Passage, links: Links, *, image: bool = False) -> Result
         section=cite.section or None,
         score=round(passage.score, 6) if passage.score else None,
         similarity=round(passage.similarity, 4) if passage.similarity is not None else None,
-        url=links.page(passage.payload.pdf_key, cite.page_start),
+        quote=passage.quote.text if passage.quote is not None else None,
+        quote_page=passage.quote.page if passage.quote is not None else None,
+        url=links.page(passage.payload.pdf_key, _link_page(passage)),
         figure_url=links.file(figure.stored_key) if figure is not None else None,
         image=image,
     )
@@ -108,20 +113,46 @@ def _locator(passage: Passage, links: Links) -> str:
     return " · ".join(p for p in parts if p)
 
 
+def _link_page(passage: Passage) -> int | None:
+    """The page a result's link opens: its quote's page, else its first page."""
+    if passage.quote is not None and passage.quote.page is not None:
+        return passage.quote.page
+    return passage.citation.page_start
+
+
 def _source_link(passage: Passage, links: Links, *, unpaged: str) -> str:
-    """``[Source page N](….pdf#page=N)``, or ``[{unpaged}](…)`` linking the whole stored file
-    when the page is unknown; ``""`` when there is no stored file to link."""
-    page = passage.citation.page_start
+    """``[Source page N](….pdf#page=N)`` at the quote's page (else the first page), or
+    ``[{unpaged}](…)`` linking the whole stored file when the page is unknown; ``""`` when
+    there is no stored file to link."""
+    page = _link_page(passage)
     url = links.page(passage.payload.pdf_key, page)
     if not url:
         return ""
-    label = f"Source page {passage.citation.first_page_reference}" if page is not None else unpaged
+    if page is None:
+        label = unpaged
+    elif passage.quote is not None and passage.quote.page is not None:
+        label = f"Source page {passage.quote.page_reference}"
+    else:
+        label = f"Source page {passage.citation.first_page_reference}"
     return f"[{label}]({url})"
 
 
+def _quote_line(passage: Passage, quote: Quote, links: Links) -> str:
+    """``Quote, [p. 8](….pdf#page=8): “…”`` (``Quote: “…”`` when the page or file is
+    unknown)."""
+    url = links.page(passage.payload.pdf_key, quote.page) if quote.page is not None else None
+    where = f", [p. {quote.page_reference}]({url})" if url else (
+        f", p. {quote.page_reference}" if quote.page is not None else "")
+    return f"Quote{where}: \u201c{quote.text}\u201d"
+
+
 def render_passage(passage: Passage, links: Links) -> str:
-    """One result block: citation header, locator or figure lines, then the stored text."""
-    lines = [passage.citation.header(passage.number)]
+    """One result block: citation header (every page of the passage, and the answer's page
+    when it spans several), locator or figure lines, the stored text, then the quote with a
+    link to its page."""
+    quote = passage.quote
+    answer = quote.page_reference if quote is not None else ""
+    lines = [passage.citation.header(passage.number, answer)]
     if passage.is_figure:
         number = passage.figure_number
         figure = passage.payload.figure
@@ -140,6 +171,8 @@ def render_passage(passage: Passage, links: Links) -> str:
         if locator:
             lines.append(locator)
         lines.append(passage.point.text.strip())
+        if quote is not None:
+            lines.append(_quote_line(passage, quote, links))
     return "\n".join(lines)
 
 

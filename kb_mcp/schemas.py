@@ -25,8 +25,10 @@ class ResultRef(BaseModel):
     figure_number: int | None = None
     title: str
     version: str | None = None
-    page_start: int | None = Field(None, description="1-based first page; null when unknown.")
-    page_end: int | None = None
+    page_start: int | None = Field(
+        None, description="1-based first page the passage is on; null when unknown."
+    )
+    page_end: int | None = Field(None, description="Last page the passage is on.")
     section: str | None = Field(None, description="Heading path, outermost first.")
     score: float | None = Field(
         None, description="Fused reciprocal-rank score (or rerank relevance); higher is better."
@@ -34,7 +36,11 @@ class ResultRef(BaseModel):
     similarity: float | None = Field(
         None, description="Cosine similarity of the query and this result's dense vector."
     )
-    url: str | None = Field(None, description="The source PDF, at the page when known.")
+    quote: str | None = Field(
+        None, description="Verbatim best-matching sentence or table row (<= 300 chars)."
+    )
+    quote_page: int | None = Field(None, description="1-based page the quote is on.")
+    url: str | None = Field(None, description="The source PDF, at the quote's page when known.")
     figure_url: str | None = Field(None, description="The stored figure PNG (figures only).")
     image: bool = Field(False, description="True when the figure is also attached as an image.")
 

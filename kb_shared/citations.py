@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kb_shared.page_location import page_at
+
 #: Separator between header parts and between heading-path levels.
 PART_SEPARATOR = " — "
 PATH_SEPARATOR = " › "
@@ -48,6 +50,11 @@ HEIGHT_PX = "height_px"
 #: payloads (and documents without labels) read as "no labels".
 PAGE_LABEL_START = "page_label_start"
 PAGE_LABEL_END = "page_label_end"
+#: Where a chunk's text on each page starts (``[[offset, page], ...]``) and whether it was
+#: found in the PDF's text layer (``kb_shared.page_location``); written only for located
+#: chunks' points, so older payloads read as "not located".
+PAGE_RUNS = "page_runs"
+LOCATED = "located"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +94,8 @@ class PointPayload:
         figure: the figure fields for figure points, ``None`` for chunks.
         page_label_start, page_label_end: printed labels of the first/last page (``"iv"``),
             ``""`` when the page has none (``chunking.Chunk``'s fields of the same names).
+        page_runs, located: ``chunking.Chunk``'s fields of the same names (``()`` / ``None``
+            for figures and for chunks indexed before pages were located).
     """
 
     doc_id: str
@@ -103,6 +112,8 @@ class PointPayload:
     figure: FigurePayload | None = None
     page_label_start: str = ""
     page_label_end: str = ""
+    page_runs: tuple[tuple[int, int], ...] = ()
+    located: bool | None = None
 
     def __post_init__(self) -> None:
         if self.page_start is not None and self.page_end is None:
@@ -156,6 +167,9 @@ class PointPayload:
         if self.page_label_start or self.page_label_end:
             payload[PAGE_LABEL_START] = self.page_label_start
             payload[PAGE_LABEL_END] = self.page_label_end
+        if self.located is not None:
+            payload[LOCATED] = self.located
+            payload[PAGE_RUNS] = [list(run) for run in self.page_runs]
         if self.figure is not None:
             payload.update(
                 {
@@ -203,7 +217,14 @@ class PointPayload:
             figure=figure,
             page_label_start=str(payload.get(PAGE_LABEL_START) or ""),
             page_label_end=str(payload.get(PAGE_LABEL_END) or ""),
+            page_runs=tuple((int(a), int(b)) for a, b in payload.get(PAGE_RUNS) or ()),
+            located=payload.get(LOCATED),
         )
+
+    def page_at(self, offset: int) -> int | None:
+        """The page the character ``offset`` of the point's text is on, from ``page_runs``
+        (``kb_shared.page_location.page_at``); ``None`` when the chunk was not located."""
+        return page_at(self.page_runs, offset)
 
 
 def citation_payload(
@@ -314,10 +335,14 @@ class Citation:
             return self.section[len(head) :]
         return "" if self.section == self.title else self.section
 
-    def header(self, number: int | str) -> str:
+    def header(self, number: int | str, answer_page: str = "") -> str:
         """``[n] Title — Version 1.2 — pp. a–b — Section › Subsection`` with unknown parts
-        left out."""
-        parts = [p for p in (self.title, self.version_label, self.pages, self.section_label) if p]
+        left out; ``answer_page`` (a page reference, ``"8"``) adds ``(answer on p. 8)`` after
+        a span of several pages (issue 25: every page of the passage, and the answer's)."""
+        pages = self.pages
+        if pages and answer_page and self.page_end is not None and self.page_end != self.page_start:
+            pages = f"{pages} (answer on p. {answer_page})"
+        parts = [p for p in (self.title, self.version_label, pages, self.section_label) if p]
         return f"[{number}] " + PART_SEPARATOR.join(parts)
 
 

@@ -23,8 +23,8 @@ store and provider errors) that each caller words for its own audience.
    fusion left below the cut, were added once each (``definition_candidates``,
    ``statement_candidates``, ``row_candidates``).
 5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
-   Given the documents' Markdown (``MarkdownPages``), a result whose best row or sentence sits
-   on a later page of its chunk cites that page (``precise_citation``).
+   Each result cites every page its passage is on and carries a verbatim quote of its best row
+   or sentence with that quote's own page (``kb_shared.quotes``).
 6. Confidence: when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``, no identifier
    of the query matches exactly and no result contains ``MIN_TERM_COVERAGE`` of the query's
    terms, the answer is ``low_confidence`` ("the corpus has nothing on this"). So is an answer
@@ -37,11 +37,9 @@ from __future__ import annotations
 import os
 import re
 import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 
 import numpy as np
@@ -51,7 +49,6 @@ from kb_shared.acronyms import AcronymTable
 from kb_shared.citations import Citation, PointPayload
 from kb_shared.editions import HeldDocument, edition_mismatch
 from kb_shared.retrieval_features import (
-    PagedText,
     UnitMatch,
     best_units,
     bonuses,
@@ -59,12 +56,11 @@ from kb_shared.retrieval_features import (
     definition_terms,
     in_statement,
     statements_named,
-    unit_page,
 )
 from kb_shared.errors import EmptyCorpusError, QueryError
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
+from kb_shared.quotes import MarkdownPages, Quote, passage_quote
 from kb_shared.sparse import tokenize
-from kb_shared.stores.blobs import BlobStore
 from kb_shared.stores.readers import VectorReader
 from kb_shared.stores.vectors import (
     CANDIDATE_FACTOR,
@@ -261,6 +257,8 @@ class Passage:
         score: fused RRF score, or the reranker's relevance; 0.0 where nothing was ranked.
         similarity: cosine of the query and the point's dense vector, when a dense candidate.
         sparse_rank: its rank on the sparse (keyword) side, ``None`` when not a candidate.
+        quote: its best sentence or row and that one's page (``kb_shared.quotes``); ``None``
+            for figures and where no quote was asked for (search_graph, read_doc).
     """
 
     number: int
@@ -270,6 +268,7 @@ class Passage:
     score: float = 0.0
     similarity: float | None = None
     sparse_rank: int | None = None
+    quote: Quote | None = None
 
     @classmethod
     def of(
@@ -282,12 +281,13 @@ class Passage:
         sparse_rank: int | None = None,
         citation: Citation | None = None,
         payload: PointPayload | None = None,
+        quote: Quote | None = None,
     ) -> Passage:
         """The passage of a stored point, its payload parsed once (or ``payload``, already
-        parsed); ``citation`` replaces the payload's (a page-precise one, ``precise_citation``)."""
+        parsed); ``citation`` replaces the payload's."""
         payload = payload if payload is not None else PointPayload.from_payload(point.payload)
         cite = citation if citation is not None else payload.citation
-        return cls(number, point, payload, cite, score, similarity, sparse_rank)
+        return cls(number, point, payload, cite, score, similarity, sparse_rank, quote)
 
     @property
     def is_figure(self) -> bool:
@@ -497,84 +497,6 @@ def row_candidates(
     ]
 
 
-#: Converted documents whose Markdown ``MarkdownPages`` keeps parsed.
-MARKDOWN_CACHE = 16
-
-
-class MarkdownPages:
-    """The documents' Markdown, read by blob key and kept parsed (``PagedText``) for the last
-    ``MARKDOWN_CACHE`` documents; what ``precise_citation`` looks pages up in.
-
-    Args:
-        read: blob key -> bytes (``BlobStore.get``); may raise ``FileNotFoundError``.
-    """
-
-    def __init__(self, read: Callable[[str], bytes]) -> None:
-        self._read = read
-        self._parsed: OrderedDict[str, PagedText] = OrderedDict()
-        self._lock = threading.Lock()  # search_docs may run in several threads at once
-
-    def get(self, key: str, *, fresh: bool = False) -> PagedText | None:
-        """The parsed Markdown under ``key`` (re-read when ``fresh``); ``None`` when missing."""
-        with self._lock:
-            if not fresh and key in self._parsed:
-                self._parsed.move_to_end(key)
-                return self._parsed[key]
-        try:
-            paged = PagedText.parse(self._read(key).decode("utf-8", errors="replace"))
-        except FileNotFoundError:
-            return None
-        with self._lock:
-            self._parsed[key] = paged
-            while len(self._parsed) > MARKDOWN_CACHE:
-                self._parsed.popitem(last=False)
-        return paged
-
-
-_MARKDOWN_OF: weakref.WeakKeyDictionary[object, MarkdownPages] = weakref.WeakKeyDictionary()
-_MARKDOWN_LOCK = threading.Lock()
-
-
-def markdown_pages(blobs: BlobStore) -> MarkdownPages:
-    """The one ``MarkdownPages`` of ``blobs`` (made on first use, dropped with the store), so
-    a server keeps its parsed Markdown across calls: ``search_docs(..., markdown=
-    markdown_pages(state.blobs))``."""
-    with _MARKDOWN_LOCK:
-        pages = _MARKDOWN_OF.get(blobs)
-        if pages is None:
-            pages = _MARKDOWN_OF[blobs] = MarkdownPages(blobs.get)
-        return pages
-
-
-def precise_citation(
-    payload: PointPayload, text: str, match: UnitMatch | None, markdown: MarkdownPages
-) -> Citation | None:
-    """The citation of the page ``match``'s unit is on, when the chunk spans pages and the unit
-    holds at least half of what the whole chunk matches of the question (so it is where the
-    chunk answers); ``None`` to keep the chunk's own span. A chunk whose first line is not
-    found (the Markdown was rebuilt) re-reads it once."""
-    cite = payload.citation
-    if (
-        match is None
-        or payload.markdown_key is None
-        or cite.page_start is None
-        or cite.page_end is None
-        or cite.page_end <= cite.page_start
-        or match.share < match.chunk_share / 2
-    ):
-        return None
-    found = None
-    for fresh in (False, True):
-        paged = markdown.get(payload.markdown_key, fresh=fresh)
-        found = unit_page(paged, cite.page_start, text, match.unit) if paged is not None else None
-        if found is not None or paged is None:
-            break
-    if found is None or not cite.page_start <= found[0] <= cite.page_end:
-        return None
-    page, label = found
-    return replace(cite, page_start=page, page_end=page, page_label_start=label, page_label_end=label)
-
-
 #: Points per definition term fetched by keyword for a definition question
 #: (``definition_candidates``).
 DEFINITION_LOOKUP = 10
@@ -673,8 +595,8 @@ def search_docs(
         kind: ``text``, ``table`` or ``figure`` to search one kind only; ``None`` = all of
             ``DOCUMENT_KINDS`` (never a registered reference page: find_reference's).
         reranker: orders the fused candidates when ``reranker.reorders``.
-        markdown: the documents' Markdown; given, results cite the page of their best row or
-            sentence (``precise_citation``), else their chunk's span.
+        markdown: the documents' Markdown, where a chunk indexed without located page runs
+            finds its quote's page (``kb_shared.quotes.passage_quote``).
         vector: ``start_query_embedding(embedder, query)`` when the caller started it (the MCP
             tool does, before it reads the catalog); started here when ``None``.
         acronyms: the corpus's abbreviation pairs (``kb_shared.acronyms``); given, the
@@ -751,9 +673,9 @@ def search_docs(
         Passage.of(
             hit.point, offset + position, score=score, similarity=hit.dense_score,
             sparse_rank=hit.sparse_rank, payload=payload_of(hit.point),
-            citation=precise_citation(
+            quote=None if hit.point.kind == KIND_FIGURE else passage_quote(
                 payload_of(hit.point), hit.point.text, match, markdown
-            ) if markdown is not None else None,
+            ),
         )
         for position, (hit, score, match) in enumerate(ranked, start=1)
     ]

@@ -166,13 +166,29 @@ class FakeFigureLocator(FigureLocator):
         return [FigureBox(r.page, r.bbox, r.caption) for r in regions if r.bbox is not None]
 
 
+def _sample_page_text(number: int) -> str:
+    """The words ``SAMPLE_MARKDOWN`` puts on page ``number`` (Markdown marks and figure
+    markers left out), one block a line."""
+    pages = SAMPLE_MARKDOWN.split("<!-- page ")
+    for part in pages[1:]:
+        head, _, body = part.partition(" -->")
+        if int(head) == number:
+            lines = [line.lstrip("# ").strip() for line in body.splitlines()]
+            return "\n".join(line for line in lines if line and not line.startswith("[Figure"))
+    return ""
+
+
 def tiny_pdf(label: str, pages: int = 2) -> bytes:
-    """A real PDF: one line of text per page and, on page 2, the box of ``SAMPLE_FIGURE``
-    drawn with a caption under it. ``label`` makes the bytes (and so the sha256) differ."""
+    """A real PDF: a line of text per page, then that page's text of ``SAMPLE_MARKDOWN`` (so
+    the chunks of the fake conversion are found on their pages), and, on page 2, the box of
+    ``SAMPLE_FIGURE`` drawn with a caption under it. ``label`` makes the bytes (and so the
+    sha256) differ."""
     with pymupdf.open() as pdf:
         for number in range(1, pages + 1):
             page = pdf.new_page()
             page.insert_text((72, 72), f"{label} page {number}")
+            page.insert_textbox(pymupdf.Rect(72, 90, 540, 300), _sample_page_text(number),
+                                fontsize=10)
             if number == SAMPLE_FIGURE.page:
                 page.draw_rect(pymupdf.Rect(*SAMPLE_FIGURE.bbox), color=(0, 0, 1), fill=(0.8, 0.9, 1))
                 page.insert_text((72, 420), SAMPLE_FIGURE.caption)

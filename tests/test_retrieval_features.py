@@ -11,7 +11,8 @@ import pytest
 
 from kb_shared.citations import PointPayload
 from kb_shared.providers.base import Reranker
-from kb_shared.retrieval import MarkdownPages, markdown_pages, precise_citation, row_candidates, search_docs
+from kb_shared.quotes import MarkdownPages, markdown_pages, passage_quote
+from kb_shared.retrieval import row_candidates, search_docs
 from kb_shared.retrieval_features import (
     DEFAULT_FEATURES,
     PagedText,
@@ -245,30 +246,59 @@ def _reader(documents: dict[str, str], calls: list[str]):  # noqa: ANN202
     return read
 
 
-def test_precise_citation_cites_the_page_of_the_matched_row() -> None:
+def test_a_quote_of_an_unlocated_chunk_finds_its_rows_page_in_the_markdown() -> None:
     calls: list[str] = []
     pages = MarkdownPages(_reader({"markdown/mlf.pdf.md": MARKDOWN}, calls))
     row = units(MLF_TABLE)[1]
-    cite = precise_citation(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages)
-    assert cite is not None
-    assert (cite.page_start, cite.page_end, cite.page_label_start, cite.pages) == (7, 7, "v", "p. v (PDF page 7)")
-    # the chunk's whole span is kept: a weak row (under half the chunk's match), one page
-    assert precise_citation(_table_payload(), MLF_TABLE, UnitMatch(row, 0.4, 0.9), pages) is None
-    assert precise_citation(_table_payload(7, 7), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages) is None
+    quote = passage_quote(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages)
+    assert quote is not None
+    assert (quote.text, quote.page, quote.page_label) == (
+        "Broken Hill Solar Farm | BROKENH1 | 0.7844", 7, "v")
+    assert quote.page_reference == "v (PDF page 7)"
+    # a one-page chunk needs no look-up; the first row's page is the chunk's first
+    assert passage_quote(_table_payload(7, 7), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages).page == 7
+    first = passage_quote(_table_payload(), MLF_TABLE, UnitMatch(units(MLF_TABLE)[0], 0.8, 0.9), pages)
+    assert (first.text, first.page) == ("Broken Hill GT 1 | GB01 | 0.8734", 6)
     assert calls == ["markdown/mlf.pdf.md"]  # parsed once, then kept
 
 
-def test_precise_citation_rereads_markdown_rebuilt_since_and_survives_a_missing_one() -> None:
+def test_a_located_chunk_quotes_the_page_its_runs_give_without_reading_markdown() -> None:
+    payload = PointPayload.build(
+        doc_id="mlf.pdf", name="mlf.pdf", title="MLF", version="", page_start=6, page_end=7,
+        markdown_key="markdown/mlf.pdf.md", located=True,
+        page_runs=((0, 6), (MLF_TABLE.index("|**Broken Hill Solar"), 7)),
+    )
+    calls: list[str] = []
+    pages = MarkdownPages(_reader({}, calls))
+    rows = units(MLF_TABLE)
+    assert passage_quote(payload, MLF_TABLE, UnitMatch(rows[1], 0.8, 0.9), pages).page == 7
+    assert passage_quote(payload, MLF_TABLE, UnitMatch(rows[0], 0.8, 0.9), pages).page == 6
+    # no unit matched: the passage's first row is quoted
+    assert passage_quote(payload, MLF_TABLE, None, pages).text == "Broken Hill GT 1 | GB01 | 0.8734"
+    assert calls == []
+
+
+def test_a_quote_is_cut_at_a_word_boundary_within_300_characters() -> None:
+    sentence = "The Retailer must notify the Distributor " + "without undue delay " * 30 + "today."
+    payload = PointPayload.build(doc_id="d.pdf", name="d.pdf", title="D", version="",
+                                 page_start=3, page_end=3)
+    quote = passage_quote(payload, sentence, None)
+    assert len(quote.text) <= 300 and sentence.startswith(quote.text)
+    assert sentence[len(quote.text)] == " " and len(quote.text) > 280  # whole words only
+    assert quote.page == 3
+
+
+def test_a_quote_of_markdown_missing_or_rebuilt_since_keeps_the_first_page_or_rereads() -> None:
     documents = {"markdown/mlf.pdf.md": "<!-- page 6 -->\nsomething else entirely\n"}
     calls: list[str] = []
     pages = MarkdownPages(_reader(documents, calls))
     row = units(MLF_TABLE)[1]
     assert pages.get("markdown/mlf.pdf.md") is not None
     documents["markdown/mlf.pdf.md"] = MARKDOWN
-    cite = precise_citation(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages)
-    assert cite is not None and cite.page_start == 7 and len(calls) == 2
+    quote = passage_quote(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), pages)
+    assert quote.page == 7 and len(calls) == 2
     missing = MarkdownPages(_reader({}, []))
-    assert precise_citation(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), missing) is None
+    assert passage_quote(_table_payload(), MLF_TABLE, UnitMatch(row, 0.8, 0.9), missing).page == 6
 
 
 def test_markdown_pages_is_one_per_blob_store(tmp_path: Path) -> None:
@@ -321,7 +351,7 @@ def test_row_candidates_add_a_table_below_the_cut_whose_row_beats_the_pool(mlf_i
     assert row_candidates("Broken Hill Solar Farm MLF", pool, rest[:10]) == []  # no table there
 
 
-def test_search_docs_puts_the_row_first_and_cites_its_page(mlf_index, tmp_path: Path) -> None:  # noqa: ANN001
+def test_search_docs_puts_the_row_first_and_quotes_it_with_its_page(mlf_index, tmp_path: Path) -> None:  # noqa: ANN001
     index, embedder = mlf_index
     blobs = BlobStore(f"file://{tmp_path / 'blobs'}")
     blobs.put("markdown/mlf.pdf.md", MARKDOWN.encode())
@@ -330,10 +360,12 @@ def test_search_docs_puts_the_row_first_and_cites_its_page(mlf_index, tmp_path: 
     first = answer.results[0]
     assert first.point.id == "mlf.pdf-99"
     assert first.sparse_rank is None and first.similarity is None  # fusion had left it out
-    assert (first.citation.page_start, first.citation.page_end) == (7, 7)
-    assert (first.payload.page_start, first.payload.page_end) == (6, 7)  # the chunk keeps its span
+    # the citation names every page of the passage; the quote, the row's own page
+    assert (first.citation.page_start, first.citation.page_end) == (6, 7)
+    assert (first.quote.text, first.quote.page) == ("Broken Hill Solar Farm | BROKENH1 | 0.7844", 7)
     plain = search_docs(index, embedder, question, top_k=3)
     assert (plain.results[0].citation.page_start, plain.results[0].citation.page_end) == (6, 7)
+    assert plain.results[0].quote.page == 6  # no Markdown, no page runs: the first page
 
 
 class _TablesFirst(Reranker):
@@ -346,11 +378,12 @@ class _TablesFirst(Reranker):
         return [(i, 1.0 / (rank + 1)) for rank, i in enumerate(order[:top_n])]
 
 
-def test_a_reranked_answer_cites_the_page_of_the_row_too(mlf_index, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_reranked_answer_quotes_the_row_with_its_page_too(mlf_index, tmp_path: Path) -> None:  # noqa: ANN001
     index, embedder = mlf_index
     blobs = BlobStore(f"file://{tmp_path / 'blobs'}")
     blobs.put("markdown/mlf.pdf.md", MARKDOWN.encode())
     answer = search_docs(index, embedder, "Broken Hill Solar Farm MLF", top_k=2,
                          reranker=_TablesFirst(), markdown=markdown_pages(blobs))
     assert answer.reranked and answer.results[0].point.id == "mlf.pdf-99"
-    assert (answer.results[0].citation.page_start, answer.results[0].citation.page_end) == (7, 7)
+    assert (answer.results[0].citation.page_start, answer.results[0].citation.page_end) == (6, 7)
+    assert answer.results[0].quote.page == 7

@@ -184,7 +184,8 @@ def _collect(
             progress.checked[name] = progress.checked.get(name, 0) + 1
             if not event.passed:
                 progress.checks.setdefault(name, []).append(doc)
-                failing.append(name)
+                if event.severity != dg.AssetCheckSeverity.WARN:  # a warning fails nothing
+                    failing.append(name)
         elif isinstance(event, dg.Output):
             progress.outputs[doc] = event.value
             context.add_asset_metadata(dict(event.metadata or {}), partition_key=doc)

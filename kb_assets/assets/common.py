@@ -51,6 +51,7 @@ def corpus_asset(
     inputs: Mapping[str, str] | None = None,
     after: Sequence[str] = (),
     checks: Mapping[str, str] | None = None,
+    warning_checks: Mapping[str, str] | None = None,
     stored: bool = True,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """``@dg.asset`` for one per-document corpus asset: partitioned by ``documents_partitions``,
@@ -64,6 +65,8 @@ def corpus_asset(
         inputs: parameter name -> name of the upstream asset whose output it receives.
         after: assets it runs after without reading their output (ordering only).
         checks: its blocking asset checks, check name -> description.
+        warning_checks: its non-blocking checks (a failure is reported with severity ``WARN`` and
+            the document still builds), check name -> description.
     """
     with warnings.catch_warnings():
         # Dagster 1.13 marks `backfill_policy` beta and would warn on every import of kb
@@ -83,8 +86,10 @@ def corpus_asset(
             },
             deps=list(after) or None,
             check_specs=[
-                dg.AssetCheckSpec(check, asset=name, blocking=True, description=text)
-                for check, text in (checks or {}).items()
+                *(dg.AssetCheckSpec(check, asset=name, blocking=True, description=text)
+                  for check, text in (checks or {}).items()),
+                *(dg.AssetCheckSpec(check, asset=name, blocking=False, description=text)
+                  for check, text in (warning_checks or {}).items()),
             ] or None,
             description=description,
             pool=ASSET_POOLS.get(name),

@@ -73,6 +73,8 @@ def chunk_inputs(
             page_end=chunk.page_end,
             page_label_start=chunk.page_label_start,
             page_label_end=chunk.page_label_end,
+            page_runs=chunk.page_runs,
+            located=chunk.located,
             heading_path=chunk.heading_path,
             chunk_index=chunk.index,
         )

@@ -24,7 +24,7 @@ from kb_mcp.tools import (
     query_type,
     state_of,
 )
-from kb_shared import retrieval
+from kb_shared import quotes, retrieval
 from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: Upper bounds of the arguments (input schema ``maximum``/``maxItems``).
@@ -129,7 +129,7 @@ def answer_search(
         documents=scope,
         kind=kind,
         reranker=state.reranker,
-        markdown=retrieval.markdown_pages(state.blobs),
+        markdown=quotes.markdown_pages(state.blobs),
         vector=vector,
         acronyms=state.acronyms(states),
     )

@@ -19,6 +19,7 @@ from kb_assets.assets.common import BuildConfig
 from kb_assets.assets.markdown import markdown
 from kb_assets.constants import (
     BUILD_JOB,
+    CHECK_CHUNKS_LOCATED,
     CHECK_EDGES_RESOLVE,
     CHECK_INDEX_MATCHES_CHUNKS,
     CHUNKS,
@@ -147,12 +148,19 @@ def test_chunks_have_ids_heading_paths_and_page_spans(
 ) -> None:
     context = dg.build_asset_context(partition_key=DOC, instance=instance)
     document = markdown(context, BuildConfig(), stores=stores, providers=providers).value
-    result = chunks(context, BuildConfig(), stores=stores, document=document)
+    result, check = chunks(context, BuildConfig(), stores=stores, document=document)
     assert [(c.id, c.index, c.heading_path, c.page_start, c.page_end) for c in result.value] == [
         (CHUNK_IDS[0], 0, ("Fake Retail Procedure", "1 Notifications"), 1, 1),
         (CHUNK_IDS[1], 1, ("Fake Retail Procedure", "2 Records"), 1, 1),
         (CHUNK_IDS[2], 2, ("Fake Retail Procedure", "3 Flow"), 2, 2),
     ]
+    # each chunk was found on its page of the PDF's own text layer
+    assert [(c.located, c.page_runs) for c in result.value] == [
+        (True, ((0, 1),)), (True, ((0, 1),)), (True, ((0, 2),)),
+    ]
+    assert result.metadata["located"].value == 3
+    assert (check.check_name, check.passed) == (CHECK_CHUNKS_LOCATED, True)
+    assert check.metadata["located_share"].value == 1.0
     assert result.value[1].text == (
         "## 2 Records\n\nThe Distributor keeps the register of every site and reports it monthly."
     )
@@ -170,7 +178,7 @@ def test_an_empty_conversion_fails_at_chunks(
         converter="fake", provider="fake-converter", sha256=admitted.sha256, size_bytes=1,
     )
     with pytest.raises(dg.Failure, match="Fake Procedure.pdf: the Markdown has no text to chunk"):
-        chunks(context, BuildConfig(), stores=stores, document=empty)
+        list(chunks(context, BuildConfig(), stores=stores, document=empty))
 
 
 # --------------------------------------------------------------------------------------
@@ -218,7 +226,9 @@ def test_build_writes_every_store(
     assert {p.id for p in index.fetch([e.chunk_id for e in edges])} == {CHUNK_IDS[0], CHUNK_IDS[2]}
 
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: True}
+    assert checks == {
+        CHECK_CHUNKS_LOCATED: True, CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: True
+    }
     records = StepRecords(stores.blobs())
     assert [c.id for c in records.load(CHUNKS, DOC)] == CHUNK_IDS
     summary = records.previous_summary(EMBEDDINGS, DOC)
@@ -303,7 +313,9 @@ def test_a_failing_asset_check_stops_the_build_and_records_why(
     result = build_run(stores, providers, instance)
     assert not result.success
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: False}
+    assert checks == {
+        CHECK_CHUNKS_LOCATED: True, CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: False
+    }
     assert RECORD not in {e.step_key for e in result.get_step_success_events()}
     row = stores.catalog().get(DOC)
     assert row.status == "failed"

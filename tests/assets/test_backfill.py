@@ -122,7 +122,8 @@ def test_a_batch_of_three_equals_three_single_runs(
     assert record_names == dict(zip(DOCS, NAMES, strict=True))
     checks = {c.check_name: (c.passed, c.metadata["documents_checked"].value)
               for c in result.get_asset_check_evaluations()}
-    assert checks == {"index_matches_chunks": (True, 3), "edge_chunk_ids_resolve": (True, 3)}
+    assert checks == {"chunks_located_in_pdf": (True, 3), "index_matches_chunks": (True, 3),
+                      "edge_chunk_ids_resolve": (True, 3)}
     statuses = instance.get_status_by_partition(
         dg.AssetKey(RECORD), list(DOCS), documents_partitions
     )

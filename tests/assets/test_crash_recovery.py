@@ -29,7 +29,12 @@ import pytest
 import sqlalchemy as sa
 from mcp import Client
 
-from kb_assets.constants import CHECK_EDGES_RESOLVE, CHECK_INDEX_MATCHES_CHUNKS, DOCUMENTS
+from kb_assets.constants import (
+    CHECK_CHUNKS_LOCATED,
+    CHECK_EDGES_RESOLVE,
+    CHECK_INDEX_MATCHES_CHUNKS,
+    DOCUMENTS,
+)
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource
@@ -238,7 +243,9 @@ def assert_recovered(home: Path, expected: dict[str, Any]) -> None:
     assert found["point_rows"] == len(found["points"])  # no point without its vector/terms
     assert found == expected
     checks, statuses, has_partition = dagster_state(home)
-    assert checks == {CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: True}
+    assert checks == {
+        CHECK_CHUNKS_LOCATED: True, CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: True
+    }
     assert dg.DagsterRunStatus.STARTED not in statuses
     assert has_partition
 

@@ -14,6 +14,7 @@ import pytest
 
 from kb_assets import operations
 from kb_assets.constants import (
+    CHECK_CHUNKS_LOCATED,
     CHECK_EDGES_RESOLVE,
     CHECK_INDEX_MATCHES_CHUNKS,
     CORPUS_ASSETS,
@@ -147,7 +148,9 @@ def test_asset_checks_passed(instance: dg.DagsterInstance) -> None:
         e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed
         for e in evaluations
     }
-    assert results == {CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: True}
+    assert results == {
+        CHECK_CHUNKS_LOCATED: True, CHECK_INDEX_MATCHES_CHUNKS: True, CHECK_EDGES_RESOLVE: True
+    }
 
 
 @pytest.mark.slow

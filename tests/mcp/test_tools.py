@@ -96,24 +96,26 @@ async def test_search_docs_renders_numbered_citations_once_and_structures_only_i
     assert result.is_error is False
     text = text_of(result)
     assert text.startswith("Results 1–3 (hybrid dense + keyword search, fused by rank).")
+    # every page of the passage, the answer's page, then the passage and its verbatim quote
     first = (
-        "[1] Retail Market Rules — Version 2.1 — pp. 1–2 — 2 Notifications\n"
+        "[1] Retail Market Rules — Version 2.1 — pp. 1–2 (answer on p. 1) — 2 Notifications\n"
         f"chunk 1 of retail-rules.pdf · [Source page 1]({BASE}/pdfs/retail-rules.pdf#page=1)\n"
         + NOTIFY_TEXT
+        + f"\nQuote, [p. 1]({BASE}/pdfs/retail-rules.pdf#page=1): \u201c{NOTIFY_TEXT}\u201d"
     )
     assert first in text
     structured = result.structured_content
     top = structured["results"][0]
     assert {k: top[k] for k in ("number", "id", "doc_id", "kind", "chunk_number", "page_start",
-                                "page_end", "section", "url")} == {
+                                "page_end", "section", "url", "quote", "quote_page")} == {
         "number": 1, "id": "retail-rules.pdf-1", "doc_id": "retail-rules.pdf", "kind": "text",
         "chunk_number": 1, "page_start": 1, "page_end": 2, "section": "2 Notifications",
-        "url": f"{BASE}/pdfs/retail-rules.pdf#page=1",
+        "url": f"{BASE}/pdfs/retail-rules.pdf#page=1", "quote": NOTIFY_TEXT, "quote_page": 1,
     }
     assert 0 < top["similarity"] <= 1 and top["score"] > 0
-    # the chunk text is rendered once: never inside structuredContent
-    assert "within 5 business days" not in json.dumps(structured)
-    assert text.count("within 5 business days") == 1
+    # the passage is rendered once; structuredContent carries only its short quote
+    assert json.dumps(structured).count("within 5 business days") == 1
+    assert text.count("within 5 business days") == 2
     assert structured["low_confidence"] is False
 
 
