@@ -45,7 +45,15 @@ demo: install
 bench: install
 	$(PY) -m benchmarks.ingest --mode-pages 10
 	$(PY) -m benchmarks.retrieval --home benchmarks/work/ingest
+	$(PY) -m benchmarks.citations $(BENCH_SETS)
+	$(PY) -m benchmarks.lever_loso $(BENCH_SETS)
 	$(PY) -m benchmarks.serving --home benchmarks/work/ingest
+
+# The three shared eval sets over the builds benchmarks.retrieval caches (issue 25: citations
+# true to the page and leave-one-set-out levers are measured on every set).
+BENCH_SETS = --set regulatory=benchmarks/work/ingest \
+	--set financebench=benchmarks/work/retrieval-financebench \
+	--set financebench-dev=benchmarks/work/retrieval-financebench-dev
 
 # Each issue-14 ranking lever on and off over the builds of both shared sets (make bench's
 # retrieval homes; built by benchmarks.retrieval --eval ... --home ...).

@@ -136,6 +136,8 @@ DEFAULT_SETS = (
     ("regulatory", DEFAULT_CORPUS / "eval" / "regulatory", DEFAULT_PDFS),
     ("financebench", DEFAULT_CORPUS / "eval" / "financebench",
      DEFAULT_CORPUS / "eval" / "financebench" / "pdfs"),
+    ("financebench-dev", DEFAULT_CORPUS / "eval" / "financebench-dev",
+     DEFAULT_CORPUS / "eval" / "financebench-dev" / "pdfs"),
 )
 
 #: Candidate depth per side for the classic RRF hybrid: the same depth the shipped hybrid
@@ -642,7 +644,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "whose cited documents are ready in it (e.g. benchmarks/work/ingest)")
     parser.add_argument("--eval", type=Path, action="append", dest="evals", metavar="DIR",
                         help="a folder with questions.jsonl (repeatable; default: the "
-                             "regulatory and financebench sets of ../shared/corpus/eval)")
+                             "regulatory, financebench and financebench-dev sets of "
+                             "../shared/corpus/eval)")
     parser.add_argument("--pdfs", type=Path, action="append", metavar="DIR",
                         help="the PDFs of the matching --eval (default DIR/pdfs, else "
                              "../shared/corpus/pdfs)")

@@ -46,7 +46,7 @@ DEFAULT_EVAL = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "eval
 
 #: ``kb_shared.retrieval`` functions that add candidates to the pool; ``--skip`` one to
 #: measure search_docs without it.
-PULL_INS = ("definition_candidates", "statement_candidates", "row_candidates")
+PULL_INS = ("definition_candidates", "statement_candidates")
 
 _ID_NUMBER = re.compile(r"(\d+)$")
 
@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(weights) - fields)
     if unknown:
         parser.error(f"unknown lever(s) {unknown}; known: {sorted(fields)}")
-    for name in ("routed_units_only", "routing_by_text"):
+    for name in ("routed_units_only",):
         if name in weights:
             weights[name] = bool(weights[name])
     retrieval_features.DEFAULT_FEATURES = dataclasses.replace(

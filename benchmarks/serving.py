@@ -275,7 +275,7 @@ PROFILED_STAGES = (
     ("hybrid search (SQL, payload decoding, fusion)", "vectors.py:{hybrid_search}"),
     ("exact identifiers (sparse searches)", "exact_identifier_matches"),
     ("rows and sentences, bonuses (feature_order)", "feature_order"),
-    ("table rows below the cut (row_candidates)", "row_candidates"),
+    ("financial statements below the cut (statement_candidates)", "statement_candidates"),
     ("catalog (serving states, scope)", "read_serving_states"),
     ("figure images", "figure_images"),
     ("render (text + structured result)", "docs_result"),

@@ -19,9 +19,8 @@ store and provider errors) that each caller words for its own audience.
    (``FusionOrderReranker``) the fused order is adjusted by question-shaped signals instead
    (``kb_shared.retrieval_features``: definitions, section numbers, document routing, the
    best table row or sentence, the financial statement a question names, tables), after the
-   definitions a keyword search finds, and the named statements and the tables whose row
-   fusion left below the cut, were added once each (``definition_candidates``,
-   ``statement_candidates``, ``row_candidates``).
+   definitions a keyword search finds and the named statements fusion left below the cut
+   were added once each (``definition_candidates``, ``statement_candidates``).
 5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
    Each result cites every page its passage is on and carries a verbatim quote of its best row
    or sentence with that quote's own page (``kb_shared.quotes``).
@@ -392,7 +391,7 @@ def hybrid_candidates(
 ) -> tuple[list[Hit], float | None]:
     """``hybrid_search`` with ``exact`` as a third fused list (weight ``EXACT_WEIGHT``), at
     most ``limit`` hits (and up to ``tail`` more after them: the fused candidates below the
-    cut, for ``row_candidates``), plus the best dense cosine of the query over the filtered
+    cut, for ``statement_candidates``), plus the best dense cosine of the query over the filtered
     index (``None`` when it holds no matching point). Each side is searched
     ``max(MIN_CANDIDATES, CANDIDATE_FACTOR * max(limit, RERANK_CANDIDATES))`` deep
     (``kb_shared.stores.vectors``), whatever ``tail``.
@@ -462,39 +461,9 @@ def feature_order(
     )
 
 
-#: Table points below the fused cut that ``row_candidates`` reads, best fused first.
-ROW_LOOKUP = 10
-
-#: Fused candidates below the cut that search_docs hands ``row_candidates``: all of them (two
-#: lists of ``CANDIDATE_FACTOR * RERANK_CANDIDATES``; fusion ranks them all anyway).
-ROW_TAIL = 2 * CANDIDATE_FACTOR * RERANK_CANDIDATES
-
-
-def row_candidates(
-    query: str, pool: Sequence[Hit], rest: Sequence[Hit], payload_of: PayloadsOf | None = None
-) -> list[Hit]:
-    """The first ``ROW_LOOKUP`` table points of ``rest`` (what the keyword and meaning
-    searches found but fusion ranked below ``pool``) whose best row holds more of the question
-    than any unit of the pool (``best_units`` over both): a large table ranks low on meaning,
-    and one row among 30 barely moves its BM25. Each enters with the score of the pool's
-    ``ROW_LOOKUP``-th hit (its bonus decides the rest). No search of its own: ``rest`` comes
-    from the same ``hybrid_search`` (``hybrid_candidates``' ``tail``). ``payload_of``: the
-    search's payloads."""
-    have = {h.id for h in pool}
-    tables = [h for h in rest if h.point.kind == KIND_TABLE and h.id not in have][:ROW_LOOKUP]
-    if not pool or not tables:
-        return []
-    both = [*pool, *tables]
-    payload_of = payload_of or PayloadsOf()
-    payloads = [payload_of(h.point) for h in both]
-    shares = [m.share if m else 0.0 for m in best_units(query, [h.point.text for h in both], payloads)]
-    lead = max(shares[: len(pool)], default=0.0)
-    floor = pool[min(ROW_LOOKUP, len(pool)) - 1].score
-    return [
-        Hit(h.point, floor)
-        for h, share in zip(tables, shares[len(pool) :], strict=True)
-        if share > lead
-    ]
+#: Fused candidates below the cut that search_docs hands ``statement_candidates``: all of them
+#: (two lists of ``CANDIDATE_FACTOR * RERANK_CANDIDATES``; fusion ranks them all anyway).
+POOL_TAIL = 2 * CANDIDATE_FACTOR * RERANK_CANDIDATES
 
 
 #: Points per definition term fetched by keyword for a definition question
@@ -551,7 +520,7 @@ def statement_candidates(
     ``rest`` (what the keyword and meaning searches found but fusion ranked below ``pool``):
     a statement is a table of numbers that ranks low on meaning. Each enters with the score
     of the pool's ``DEFINITION_LOOKUP``-th hit (its bonuses decide the rest). No search of its
-    own: ``rest`` is ``hybrid_candidates``' tail, as for ``row_candidates``."""
+    own: ``rest`` is ``hybrid_candidates``' tail (``POOL_TAIL``)."""
     names = statements_named(query)
     if not names or not pool:
         return []
@@ -640,16 +609,15 @@ def search_docs(
     else:
         size = max(wanted, FEATURE_CANDIDATES)
         fused, best_similarity = hybrid_candidates(
-            index, vector, sparse_text, size, documents, kinds, exact_hits, tail=ROW_TAIL
+            index, vector, sparse_text, size, documents, kinds, exact_hits, tail=POOL_TAIL
         )
         pool, rest = fused[:size], fused[size:]
         added = [
             *definition_candidates(pool, defined),
             *statement_candidates(query, pool, rest, payload_of),
-            *row_candidates(query, pool, rest, payload_of),
         ]
         seen = {h.id for h in pool}
-        for hit in added:  # a statement's table may also be a row candidate: once
+        for hit in added:  # a statement's passage may also be a definition: once
             if hit.id not in seen:
                 seen.add(hit.id)
                 pool.append(hit)

@@ -11,10 +11,10 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
 * **Section numbers.** A number like ``3.1.5`` in the question prefers the passage whose own
   heading carries it (the requirement itself, not a mention of it elsewhere).
 * **Document routing.** Words of the question that name one document among the candidates
-  (its file name or title words that the other candidate documents lack and their passages
-  never use: "NIST", "fast-start", "3M", "Best Buy" for ``BESTBUY_…``, "FY2018" for
-  ``…_2018_…``) prefer that document's passages, and only its rows and sentences earn the
-  unit bonuses below (another filing's table must not win on its row alone).
+  (its file name or title words that the other candidate documents' names and titles lack:
+  "NIST", "fast-start", "3M", "Best Buy" for ``BESTBUY_…``, "FY2018" for ``…_2018_…``)
+  prefer that document's passages, and only its rows and sentences earn the unit bonus below
+  (another filing's table must not win on its row alone).
 * **Financial statements.** A question naming a primary statement ("… shown in the cash flow
   statement", "balance sheet", "P&L") prefers the statement's own passages (``STATEMENTS``).
 * **Tables.** A question that speaks of a table prefers passages holding one.
@@ -22,16 +22,19 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
   with its header row and the chunk's own heading (the table's caption), or a sentence of
   prose. Each unit is scored by the share of the question's terms and adjacent term pairs it
   holds, each weighted by its BM25 IDF over the candidates (``query_weights``), so the rare
-  words of a question ("Broken Hill Solar Farm") count most. A candidate gains in proportion
-  to its best unit's share, and the candidate whose best unit leads all others gains by its
-  lead too: a large table ranks low on meaning, yet one of its rows may hold the whole
-  question. The best unit also says which page to cite (``unit_page``).
+  words of a question ("Broken Hill Solar Farm") count most. The candidate whose best unit
+  leads all others gains by its lead: a large table ranks low on meaning, yet one of its rows
+  may hold the whole question. The best unit is also the result's quote
+  (``kb_shared.quotes``).
 
 Each signal adds a bonus to the fused score (``FeatureWeights``: fixed, or times a share for
 units; the fused scores of ``kb_shared.stores.vectors`` are ``sum(w / (k + rank))``, about
 0.05–0.2 at the top). The figures these were chosen on are in
 ``benchmarks/results/retrieval-*.md`` (units: ``retrieval-levers-2026-12-01.md``; routing,
-statements, tables: ``retrieval-levers-2026-12-01-round3.md``).
+statements, tables: ``retrieval-levers-2026-12-01-round3.md``). Three levers tuned on the
+first two sets lost on the set they were not tuned with and were removed (a bonus for every
+candidate's best-unit share, routing that also read other documents' passages, and pulling in
+tables below the fused cut by their best row): ``levers-loso-2026-12-06-baseline.md``.
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ _DEFINING_BEFORE = rf"(?:known\s+as|called|referred\s+to\s+as|termed)\s+(?:an?\s
 @dataclass(frozen=True)
 class FeatureWeights:
     """Bonuses added to a fused score (module docstring); chosen on both shared eval sets,
-    benchmarks/results/retrieval-levers-2026-12-01-round3.md."""
+    benchmarks/results/retrieval-levers-2026-12-01-round3.md, and kept where they held on the
+    set they were not tuned with (leave one set out: levers-loso-2026-12-06-baseline.md)."""
 
     definition: float = 0.06
     section_number: float = 0.06
@@ -87,11 +91,6 @@ class FeatureWeights:
     routed_units_only: bool = True
     #: a passage holding a table, when the question asks about a table (``asks_for_table``)
     table: float = 0.1
-    #: a word names a document only if other documents' candidates never use it
-    #: (``routed_documents``' ``texts``)
-    routing_by_text: bool = True
-    #: times the best unit's share of the question (0-1), for every candidate
-    unit: float = 0.06
     #: times the best unit's lead over the next candidate's best unit, for the leader only
     unit_lead: float = 0.3
 
@@ -255,33 +254,20 @@ def question_naming_words(question: str) -> frozenset[str]:
     return frozenset({*terms, *glued, *_QUESTION_YEAR.findall(question)})
 
 
-def routed_documents(
-    question: str, payloads: Sequence[PointPayload], texts: Sequence[str] | None = None
-) -> set[str]:
+def routed_documents(question: str, payloads: Sequence[PointPayload]) -> set[str]:
     """Doc ids among the candidates that the question names: a word of the question
     (``question_naming_words``) that is in the document's file name or title and in no other
-    candidate document's, nor (given the candidates' ``texts``, parallel to ``payloads``) in
-    the text of another document's candidates ("year" in one report's title names nothing
-    when the other filings talk of years); none when every candidate document is named."""
+    candidate document's; none when every candidate document is named."""
     words = question_naming_words(question)
     by_document: dict[str, frozenset[str]] = {}
-    spoken: dict[str, set[str]] = {}
-    for number, payload in enumerate(payloads):
+    for payload in payloads:
         by_document.setdefault(payload.doc_id, _document_words(payload))
-        if texts is not None:
-            spoken.setdefault(payload.doc_id, set()).update(_text_terms(texts[number]) & words)
     routed = set()
     for doc_id, own in by_document.items():
         others = set().union(*(w for d, w in by_document.items() if d != doc_id))
-        others |= set().union(*(w for d, w in spoken.items() if d != doc_id))
         if own & words - others:
             routed.add(doc_id)
     return routed if len(routed) < len(by_document) else set()
-
-
-@lru_cache(maxsize=4096)
-def _text_terms(text: str) -> frozenset[str]:
-    return frozenset(tokenize(text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,16 +473,14 @@ def best_units(
 def unit_bonuses(
     matches: Sequence[UnitMatch | None], weights: FeatureWeights | None = None
 ) -> list[float]:
-    """``weights.unit`` times each best unit's share, plus ``weights.unit_lead`` times the
-    lead of the single best unit over the runner-up's (module docstring); ``weights``
-    default: ``DEFAULT_FEATURES`` as it is at call time."""
+    """``weights.unit_lead`` times the lead of the single best unit over the runner-up's
+    (module docstring), 0 for every other candidate; ``weights`` default:
+    ``DEFAULT_FEATURES`` as it is at call time."""
     weights = DEFAULT_FEATURES if weights is None else weights
     shares = [m.share if m is not None else 0.0 for m in matches]
     ordered = sorted(shares, reverse=True)
     runner_up = ordered[1] if len(ordered) > 1 else 0.0
-    return [
-        weights.unit * share + weights.unit_lead * max(0.0, share - runner_up) for share in shares
-    ]
+    return [weights.unit_lead * max(0.0, share - runner_up) for share in shares]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -623,7 +607,7 @@ def bonuses(
     default: ``DEFAULT_FEATURES`` as it is at call time."""
     weights = DEFAULT_FEATURES if weights is None else weights
     read = signals(question)
-    routed = routed_documents(question, payloads, texts if weights.routing_by_text else None)
+    routed = routed_documents(question, payloads)
     statements = statements_named(question)
     table = asks_for_table(question)
     found = best_units(question, texts, payloads) if matches is None else matches

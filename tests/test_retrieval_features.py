@@ -12,7 +12,7 @@ import pytest
 from kb_shared.citations import PointPayload
 from kb_shared.providers.base import Reranker
 from kb_shared.quotes import MarkdownPages, markdown_pages, passage_quote
-from kb_shared.retrieval import row_candidates, search_docs
+from kb_shared.retrieval import search_docs
 from kb_shared.retrieval_features import (
     DEFAULT_FEATURES,
     PagedText,
@@ -195,12 +195,12 @@ def test_the_row_holding_the_question_is_the_best_unit() -> None:
     assert best_units("nothing shared here", texts, payloads) == [None, None]
 
 
-def test_unit_bonuses_reward_share_and_the_leader_s_lead() -> None:
+def test_unit_bonuses_reward_only_the_leader_s_lead() -> None:
     unit = Unit("x", frozenset())
     got = unit_bonuses([UnitMatch(unit, 0.8, 0.9), UnitMatch(unit, 0.5, 0.5), None])
-    assert got == pytest.approx([0.06 * 0.8 + 0.3 * 0.3, 0.06 * 0.5, 0.0])
+    assert got == pytest.approx([0.3 * 0.3, 0.0, 0.0])
     # a tie leads nobody
-    assert unit_bonuses([UnitMatch(unit, 0.5, 0.5), UnitMatch(unit, 0.5, 0.5)]) == pytest.approx([0.03, 0.03])
+    assert unit_bonuses([UnitMatch(unit, 0.5, 0.5), UnitMatch(unit, 0.5, 0.5)]) == pytest.approx([0.0, 0.0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,31 +339,19 @@ def mlf_index(tmp_path: Path):  # noqa: ANN201
     index.close()
 
 
-def test_row_candidates_add_a_table_below_the_cut_whose_row_beats_the_pool(mlf_index) -> None:  # noqa: ANN001
-    index, _ = mlf_index
-    pool = [Hit(p, 0.1 - i / 1000) for i, p in enumerate(index.fetch([f"mlf.pdf-{n}" for n in range(30)]))]
-    rest = [Hit(p, 0.01) for p in index.fetch([*(f"mlf.pdf-{n}" for n in range(30, 40)), "mlf.pdf-99"])]
-    added = row_candidates("Broken Hill Solar Farm MLF", pool, rest)
-    assert [h.id for h in added] == ["mlf.pdf-99"]  # prose below the cut is never added
-    assert added[0].score == pool[9].score  # enters at the pool's 10th score
-    # a question the pool's prose answers better pulls nothing in
-    assert row_candidates("Broken Hill residents meeting", pool, rest) == []
-    assert row_candidates("Broken Hill Solar Farm MLF", pool, rest[:10]) == []  # no table there
-
-
-def test_search_docs_puts_the_row_first_and_quotes_it_with_its_page(mlf_index, tmp_path: Path) -> None:  # noqa: ANN001
+def test_search_docs_quotes_the_matching_row_with_its_page(mlf_index, tmp_path: Path) -> None:  # noqa: ANN001
     index, embedder = mlf_index
     blobs = BlobStore(f"file://{tmp_path / 'blobs'}")
     blobs.put("markdown/mlf.pdf.md", MARKDOWN.encode())
     question = "What MLF applies to Broken Hill Solar Farm in 2020-21?"
-    answer = search_docs(index, embedder, question, top_k=3, markdown=markdown_pages(blobs))
+    answer = search_docs(index, embedder, question, top_k=3, kind=KIND_TABLE,
+                         markdown=markdown_pages(blobs))
     first = answer.results[0]
     assert first.point.id == "mlf.pdf-99"
-    assert first.sparse_rank is None and first.similarity is None  # fusion had left it out
     # the citation names every page of the passage; the quote, the row's own page
     assert (first.citation.page_start, first.citation.page_end) == (6, 7)
     assert (first.quote.text, first.quote.page) == ("Broken Hill Solar Farm | BROKENH1 | 0.7844", 7)
-    plain = search_docs(index, embedder, question, top_k=3)
+    plain = search_docs(index, embedder, question, top_k=3, kind=KIND_TABLE)
     assert (plain.results[0].citation.page_start, plain.results[0].citation.page_end) == (6, 7)
     assert plain.results[0].quote.page == 6  # no Markdown, no page runs: the first page
 

@@ -44,9 +44,10 @@ Search the indexed regulatory documents for passages that answer a question, wit
 citations. Hybrid search: meaning (dense embeddings) plus exact terms, so codes, clause
 numbers and identifiers (IN008-24, 3.1.5, SO_OP_3705, a DUID) are found verbatim.
 
-Returns numbered results "[n] Title — Version — pp. a–b — Section" with the passage text, a
-deduplicated source list with PDF links, and figure results as images with
-"[Open figure](…) · [Source page N](…)" links.
+Returns numbered results "[n] Title — Version — pp. a–b (answer on p. b) — Section" (every
+page the passage is on), the passage text and a verbatim "Quote, [p. N](…)" of its best
+matching sentence or table row, a deduplicated source list with PDF links, and figure results
+as images with "[Open figure](…) · [Source page N](…)" links.
 
 Use it for direct lookups: what a rule or clause says, a definition, a value in a table.
 Use search_graph instead for how parties, obligations or concepts relate (who must notify
@@ -58,7 +59,8 @@ doc_ids), category (e.g. 'aemo' for every document filed under aemo/…) and kin
 with offset=next_offset. If the answer is flagged low confidence, the corpus does not cover the question: say so rather than guessing.
 
 Tool results are not shown to the user; only what you write in your reply is visible. Quote
-the [n] citations with their pages, and put figure links or images directly into your reply.
+the [n] citations with their pages (the quote's page for the quoted words), and put figure
+links or images directly into your reply.
 """
 
 
