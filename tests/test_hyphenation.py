@@ -256,3 +256,25 @@ def converted() -> tuple[str, str]:
 
 def test_a_soft_hyphen_is_not_a_word_break_for_the_keyword_index() -> None:
     assert tokenize("cli\u00admate") == ["climate"]
+
+
+def test_a_compound_in_italics_or_with_a_capital_after_the_break_keeps_its_hyphen() -> None:
+    # pymupdf4llm joins "semi-" / "scheduled" itself and wraps italics in "_": the document's
+    # own "semi-scheduled" decides, whatever the emphasis marks around the joined word
+    doc = pymupdf.open()
+    page = doc.new_page()
+    lines = ["This clause applies to every semi-", "scheduled generating unit and to Non-",
+             "Conforming units named by AEMO."]
+    for index, line in enumerate(lines):
+        page.insert_text((72, 200 + 12 * index), line, fontsize=10, fontname="heit")
+    page.insert_text((72, 260), "A semi-scheduled unit and a semi-scheduled plant are listed.",
+                     fontsize=10, fontname="helv")
+    markdown = _convert(doc.tobytes())
+    assert "semi-scheduled generating unit and to Non-Conforming units" in markdown
+    assert "semischeduled" not in markdown and "NonConforming" not in markdown
+
+
+def test_a_capital_after_the_break_keeps_the_hyphen_unless_the_document_joins_it() -> None:
+    assert resolve_break("Non", "Conforming", Counter(), english_words()) == "Non-Conforming"
+    joined = Counter({"nonconforming": 3})
+    assert resolve_break("Non", "Conforming", joined, english_words()) == "NonConforming"

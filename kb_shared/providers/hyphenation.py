@@ -33,7 +33,7 @@ _HEAD_PART = rf"(?:[^\W\d_]+|{_LOCANT.pattern})"
 #: A line's last token ending in a hyphen after a word or a locant ("cli-", "state-of-the-",
 #: "n-", "1,2-", "COVID-19-").
 _BROKEN_HEAD = re.compile(rf"({_HEAD_PART}(?:-{_HEAD_PART})*)-$")
-#: The next line's first token when it starts with a lower-case letter ("mate", "known,").
+#: The next line's first token when it starts with a letter ("mate", "known,", "Conforming").
 _BROKEN_TAIL = re.compile(r"^([^\W\d_][^\W\d_'’-]*)")
 _VOCABULARY_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
@@ -76,8 +76,9 @@ def resolve_break(head: str, tail: str, vocabulary: Counter[str], words: frozens
     (``last``, ``tail``). In order: the document's own vocabulary (``vocabulary``, the words
     outside line breaks) decides when it holds ``last-tail`` or ``lasttail`` (the more
     frequent wins; a tie keeps the hyphen); else ``last`` a single letter or a locant ("n",
-    "α", "2", "1,2", "N,N") keeps it ("n-octanal", "2-octanone", "x-ray"): typesetters leave
-    at least two letters before a syllable break (``\\lefthyphenmin=2`` in plain TeX, The
+    "α", "2", "1,2", "N,N") keeps it ("n-octanal", "2-octanone", "x-ray"), and so does a
+    capitalised tail ("Non-Conforming": a syllable break never starts a capital); typesetters
+    leave at least two letters before a syllable break (``\\lefthyphenmin=2`` in plain TeX, The
     TeXbook, appendix B) and never break a number; else the word list ``words``
     (``english_words``):
     ``lasttail`` a word -> joined ("climate", "procedures"); ``last`` an acronym ("VPP"), or
@@ -94,7 +95,7 @@ def resolve_break(head: str, tail: str, vocabulary: Counter[str], words: frozens
     seen_hyphenated = sum(vocabulary.get(word, 0) for word in compounds)
     if seen_joined or seen_hyphenated:
         return joined if seen_joined > seen_hyphenated else hyphenated
-    if _LOCANT.fullmatch(last):
+    if _LOCANT.fullmatch(last) or tail[:1].isupper():
         return hyphenated
     if pair_joined in words:
         return joined
@@ -123,12 +124,12 @@ _ADDRESS = re.compile(r"/|@|^www\.", re.IGNORECASE)
 
 def _break(upper: str, lower: str) -> tuple[str, str, bool] | None:
     """``(head, tail, literal)`` when line ``upper`` ends in a word broken by a hyphen and
-    ``lower`` goes on with its lower-case rest; ``literal`` when the broken token is an
-    address, whose hyphen is part of it."""
+    ``lower`` goes on with a letter (its rest, or a capitalised part: "Non-" / "Conforming");
+    ``literal`` when the broken token is an address, whose hyphen is part of it."""
     tokens = upper.split()
     head = _BROKEN_HEAD.search(tokens[-1]) if tokens else None
     tail = _BROKEN_TAIL.match(lower.lstrip())
-    if head and tail and tail.group(1)[0].islower():
+    if head and tail and tail.group(1)[0].isalpha():
         return head.group(1), tail.group(1), bool(_ADDRESS.search(tokens[-1]))
     return None
 
@@ -136,7 +137,7 @@ def _break(upper: str, lower: str) -> tuple[str, str, bool] | None:
 def line_breaks(pdf_page: pymupdf.Page) -> list[tuple[pymupdf.Point, str, str, bool]]:
     """The words broken at a line end on a page: ``(where, head, tail, literal)`` for each
     text line whose last token ends in a hyphen after a letter and whose next line (same
-    MuPDF block) starts with a lower-case letter; ``where`` is the middle of the broken line
+    MuPDF block) starts with a letter; ``where`` is the middle of the broken line
     (to find its layout box); ``literal`` when the token is a URL, path or e-mail address
     (its hyphen stays)."""
     found = []

@@ -544,8 +544,10 @@ def resolve_line_breaks(
         )
         if block is None:
             continue
+        # an emphasis mark ("_semischeduled_") is no part of the word: "_" is no letter here
         pattern = re.compile(
-            rf"(?<![\w-]){re.escape(head)}(?:-[ \t]*\n?[ \t]*|[ \t]+)?{re.escape(tail)}(?![\w-])"
+            rf"(?<![^\W_])(?<!-){re.escape(head)}(?:-[ \t]*\n?[ \t]*|[ \t]+)?"
+            rf"{re.escape(tail)}(?![^\W_]|-)"
         )
         start = offsets.get(id(block), 0)
         match = pattern.search(block.markdown, start)
