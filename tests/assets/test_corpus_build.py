@@ -120,4 +120,7 @@ def test_every_asset_check_passed_for_the_built_documents(corpus_build) -> None:
             e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed
             for e in evaluations
         }
-        assert results == {"index_matches_chunks": True, "edge_chunk_ids_resolve": True}, name
+        assert results == {
+            "chunks_located_in_pdf": True, "index_matches_chunks": True,
+            "edge_chunk_ids_resolve": True,
+        }, name

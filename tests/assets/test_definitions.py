@@ -37,6 +37,7 @@ def test_definitions_load_with_partitioned_assets_and_checks() -> None:
     )
     assert checks == [
         "aer_performance:aer_totals_match_their_parts",
+        "chunks:chunks_located_in_pdf",
         "compliance_actions:compliance_count_matches_read",
         "embeddings:index_matches_chunks",
         "graph:edge_chunk_ids_resolve",
