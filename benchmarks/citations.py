@@ -7,7 +7,8 @@ the index stores (issue 25, "The rule kb is measured by"; ``kb_shared.page_locat
 
 * the shown passage is the result's block of the text content without its ``[n]`` header
   line and its link lines; the cited pages are the structured result's ``page_start`` ..
-  ``page_end``;
+  ``page_end``; words are the rule's own (``rule_words``: no ligature folding, no rejoined
+  line-end hyphens, which the build's locator allows itself);
 * **verified**: the passage passes ``page_location.verified`` on the cited pages;
 * **wrong page**: not verified there, but verified on another single page of the same PDF;
 * the **quote** (when the result carries one) is verified on its ``quote_page``;
@@ -40,6 +41,7 @@ from kb_shared.evaluation import Retrieved
 TOP = 5
 _HEADER = re.compile(r"^\[(\d+)\] ")
 _LINK = re.compile(r"\]\([^)]*\)")
+_RULE_WORD = re.compile(r"[0-9a-z]+")
 
 
 @dataclass
@@ -83,6 +85,12 @@ def passage_blocks(text: str, numbers: Sequence[int]) -> dict[int, str]:
     return blocks
 
 
+def rule_words(text: str) -> list[str]:
+    """Issue 25's words exactly: lower-cased ``[0-9a-z]`` runs, nothing folded or rejoined
+    (stricter than ``page_location.page_words``, which the build uses to locate)."""
+    return _RULE_WORD.findall(text.lower())
+
+
 def shown_passage(block: str) -> str:
     """A result block without its header line and its link lines (issue 25's rule)."""
     lines = block.split("\n")[1:]
@@ -96,7 +104,7 @@ def run_set(name: str, home: Path, eval_dir: Path, outcome: SetOutcome) -> None:
     from kb_mcp.links import Links  # noqa: PLC0415
     from kb_mcp.state import open_state  # noqa: PLC0415
     from kb_mcp.tools.search_docs import answer_search  # noqa: PLC0415
-    from kb_shared.page_location import PageText, page_words, verified  # noqa: PLC0415
+    from kb_shared.page_location import PageText, verified  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
     questions = evaluation.load_questions(eval_dir / "questions.jsonl")
@@ -111,7 +119,8 @@ def run_set(name: str, home: Path, eval_dir: Path, outcome: SetOutcome) -> None:
         def pages_of(pdf_key: str) -> PageText:
             if pdf_key not in texts:
                 doc = pymupdf.open(stream=blobs.get(pdf_key), filetype="pdf")
-                texts[pdf_key] = PageText.from_texts(page.get_text() for page in doc)
+                texts[pdf_key] = PageText(
+                    {n: rule_words(page.get_text()) for n, page in enumerate(doc, start=1)})
             return texts[pdf_key]
 
         for question in questions:
@@ -133,7 +142,7 @@ def run_set(name: str, home: Path, eval_dir: Path, outcome: SetOutcome) -> None:
                 if ref["kind"] not in ("text", "table") or ref.get("page_start") is None:
                     continue
                 passage = shown_passage(blocks.get(ref["number"], ""))
-                words = page_words(passage)
+                words = rule_words(passage)
                 page_text = pages_of(str(point.payload.get("pdf_key")))
                 first, last = ref["page_start"], ref.get("page_end") or ref["page_start"]
                 cited = range(first, last + 1)
@@ -153,7 +162,7 @@ def run_set(name: str, home: Path, eval_dir: Path, outcome: SetOutcome) -> None:
                 quote = ref.get("quote")
                 if quote and ref.get("quote_page"):
                     outcome.quotes += 1
-                    if verified(page_words(quote), page_text, [ref["quote_page"]]):
+                    if verified(rule_words(quote), page_text, [ref["quote_page"]]):
                         outcome.quotes_verified += 1
                     else:
                         outcome.failures.append(

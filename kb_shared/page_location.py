@@ -7,17 +7,23 @@ Markdown), so a citation names the pages a reader who opens the PDF will see the
 (issue 25, "Citations that are true to the page").
 
 **Words.** Lower-cased ``[0-9a-z]`` runs, everything else separates (the shared corpus's
-rule, ``../shared/corpus/README.md``). Lines that are only a link or an image, and the
-``[Figure: …]`` lines the converter writes where a figure stands (``markdown_regions``; not
-text of the page), are left out of a chunk before it is checked, and inline HTML tags the
-converter writes (``<sup>``, ``<br>``) are not words (``passage_words``).
+rule, ``../shared/corpus/README.md``); a non-ASCII character is first compatibility-normalised
+on its own (NFKC: the text layer's ligature "ﬁ" is the Markdown's "fi"). Lines that are only a
+link or an image, and the ``[Figure: …]`` lines the converter writes where a figure stands
+(``markdown_regions``; not text of the page), are left out of a chunk before it is checked, and
+inline HTML tags and ``<!-- … -->`` comments the converter writes (``<sup>``, ``<br>``,
+"Start of picture text") are not words (``passage_words``).
 
 **Locating** (``locate``). Every position of the passage's words is tagged with the pages on
-which the ``GRAM``-word run starting there occurs; a dynamic programme then picks one page per
+which the ``GRAM``-word runs covering it occur, each page weighted by the share of those runs
+it holds (a phrase repeated in another context on the next page weighs less there than where
+its whole run is); a dynamic programme then picks one page per
 position, never going back to an earlier page (a passage is read in order), that agrees with
 the most tags, paying ``SWITCH_COST`` tags for each change of page so a stray run (a running
 header repeated on every page) does not split it. The result is a list of *page runs*: the
-character offset in the passage at which each page's part starts.
+character offset in the passage at which each page's part starts. A passage the converter's
+markers put on pages where it verifies keeps to those pages and their neighbours: a copy of it
+further away (a list printed twice, a table of contents) does not move it.
 
 **Verified** (``verified``), the rule kb is measured by (issue 25): take three ``WINDOW``-word
 windows of the passage (start, middle, end); it is verified on a set of pages when 2 of them
@@ -28,8 +34,10 @@ occur in the pages' plain text, or when at least ``WORD_SHARE`` of its distinct 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from kb_shared.chunking import Chunk
 
@@ -44,57 +52,128 @@ MIN_WORD_CHARS = 3
 #: Words per run used to tag a position with its pages: four words rarely repeat on other
 #: pages by chance, and a table cell boundary breaks fewer of them than a longer run.
 GRAM = 4
-#: Tags a change of page costs in ``locate``: more than a three-word running header or page
-#: number line can earn, less than a real paragraph.
-SWITCH_COST = 3.0
+#: Tags a change of page costs in ``locate``: more than a page-number line ("Page 6 of 40",
+#: two runs of its own) earns, less than one table row whose whole run is on the other page
+#: (the weighted tags of a 13-word row lead by 1.7 where its phrase recurs on the next page).
+SWITCH_COST = 1.5
 
 _WORD = re.compile(r"[0-9a-z]+")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _LINK_LINE = re.compile(r"^\s*!?\[[^\]]*\]\([^)]*\)\s*$")
 _FIGURE_LINE = re.compile(r"^\s*\[Figure: [^\n]*\]\s*$")
 _HTML_TAG = re.compile(r"</?(?:sup|sub|br|b|i|u|em|strong|span)\b[^>]*>", re.IGNORECASE)
+#: A word broken by a hyphen at a line end, its next line starting in lower case.
+_LINE_END_HYPHEN = re.compile(r"([0-9A-Za-z])[-\u00ad\u2010][ \t]*\n[ \t]*([a-z])")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    """One character lower-cased after compatibility normalisation (NFKC: the ligature "ﬁ" is
+    "fi", a full-width digit a digit): PyMuPDF's plain text keeps ligatures that pymupdf4llm's
+    Markdown spells out (``long_pypdf_GeoTopo-komprimiert_de.pdf`` in the shared corpus)."""
+    return unicodedata.normalize("NFKC", char).lower()
+
+
+def _fold(text: str) -> str:
+    """``text`` lower-cased, each non-ASCII character by ``_fold_char``."""
+    if text.isascii():
+        return text.lower()
+    return _NON_ASCII.sub(lambda m: _fold_char(m.group()), text).lower()
 
 
 def words_with_offsets(text: str) -> list[tuple[str, int]]:
-    """``text``'s words (module docstring, "Words") with the character offset of each."""
-    return [(m.group(), m.start()) for m in _WORD.finditer(text.lower())]
+    """``text``'s words (module docstring, "Words") with the character offset of each in
+    ``text`` (a folded character may be longer than the original: "ﬁ", "İ")."""
+    if text.isascii():
+        return [(m.group(), m.start()) for m in _WORD.finditer(text.lower())]
+    folded: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        piece = char.lower() if char.isascii() else _fold_char(char)
+        folded.append(piece)
+        origin.extend([index] * len(piece))
+    return [(m.group(), origin[m.start()]) for m in _WORD.finditer("".join(folded))]
 
 
 def page_words(text: str) -> list[str]:
     """A page's plain text reduced to its words."""
-    return _WORD.findall(text.lower())
+    return _WORD.findall(_fold(text))
 
 
 def passage_words(text: str) -> list[str]:
     """The words of a chunk's Markdown that the PDF's text layer can hold: without link-only
-    lines and ``[Figure: …]`` marker lines (module docstring, "Words")."""
-    kept = [
-        line for line in text.splitlines()
-        if not _LINK_LINE.match(line) and not _FIGURE_LINE.match(line)
+    lines, ``[Figure: …]`` marker lines and the converter's ``<!-- … -->`` comments (module
+    docstring, "Words")."""
+    return page_words(_masked(text))
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group())
+
+
+def _masked(text: str) -> str:
+    """``text`` with what ``passage_words`` leaves out blanked by as many spaces, so the
+    offsets of the words left stay those of ``text``."""
+    lines = [
+        " " * len(line) if _LINK_LINE.match(line) or _FIGURE_LINE.match(line) else line
+        for line in text.splitlines(keepends=True)
     ]
-    return page_words(_HTML_TAG.sub(" ", "\n".join(kept)))
+    return _HTML_TAG.sub(_blank, _COMMENT.sub(_blank, "".join(lines)))
 
 
 class PageText:
     """The plain-text words of a document's pages, indexed for look-ups.
 
+    A word hyphenated at a line end ("regu-" / "lation") is a syllable break the converter
+    joins ("regulation") or a compound it keeps ("n-octanal", two words by the word rule), so
+    such a page is read both ways: a run or word is on the page when either reading holds it.
+
     Args:
         words: per 1-based page number, its words (``page_words``); pages without text may be
             present with no words.
+        rejoined: per page, its words with line-end hyphenated words joined, for the pages
+            that have any (``from_texts``).
     """
 
-    def __init__(self, words: Mapping[int, Sequence[str]]) -> None:
+    def __init__(
+        self,
+        words: Mapping[int, Sequence[str]],
+        rejoined: Mapping[int, Sequence[str]] | None = None,
+    ) -> None:
         self.words = {page: list(page_list) for page, page_list in words.items()}
-        self._grams: dict[tuple[str, ...], set[int]] = {}
-        for page, page_list in self.words.items():
+        readings = {p: [w] for p, w in self.words.items()}
+        for page, page_list in (rejoined or {}).items():
+            readings.setdefault(page, []).append(list(page_list))
+        # a run's words joined by spaces -> its page, or the set of its pages when on several
+        # (most runs are on one page: a set for each would double the memory)
+        self._grams: dict[str, int | set[int]] = {}
+        grams = self._grams
+        for page, page_list in ((p, r) for p, rs in readings.items() for r in rs):
             for i in range(len(page_list) - GRAM + 1):
-                self._grams.setdefault(tuple(page_list[i : i + GRAM]), set()).add(page)
-        self._joined = {p: " " + " ".join(w) + " " for p, w in self.words.items()}
-        self._sets = {p: frozenset(w) for p, w in self.words.items()}
+                key = " ".join(page_list[i : i + GRAM])
+                held = grams.get(key)
+                if held is None:
+                    grams[key] = page
+                elif isinstance(held, set):
+                    held.add(page)
+                elif held != page:
+                    grams[key] = {held, page}
+        # each reading of a page on a line of its own: a run never matches across two readings
+        self._joined = {p: "\n".join(" " + " ".join(r) + " " for r in rs) for p, rs in readings.items()}
+        self._sets = {p: frozenset(w for r in rs for w in r) for p, rs in readings.items()}
 
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> PageText:
-        """From each page's plain text in page order (page 1 first)."""
-        return cls({number: page_words(text) for number, text in enumerate(texts, start=1)})
+        """From each page's plain text in page order (page 1 first); a page with a word
+        hyphenated at a line end is also read with the word joined (class docstring)."""
+        words: dict[int, list[str]] = {}
+        rejoined: dict[int, list[str]] = {}
+        for number, text in enumerate(texts, start=1):
+            words[number] = page_words(text)
+            if _LINE_END_HYPHEN.search(text):
+                rejoined[number] = page_words(_LINE_END_HYPHEN.sub(r"\1\2", text))
+        return cls(words, rejoined)
 
     @classmethod
     def from_pdf(cls, pdf: bytes) -> PageText:
@@ -115,7 +194,10 @@ class PageText:
 
     def gram_pages(self, gram: tuple[str, ...]) -> set[int]:
         """Pages whose words hold the ``GRAM``-word run ``gram``."""
-        return self._grams.get(gram, set())
+        held = self._grams.get(" ".join(gram))
+        if held is None:
+            return set()
+        return {held} if isinstance(held, int) else held
 
     def contains(self, run: Sequence[str], pages: Iterable[int]) -> bool:
         """Whether the word run occurs in the text of ``pages`` read in order (a run may
@@ -172,7 +254,8 @@ class Location:
 
     Attributes:
         runs: ``((offset, page), ...)``: the passage's character ``offset`` at which the part
-            on 1-based ``page`` starts, offsets ascending from 0, pages ascending; ``()`` when
+            on 1-based ``page`` starts (its first word, or the start of that word's line when
+            only markup precedes it), offsets ascending from 0, pages ascending; ``()`` when
             no word of the passage was found.
         pages: every page the passage is on, ascending (the runs' pages, plus marker pages
             the passage only verifies with).
@@ -213,35 +296,41 @@ def locate(
 
     Args:
         hint: the ``(first, last)`` pages the converter's markers gave (``None`` when
-            unknown); ties go to pages nearest this span, and a passage that verifies only
-            with these pages added keeps them.
+            unknown); ties go to pages nearest this span, a passage that verifies on it is
+            placed within one page of it (module docstring, "Locating"), and a passage that
+            verifies only with these pages added keeps them.
 
     Returns:
         a ``Location``; ``located`` is False when the passage verifies neither on the pages
         found nor on those with the hint's added.
     """
-    tokens = words_with_offsets(text)
+    tokens = words_with_offsets(_masked(text))
     tags = _tags([w for w, _ in tokens], page_text)
-    check_words = passage_words(text)
+    check_words = [w for w, _ in tokens]  # the same as passage_words(text)
     first, last = hint
     hinted = list(range(first, (last or first) + 1)) if first is not None else []
     counts: dict[int, int] = {}
     for tag in tags:
         for page in tag:
             counts[page] = counts.get(page, 0) + 1
-    candidates = sorted(sorted(counts, key=lambda p: (-counts[p], p))[:MAX_CANDIDATES])
+    near = dict(zip(counts, _nearness(list(counts), hinted), strict=True))
+    candidates = sorted(sorted(counts, key=lambda p: (-counts[p], -near[p], p))[:MAX_CANDIDATES])
     if not candidates:
         if hinted and verified(check_words, page_text, hinted):
             return Location(((0, hinted[0]),), tuple(hinted), True)
         return Location((), (), False)
-    chosen = _best_path(tags, candidates, hinted)
-    runs: list[tuple[int, int]] = []
-    for (_word, offset), page in zip(tokens, chosen, strict=True):
-        if not runs:
-            runs.append((0, page))
-        elif page != runs[-1][1]:
-            runs.append((offset, page))
+    runs = _runs(text, tokens, _best_path(tags, candidates, hinted))
     pages = tuple(p for _, p in runs)
+    if hinted and any(not min(hinted) - 1 <= p <= max(hinted) + 1 for p in pages) and verified(
+        check_words, page_text, hinted
+    ):
+        # the markers' pages show the passage: a copy of it far away (the same list printed
+        # twice, a table of contents) does not move it there
+        close = sorted(p for p in counts if min(hinted) - 1 <= p <= max(hinted) + 1)
+        if not close:
+            return Location(((0, hinted[0]),), tuple(hinted), True)
+        runs = _runs(text, tokens, _best_path(tags, close[:MAX_CANDIDATES], hinted))
+        pages = tuple(p for _, p in runs)
     if verified(check_words, page_text, pages):
         return Location(tuple(runs), pages, True)
     merged = tuple(sorted(set(pages) | set(hinted)))
@@ -250,31 +339,57 @@ def locate(
     return Location(tuple(runs), pages, False)
 
 
-def _tags(words: Sequence[str], page_text: PageText) -> list[set[int]]:
-    """For each word position, the pages holding a ``GRAM``-word run that covers it."""
-    tags: list[set[int]] = [set() for _ in words]
+def _runs(
+    text: str, tokens: Sequence[tuple[str, int]], chosen: Sequence[int]
+) -> list[tuple[int, int]]:
+    """``Location.runs`` of ``text`` from the page ``chosen`` for each of its ``tokens``."""
+    runs: list[tuple[int, int]] = []
+    for (_word, offset), page in zip(tokens, chosen, strict=True):
+        if not runs:
+            runs.append((0, page))
+        elif page != runs[-1][1]:
+            runs.append((_line_start(text, offset), page))
+    return runs
+
+
+def _line_start(text: str, offset: int) -> int:
+    """The start of the line holding ``offset`` when nothing before it on that line is a
+    letter or digit (a table row's ``|``, a heading's ``#``, a list's ``-``), else ``offset``:
+    a page's part starts with its row or line, not after its markup."""
+    start = text.rfind("\n", 0, offset) + 1
+    return start if not any(ch.isalnum() for ch in text[start:offset]) else offset
+
+
+def _tags(words: Sequence[str], page_text: PageText) -> list[dict[int, float]]:
+    """For each word position, the pages holding a ``GRAM``-word run that covers it, each
+    weighted by the share of the runs covering the position that it holds: a row whose
+    words also stand, in another context, on the next page leans to the page where its
+    whole run is (module docstring, "Locating")."""
+    tags: list[dict[int, float]] = [{} for _ in words]
     if len(words) < GRAM:
         if words:
-            whole = {p for p in page_text.pages if page_text.contains(words, [p])}
+            whole = {p: 1.0 for p in page_text.pages if page_text.contains(words, [p])}
             for tag in tags:
                 tag.update(whole)
         return tags
-    for i in range(len(words) - GRAM + 1):
+    last = len(words) - GRAM
+    for i in range(last + 1):
         found = page_text.gram_pages(tuple(words[i : i + GRAM]))
-        if found:
-            for j in range(i, i + GRAM):
-                tags[j] |= found
+        for j in range(i, i + GRAM):
+            covering = min(j, last) - max(0, j - GRAM + 1) + 1  # runs that cover position j
+            for page in found:
+                tags[j][page] = tags[j].get(page, 0.0) + 1.0 / covering
     return tags
 
 
 def _best_path(
-    tags: Sequence[set[int]], candidates: Sequence[int], hinted: Sequence[int]
+    tags: Sequence[dict[int, float]], candidates: Sequence[int], hinted: Sequence[int]
 ) -> list[int]:
     """One page per position, never decreasing, agreeing with the most tags less
     ``SWITCH_COST`` per change (module docstring); ties go to pages nearest ``hinted``."""
     near = _nearness(candidates, hinted)
     k = len(candidates)
-    score = [near[j] + (1.0 if candidates[j] in tags[0] else 0.0) for j in range(k)]
+    score = [near[j] + tags[0].get(candidates[j], 0.0) for j in range(k)]
     back: list[list[int]] = []
     for tag in tags[1:]:
         new = [0.0] * k
@@ -286,8 +401,7 @@ def _best_path(
                 new[j], step[j] = switch, best_index
             else:
                 new[j], step[j] = score[j], j
-            if candidates[j] in tag:
-                new[j] += 1.0
+            new[j] += tag.get(candidates[j], 0.0)
             if score[j] > best_before:
                 best_before, best_index = score[j], j
         back.append(step)

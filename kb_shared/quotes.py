@@ -3,10 +3,10 @@
 A result cites every page its passage is on ("pp. 7–8"); its quote is the sentence or table
 row that best matches the question (``retrieval_features.best_units``), or the passage's
 first one when none matches, cut to ``QUOTE_CHARS`` at a word boundary, with the page a reader
-sees it on ("answer on p. 8"): the page the chunk's located text runs say (``PointPayload.
+sees it on ("answer on p. 8"): the page the text runs of a located chunk say (``PointPayload.
 page_runs``, from the PDF's text layer at build time, ``kb_shared.page_location``). A chunk
-indexed before pages were located falls back to finding the quote in the document's Markdown
-(``MarkdownPages``, ``retrieval_features.unit_page``). Issue 25, "Citations that are true to
+indexed before pages were located, or not located, falls back to finding the quote in the
+document's Markdown (``MarkdownPages``, ``retrieval_features.unit_page``). Issue 25, "Citations that are true to
 the page".
 """
 
@@ -27,7 +27,11 @@ from kb_shared.stores.blobs import BlobStore
 QUOTE_CHARS = 300
 
 _EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])")
+#: The line the converter writes where a figure stands (``markdown_regions``).
+_FIGURE_MARKER = re.compile(r"^\s*\[Figure: [^\n]*\]\s*$")
 _HTML_TAG = re.compile(r"</?(?:sup|sub|br|b|i|u|em|strong|span)\b[^>]*>", re.IGNORECASE)
+#: A line break the converter writes inside a table cell: it separates words.
+_LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +62,7 @@ class Quote:
 
 def readable(unit_text: str) -> str:
     """A sentence or pipe-table row as a quote shows it (``Quote.text``), not yet cut."""
-    text = _HTML_TAG.sub("", _EMPHASIS.sub("", unit_text))
+    text = _HTML_TAG.sub("", _LINE_BREAK.sub(" ", _EMPHASIS.sub("", unit_text)))
     stripped = text.strip()
     if stripped.startswith("|"):
         cells = [" ".join(cell.split()) for cell in stripped.strip("|").split("|")]
@@ -105,7 +109,9 @@ def passage_quote(
         match: its best unit for the question, ``None`` when no unit matched.
         markdown: the documents' Markdown, for chunks indexed without page runs.
     """
-    unit = match.unit if match is not None else _first_unit(text)
+    unit = match.unit if match is not None else None
+    if unit is None or _FIGURE_MARKER.match(unit.text):
+        unit = _first_unit(text)  # a figure marker is the converter's, not the page's text
     if unit is None:
         return None
     shown = cut(readable(unit.text))
@@ -114,7 +120,8 @@ def passage_quote(
     offset = unit_offset(text, unit.text)
     cite = payload.citation
     page = cite.page_start
-    if payload.page_runs and offset >= 0:
+    if payload.located and payload.page_runs and offset >= 0:
+        # runs of a chunk that was not verified on its pages are no evidence (``locate``)
         # the page holding the middle of the quoted part: a sentence may cross a page break
         page = payload.page_at(offset + min(len(unit.text), QUOTE_CHARS) // 2)
     elif (
@@ -133,8 +140,8 @@ def passage_quote(
 
 
 def _first_unit(text: str) -> Unit | None:
-    cut_units = units(text)
-    return cut_units[0] if cut_units else None
+    """The chunk's first sentence or row that is not a ``[Figure: …]`` marker."""
+    return next((u for u in units(text) if not _FIGURE_MARKER.match(u.text)), None)
 
 
 def _markdown_page(
