@@ -60,8 +60,10 @@ SWITCH_COST = 1.5
 _WORD = re.compile(r"[0-9a-z]+")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _LINK_LINE = re.compile(r"^\s*!?\[[^\]]*\]\([^)]*\)\s*$")
-_FIGURE_LINE = re.compile(r"^\s*\[Figure: [^\n]*\]\s*$")
-_HTML_TAG = re.compile(r"</?(?:sup|sub|br|b|i|u|em|strong|span)\b[^>]*>", re.IGNORECASE)
+#: The line the converter writes where a figure stands (``markdown_regions``): no page text.
+FIGURE_LINE = re.compile(r"^\s*\[Figure: [^\n]*\]\s*$")
+#: Inline HTML tags the converter writes (``<sup>``, ``<br>``): no words of the page.
+INLINE_TAG = re.compile(r"</?(?:sup|sub|br|b|i|u|em|strong|span)\b[^>]*>", re.IGNORECASE)
 #: A word broken by a hyphen at a line end, its next line starting in lower case.
 _LINE_END_HYPHEN = re.compile(r"([0-9A-Za-z])[-\u00ad\u2010][ \t]*\n[ \t]*([a-z])")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -116,10 +118,10 @@ def _masked(text: str) -> str:
     """``text`` with what ``passage_words`` leaves out blanked by as many spaces, so the
     offsets of the words left stay those of ``text``."""
     lines = [
-        " " * len(line) if _LINK_LINE.match(line) or _FIGURE_LINE.match(line) else line
+        " " * len(line) if _LINK_LINE.match(line) or FIGURE_LINE.match(line) else line
         for line in text.splitlines(keepends=True)
     ]
-    return _HTML_TAG.sub(_blank, _COMMENT.sub(_blank, "".join(lines)))
+    return INLINE_TAG.sub(_blank, _COMMENT.sub(_blank, "".join(lines)))
 
 
 class PageText:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kb_shared.citations import PointPayload
+from kb_shared.page_location import FIGURE_LINE, INLINE_TAG
 from kb_shared.retrieval_features import PagedText, Unit, UnitMatch, unit_page, units
 from kb_shared.stores.blobs import BlobStore
 
@@ -27,9 +28,6 @@ from kb_shared.stores.blobs import BlobStore
 QUOTE_CHARS = 300
 
 _EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])")
-#: The line the converter writes where a figure stands (``markdown_regions``).
-_FIGURE_MARKER = re.compile(r"^\s*\[Figure: [^\n]*\]\s*$")
-_HTML_TAG = re.compile(r"</?(?:sup|sub|br|b|i|u|em|strong|span)\b[^>]*>", re.IGNORECASE)
 #: A line break the converter writes inside a table cell: it separates words.
 _LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
@@ -62,7 +60,7 @@ class Quote:
 
 def readable(unit_text: str) -> str:
     """A sentence or pipe-table row as a quote shows it (``Quote.text``), not yet cut."""
-    text = _HTML_TAG.sub("", _LINE_BREAK.sub(" ", _EMPHASIS.sub("", unit_text)))
+    text = INLINE_TAG.sub("", _LINE_BREAK.sub(" ", _EMPHASIS.sub("", unit_text)))
     stripped = text.strip()
     if stripped.startswith("|"):
         cells = [" ".join(cell.split()) for cell in stripped.strip("|").split("|")]
@@ -110,7 +108,7 @@ def passage_quote(
         markdown: the documents' Markdown, for chunks indexed without page runs.
     """
     unit = match.unit if match is not None else None
-    if unit is None or _FIGURE_MARKER.match(unit.text):
+    if unit is None or FIGURE_LINE.match(unit.text):
         unit = _first_unit(text)  # a figure marker is the converter's, not the page's text
     if unit is None:
         return None
@@ -141,7 +139,7 @@ def passage_quote(
 
 def _first_unit(text: str) -> Unit | None:
     """The chunk's first sentence or row that is not a ``[Figure: …]`` marker."""
-    return next((u for u in units(text) if not _FIGURE_MARKER.match(u.text)), None)
+    return next((u for u in units(text) if not FIGURE_LINE.match(u.text)), None)
 
 
 def _markdown_page(
