@@ -55,12 +55,13 @@ def lever_off(name: str) -> Iterator[None]:
     how, what = LEVERS[name]
     saved_weights = retrieval_features.DEFAULT_FEATURES
     saved_expansion = acronyms.ACRONYM_EXPANSION
-    saved_pull: Callable[..., list] | None = getattr(retrieval, what, None) if how == "skip" else None
+    saved_pull: Callable[..., list] | None = (
+        getattr(retrieval, what, None) if how == "skip" else None
+    )
     try:
-        if how == "weight":
-            retrieval_features.DEFAULT_FEATURES = dataclasses.replace(saved_weights, **{what: 0.0})
-        elif how == "flag":
-            retrieval_features.DEFAULT_FEATURES = dataclasses.replace(saved_weights, **{what: False})
+        if how in ("weight", "flag"):
+            off = 0.0 if how == "weight" else False
+            retrieval_features.DEFAULT_FEATURES = dataclasses.replace(saved_weights, **{what: off})
         elif how == "skip":
             setattr(retrieval, what, lambda *_args, **_kwargs: [])
         else:

@@ -54,7 +54,7 @@ MIN_WORD_CHARS = 3
 GRAM = 4
 #: Tags a change of page costs in ``locate``: more than a page-number line ("Page 6 of 40",
 #: two runs of its own) earns, less than one table row whose whole run is on the other page
-#: (the weighted tags of a 13-word row lead by 1.7 where its phrase recurs on the next page).
+#: while its phrase recurs on the next (tests/test_page_location.py; trust-2026-12-06.md).
 SWITCH_COST = 1.5
 
 _WORD = re.compile(r"[0-9a-z]+")
@@ -162,7 +162,9 @@ class PageText:
                 elif held != page:
                     grams[key] = {held, page}
         # each reading of a page on a line of its own: a run never matches across two readings
-        self._joined = {p: "\n".join(" " + " ".join(r) + " " for r in rs) for p, rs in readings.items()}
+        self._joined = {
+            p: "\n".join(" " + " ".join(r) + " " for r in rs) for p, rs in readings.items()
+        }
         self._sets = {p: frozenset(w for r in rs for w in r) for p, rs in readings.items()}
 
     @classmethod
@@ -399,7 +401,8 @@ def _best_path(
         best_before, best_index = float("-inf"), -1  # best path on an earlier page
         for j in range(k):
             switch = best_before - SWITCH_COST
-            if switch > score[j]:
+            # on a tie switch late: a phrase on both pages goes with the text before it
+            if switch >= score[j]:
                 new[j], step[j] = switch, best_index
             else:
                 new[j], step[j] = score[j], j

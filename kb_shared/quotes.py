@@ -6,8 +6,8 @@ first one when none matches, cut to ``QUOTE_CHARS`` at a word boundary, with the
 sees it on ("answer on p. 8"): the page the text runs of a located chunk say (``PointPayload.
 page_runs``, from the PDF's text layer at build time, ``kb_shared.page_location``). A chunk
 indexed before pages were located, or not located, falls back to finding the quote in the
-document's Markdown (``MarkdownPages``, ``retrieval_features.unit_page``). Issue 25, "Citations that are true to
-the page".
+document's Markdown (``MarkdownPages``, ``retrieval_features.unit_page``). Issue 25,
+"Citations that are true to the page".
 """
 
 from __future__ import annotations

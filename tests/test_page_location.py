@@ -134,3 +134,22 @@ def test_page_text_from_a_real_pdf_reads_each_page() -> None:
     text = PageText.from_pdf(data)
     assert text.pages == [1, 2]
     assert text.words[2] == ["second", "page", "other", "words"]
+
+
+def test_a_row_whose_phrase_recurs_on_the_next_page_is_cited_on_its_own_page() -> None:
+    # the demo sample: row 4.3.4 ends page 3; page 4 repeats the header and, in row 4.4.2,
+    # most of 4.3.4's words ("resend a rejected notification with corrections within 24 hours")
+    page_3 = ("Clause Party Obligation Deadline\n4.3.3 Retailer Record the outcome 10 business "
+              "days\n4.3.4\nRetailer\nResend a rejected Notification with corrections\nWithin 24 "
+              "hours\nSample Retail Market Procedure Page 3 of 6\n")
+    page_4 = ("Clause Party Obligation Deadline\n4.3.5\nDistributor\nNotify the Retailer of a new "
+              "Life Support Customer\n2 business days\n4.4.2\nDistributor\nResend a rejected "
+              "Notification with corrections within 24 hours\nSample Retail Market Procedure "
+              "Page 4 of 6\n")
+    text = PageText.from_texts(["", "", page_3, page_4])
+    chunk = ("|Clause|Party|Obligation|Deadline|\n|---|---|---|---|\n"
+             "|4.3.4|Retailer|Resend a rejected Notification with corrections|Within 24 hours|\n"
+             "|4.3.5|Distributor|Notify the Retailer of a new Life Support Customer|2 business days|")
+    found = locate(chunk, text, hint=(3, 4))
+    assert found.located is True
+    assert found.runs == ((0, 3), (chunk.index("|4.3.5"), 4))
