@@ -106,7 +106,8 @@ def chunk_document(stores: StoresResource, document: MarkdownDocument) -> Iterat
         check_name=CHECK_CHUNKS_LOCATED,
         passed=not is_pdf or share >= LOCATED_FLOOR,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={
+        metadata={  # the document named: Dagster's check history shows no partition
+            "document": document.name,
             "located_share": round(share, 4) if is_pdf else None,
             "floor": LOCATED_FLOOR,
             "chunks": len(result),

@@ -161,6 +161,7 @@ def test_chunks_have_ids_heading_paths_and_page_spans(
     assert result.metadata["located"].value == 3
     assert (check.check_name, check.passed) == (CHECK_CHUNKS_LOCATED, True)
     assert check.metadata["located_share"].value == 1.0
+    assert check.metadata["document"].value == NAME
     assert result.value[1].text == (
         "## 2 Records\n\nThe Distributor keeps the register of every site and reports it monthly."
     )
