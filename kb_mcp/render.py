@@ -8,8 +8,8 @@ Rules (mcp-utilities README, "What a response costs" and "Figures"; issue 4):
 * Every result starts with the numbered citation header of ``kb_shared.citations``
   (``[1] Title — Version — pp. 12–13 (answer on p. 13) — Section``: every page its passage is
   on, and its quote's page), the passage, then a ``Quote, [p. 13](….pdf#page=13): “…”`` line
-  (``kb_shared.quotes``); a search ends with a deduplicated source list, one line per document with its
-  file URL. A result's page link opens its quote's page.
+  (``kb_shared.quotes``); a search ends with a deduplicated source list, one line per document
+  with its file URL. A result's page link opens its quote's page.
 * A figure result carries a line ``[Open figure](….png) · [Source page N](….pdf#page=N)``
   (no ``#page=`` when the page is unknown). Each inline image (``kb_mcp.images``) follows the
   text, preceded by a text block naming its result number (image content has no caption).

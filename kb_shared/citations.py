@@ -223,7 +223,7 @@ class PointPayload:
 
     def page_at(self, offset: int) -> int | None:
         """The page the character ``offset`` of the point's text is on, from ``page_runs``
-        (``kb_shared.page_location.page_at``); ``None`` when the chunk was not located."""
+        (``kb_shared.page_location.page_at``); ``None`` when the payload has no runs."""
         return page_at(self.page_runs, offset)
 
 
@@ -270,6 +270,16 @@ def format_pages(
     return f"pp. {printed} (PDF pages {page_start}\u2013{end})"
 
 
+def page_reference(page: int | None, label: str = "") -> str:
+    """How a page is called in a link's text: its number (``"6"``), or its printed ``label``
+    with the number beside it when they differ (``"iv (PDF page 6)"``); ``""`` for no page."""
+    if page is None:
+        return ""
+    if not label or label == str(page):
+        return str(page)
+    return f"{label} (PDF page {page})"
+
+
 @dataclass(frozen=True, slots=True)
 class Citation:
     """The citation fields of one result, read from its payload."""
@@ -311,12 +321,7 @@ class Citation:
     def first_page_reference(self) -> str:
         """How the first page is called in a link's text: ``"iv (PDF page 6)"`` when its
         printed label differs, else ``"6"``; ``""`` when the page is unknown."""
-        if self.page_start is None:
-            return ""
-        label = self.page_label_start
-        if not label or label == str(self.page_start):
-            return str(self.page_start)
-        return f"{label} (PDF page {self.page_start})"
+        return page_reference(self.page_start, self.page_label_start)
 
     @property
     def version_label(self) -> str:

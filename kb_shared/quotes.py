@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb_shared.citations import PointPayload
+from kb_shared.citations import PointPayload, page_reference
 from kb_shared.page_location import FIGURE_LINE, INLINE_TAG
 from kb_shared.retrieval_features import PagedText, Unit, UnitMatch, unit_page, units
 from kb_shared.stores.blobs import BlobStore
@@ -50,12 +50,9 @@ class Quote:
 
     @property
     def page_reference(self) -> str:
-        """``"8"``, or ``"iv (PDF page 6)"`` when the printed label differs."""
-        if self.page is None:
-            return ""
-        if self.page_label and self.page_label != str(self.page):
-            return f"{self.page_label} (PDF page {self.page})"
-        return str(self.page)
+        """``"8"``, or ``"iv (PDF page 6)"`` when the printed label differs
+        (``citations.page_reference``)."""
+        return page_reference(self.page, self.page_label)
 
 
 def readable(unit_text: str) -> str:
