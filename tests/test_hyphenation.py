@@ -59,6 +59,21 @@ def paragraph_pdf(lines: list[str], extra: str = "", *, embedded: bool = False) 
     return doc.tobytes()
 
 
+def keyword_hits(tmp_path: Path, query: str, documents: dict[str, str]) -> list:
+    """The top 5 keyword hits of ``query`` over the chunks of ``documents`` (name ->
+    Markdown) in a fresh embedded index."""
+    index = SqliteVectorIndex(tmp_path / "v.sqlite")
+    index.open("test", 2)
+    chunks = [c for name, markdown in documents.items() for c in chunk_markdown(markdown, name)]
+    index.upsert(
+        [Point(c.id, c.document, KIND_TEXT, c.text, np.array([1.0, 0.0])) for c in chunks]
+    )
+    try:
+        return index.sparse_search(query, 5)
+    finally:
+        index.close()
+
+
 def _convert(pdf: bytes) -> str:
     return PymupdfMarkdownConverter().convert(pdf, "hyphens.pdf").markdown
 
@@ -193,16 +208,9 @@ def test_a_keyword_query_for_a_prefixed_name_or_its_stem_finds_the_passage(
     query: str, tmp_path: Path, chemistry: str
 ) -> None:
     other = "<!-- page 1 -->\n\nThe operator dispatches generators every five minutes."
-    index = SqliteVectorIndex(tmp_path / "v.sqlite")
-    index.open("test", 2)
-    chunks = chunk_markdown(chemistry, "solvents.pdf") + chunk_markdown(other, "other.pdf")
-    index.upsert(
-        [Point(c.id, c.document, KIND_TEXT, c.text, np.array([1.0, 0.0])) for c in chunks]
-    )
-    hits = index.sparse_search(query, 5)
+    hits = keyword_hits(tmp_path, query, {"solvents.pdf": chemistry, "other.pdf": other})
     assert [hit.point.document for hit in hits] == ["solvents.pdf"]
     assert "n-octanal" in hits[0].point.text and "1,2-dichloroethane" in hits[0].point.text
-    index.close()
 
 
 @pytest.fixture(scope="module")
@@ -235,16 +243,9 @@ def test_a_keyword_query_for_a_compound_or_its_parts_finds_the_passage(
     query: str, tmp_path: Path, converted: tuple[str, str]
 ) -> None:
     markdown, other = converted
-    index = SqliteVectorIndex(tmp_path / "v.sqlite")
-    index.open("test", 2)
-    chunks = chunk_markdown(markdown, "hyphens.pdf") + chunk_markdown(other, "other.pdf")
-    index.upsert(
-        [Point(c.id, c.document, KIND_TEXT, c.text, np.array([1.0, 0.0])) for c in chunks]
-    )
-    hits = index.sparse_search(query, 5)
+    hits = keyword_hits(tmp_path, query, {"hyphens.pdf": markdown, "other.pdf": other})
     assert hits and hits[0].point.document == "hyphens.pdf"
     assert set(tokenize(query)) <= set(tokenize(hits[0].point.text))
-    index.close()
 
 
 @pytest.fixture(scope="module")
