@@ -65,7 +65,6 @@ from kb_shared.stores.vectors import (
     CANDIDATE_FACTOR,
     DOCUMENT_KINDS,
     KIND_FIGURE,
-    KIND_TABLE,
     MIN_CANDIDATES,
     Hit,
     StoredPoint,
