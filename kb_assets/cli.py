@@ -13,27 +13,33 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import quote
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kb_assets import backfill, operations, serve
+from kb_assets.cli_diff import diff_command
 from kb_assets.cli_migrate import migrate_command
+from kb_assets.cli_obligations import obligations_command
 from kb_assets.cli_references import references_app
 from kb_assets.cli_requests import requests_app
 from kb_assets.cli_sync import sync_app
-from kb_assets.constants import PARTITION_TAG, REBUILDABLE, DocumentStatus
-from kb_assets.instance import dagster_instance
-from kb_assets.intake import IntakeOutcome, IntakeStatus, admit, admit_sources
-from kb_assets.resources import StoresResource
+from kb_assets.constants import PARTITION_TAG, REBUILDABLE
 from kb_shared.access import exposure_problem
 from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
-from kb_shared.settings import Settings
-from kb_shared.stores.catalog import deleting_message
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+    from kb_assets import operations, serve
+    from kb_assets.intake import IntakeOutcome
+    from kb_assets.resources import StoresResource
+    from kb_shared.settings import Settings
+
+# Dagster, PyMuPDF, SQLAlchemy and the models are imported by the commands that use them, so
+# `kb --help` and a refused `kb add` answer at once (issue 28; tests/test_cli_imports.py).
 
 app = typer.Typer(
     help="kb: build a searchable corpus of regulatory PDFs (Dagster assets per document).",
@@ -46,6 +52,8 @@ app.add_typer(sync_app, name="sync")
 app.add_typer(requests_app, name="requests")
 app.add_typer(references_app, name="references")
 app.command("migrate")(migrate_command)
+app.command("obligations")(obligations_command)
+app.command("diff")(diff_command)
 
 #: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -65,9 +73,26 @@ def _table(title: str, *columns: str) -> Table:
 
 
 def _context() -> tuple[Settings, StoresResource]:
+    from kb_shared.settings import Settings
+
     settings = Settings()
+    return settings, _stores(settings)
+
+
+def _stores(settings: Settings) -> StoresResource:
+    """The stores under ``settings.home`` (created if missing); the first call imports Dagster."""
+    from kb_assets.resources import StoresResource
+
     settings.home.mkdir(parents=True, exist_ok=True)
-    return settings, StoresResource(home=str(settings.home))
+    return StoresResource(home=str(settings.home))
+
+
+def _instance(settings: Settings) -> dg.DagsterInstance:
+    """The Dagster instance under ``KB_HOME/dagster`` (``kb_assets.instance``); the first
+    call imports Dagster."""
+    from kb_assets.instance import dagster_instance
+
+    return dagster_instance(settings)
 
 
 @app.command()
@@ -100,6 +125,14 @@ def add(
             "until the new one is ready).",
         ),
     ] = False,
+    edition_of: Annotated[
+        str | None,
+        typer.Option(
+            "--edition-of",
+            help="Add the one new document as the next edition of this one (its file name or "
+            "doc_id), e.g. next year's issue under a new name; `kb diff` compares the two.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -122,15 +155,25 @@ def add(
     folder is filed under its folder path below it (`kb add docs/` files docs/aemo/x.pdf
     under aemo); `kb categorize` moves a document later. With --new-version a changed file of
     a catalogued name is added as that document's next version (`kb versions NAME` lists
-    them)."""
+    them); with --edition-of OLD a file of another name is added as OLD's next edition (a
+    version keeps the name, an edition has its own: the two flags do not combine)."""
     if as_json and build:
         err.print("[red]--json lists what was added; build them with `kb build --json`[/red]")
         raise typer.Exit(2)
-    settings, stores = _context()
+    from kb_assets.intake import IntakeStatus, admit_sources_opening
+    from kb_shared.settings import Settings
+
+    settings = Settings()
+    opened: list[StoresResource] = []  # none when every source was a refused URL
+
+    def target() -> tuple[StoresResource, dg.DagsterInstance]:
+        opened.append(_stores(settings))
+        return opened[-1], _instance(settings)
+
     try:
-        outcomes = admit_sources(
-            paths, stores, dagster_instance(settings), name=name, category=category,
-            new_version=new_version,
+        outcomes = admit_sources_opening(
+            paths, settings, target, name=name, category=category,
+            new_version=new_version, edition_of=edition_of,
         )
     except ValueError as error:
         err.print(f"[red]{error}[/red]")
@@ -142,8 +185,9 @@ def add(
     refused = sum(1 for o in outcomes if o.status == IntakeStatus.REFUSED)
     # new content under a catalogued name was not added: the user's change is not in kb
     changed = sum(1 for o in outcomes if o.name_clash)
-    if as_json:
+    for stores in opened:
         stores.close()
+    if as_json:
         console.print_json(json.dumps([o.as_dict() for o in outcomes]))
         if refused or changed:
             raise typer.Exit(1)
@@ -151,6 +195,7 @@ def add(
     table = _table("kb add", "file", "status", "id", "reason")
     for o in outcomes:
         reason = o.reason or (f"version {o.version}" if o.version and o.version > 1 else "")
+        reason = reason or (f"next edition of {o.edition_of}" if o.edition_of else "")
         table.add_row(o.name, f"[{_colour(o)}]{o.label}[/]", o.doc_id or "", reason)
     if outcomes:
         console.print(table)
@@ -164,9 +209,8 @@ def add(
         console.print(f"{len(added)} added; {then}")
     else:
         console.print("nothing added.")
-    stores.close()
     if build and added:
-        _build(settings, stores, added)
+        _build(settings, opened[0], added)
     if refused:
         err.print(f"{refused} file(s) refused; see the reasons above")
     if changed:
@@ -181,20 +225,27 @@ def add(
 def _colour(outcome: IntakeOutcome) -> str:
     """A ``kb add`` row's colour: green added, yellow duplicate, red refused or name clash
     (both make ``kb add`` exit 1)."""
+    from kb_assets.intake import IntakeStatus
+
     if outcome.status == IntakeStatus.ADDED:
         return "green"
     return "red" if outcome.name_clash or outcome.status == IntakeStatus.REFUSED else "yellow"
 
 
 def _added(outcomes: list[IntakeOutcome]) -> list[str]:
+    from kb_assets.intake import IntakeStatus
+
     return [o.doc_id for o in outcomes if o.status == IntakeStatus.ADDED and o.doc_id]
 
 
-#: How `kb build`'s table shows an outcome's status (any other: red).
-BUILD_STATUS_STYLES = {
-    DocumentStatus.READY: "[green]{}[/]",
-    operations.BUILDING_ELSEWHERE: "[yellow]{}[/]",
-}
+def _status_style(status: str) -> str:
+    """How `kb build`'s table shows an outcome's status: ready green, left to another run
+    yellow, any other red."""
+    from kb_assets.constants import DocumentStatus
+    from kb_assets.live_runs import BUILDING_ELSEWHERE
+
+    styles = {DocumentStatus.READY: "[green]{}[/]", BUILDING_ELSEWHERE: "[yellow]{}[/]"}
+    return styles.get(status, "[red]{}[/]").format(status)
 
 
 def _build(
@@ -207,7 +258,12 @@ def _build(
     as_json: bool = False,
     batch: int = 1,
 ) -> None:
-    instance = dagster_instance(settings)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kb_assets import backfill, operations
+    from kb_assets.constants import DocumentStatus
+
+    instance = _instance(settings)
     names = {r.doc_id: r.name for r in stores.catalog().list_documents()}
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -243,7 +299,7 @@ def _build(
             "figures", "seconds", "status",
         )
         for o in outcomes:
-            status = BUILD_STATUS_STYLES.get(o.status, "[red]{}[/]").format(o.status)
+            status = _status_style(o.status)
             table.add_row(
                 o.name, _n(o.pages), _n(o.chunks), _n(o.entities), _n(o.relationships),
                 _n(o.figures), f"{o.seconds:.1f}", status,
@@ -280,8 +336,10 @@ def build(
     it within 10 s (``operations.stop_guard``); the next `kb build` builds the document that
     was in progress again.
     """
+    from kb_assets import operations
+
     settings, stores = _context()
-    operations.recover_interrupted(stores, dagster_instance(settings))  # a killed kb's leftovers
+    operations.recover_interrupted(stores, _instance(settings))  # a killed kb's leftovers
     try:
         doc_ids = (
             [operations.resolve_document(stores, n).doc_id for n in names]
@@ -316,6 +374,9 @@ def rebuild(
     runs, because upstream outputs are read from the blob store. With --all, KB_BACKFILL_BATCH
     documents per run (the backfill policy's runs, executed by this process; a document
     that fails in its batch is run again alone)."""
+    from kb_assets import operations
+    from kb_assets.constants import DocumentStatus
+
     settings, stores = _context()
     try:
         selection = operations.rebuild_selection(asset)
@@ -369,8 +430,12 @@ def retry(
 ) -> None:
     """Re-execute a document's last failed run from the failed step (earlier steps such as
     the PDF conversion are not re-run)."""
+    from kb_assets import operations
+    from kb_assets.constants import DocumentStatus
+    from kb_shared.stores.catalog import deleting_message
+
     settings, stores = _context()
-    instance = dagster_instance(settings)
+    instance = _instance(settings)
     row = operations.resolve_document(stores, name)
     if row.status == DocumentStatus.DELETING:
         err.print(deleting_message(row))
@@ -397,8 +462,10 @@ def delete(
 ) -> None:
     """Remove documents: blobs, catalog row, vectors, graph edges and the partition. Each is
     marked `deleting` first (no longer served or built); run it again if it was stopped."""
+    from kb_assets import operations
+
     settings, stores = _context()
-    instance = dagster_instance(settings)
+    instance = _instance(settings)
     status = 0
     for name in names:
         try:
@@ -491,8 +558,11 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List documents with their per-asset state and counts (reads only; writes nothing)."""
+    from kb_assets import operations
+    from kb_assets.constants import DocumentStatus
+
     settings, stores = _context()
-    rows = operations.document_status(stores, dagster_instance(settings))
+    rows = operations.document_status(stores, _instance(settings))
     stores.close()
     if as_json:
         console.print_json(json.dumps(rows))
@@ -531,8 +601,10 @@ def repair() -> None:
     """Make the Dagster partition set match the catalog: add a partition for every document
     that lost it (e.g. after KB_HOME/dagster was deleted) and remove partitions of documents
     that are no longer in the catalog. Needed only after such drift; `kb status` reports it."""
+    from kb_assets import operations
+
     settings, stores = _context()
-    report = operations.repair_partitions(stores, dagster_instance(settings))
+    report = operations.repair_partitions(stores, _instance(settings))
     stores.close()
     if not report.added and not report.removed:
         console.print("nothing to repair: every catalog document has its partition")
@@ -585,6 +657,9 @@ def ui(
     """Serve the Dagster UI and daemon (`dagster dev -w workspace.yaml`) on KB_HOME, and beside
     it the upload page (http://127.0.0.1:3001: add documents from a browser and watch them
     build). SIGINT or SIGTERM to kb stops both and everything they started."""
+    from kb_assets import serve
+    from kb_shared.settings import Settings
+
     settings = Settings()
     dagster_url = _url(host, port)
     upload = _upload_page(settings, upload_host, upload_port, dagster_url, upload_public)
@@ -595,7 +670,11 @@ def ui(
     _serve([serve.dagster_ui(settings, host=host, port=port), upload])
 
 
-_url = serve.server_url
+def _url(host: str, port: int) -> str:
+    """``kb_assets.serve.server_url``: the http URL a server on ``host``:``port`` answers at."""
+    from kb_assets import serve
+
+    return serve.server_url(host, port)
 
 
 def _upload_page(
@@ -603,6 +682,8 @@ def _upload_page(
 ) -> serve.ServerCommand:
     """The upload page's command; exits 2 first when ``host`` may not be served
     (``kb_shared.access.exposure_problem``), before any server starts."""
+    from kb_assets import serve
+
     problem = exposure_problem(host, settings.token_list, public, public_flag="--upload-public")
     if problem:
         err.print(f"[red]upload page: {problem}[/red]")
@@ -611,6 +692,8 @@ def _upload_page(
 
 
 def _serve(commands: list[serve.ServerCommand]) -> None:
+    from kb_assets import serve
+
     code, message = serve.serve(commands)
     if code:
         err.print(f"[red]{message}[/red]")
@@ -634,13 +717,16 @@ def demo(
     Dagster UI (http://127.0.0.1:3000), the upload page (http://127.0.0.1:3001) and the MCP
     server (http://127.0.0.1:8765/mcp) until Ctrl-C (or SIGTERM), which stops them all and
     everything they started."""
+    from kb_assets import operations, serve
+    from kb_assets.intake import IntakeStatus, admit
+
     settings, stores = _context()
     if not paths:
         from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
 
         paths = [build_sample_pdf(settings.home / "sample" / SAMPLE_FILENAME)]
         console.print(f"no DOCS given: using the generated sample {paths[0]}")
-    for o in admit(paths, stores, dagster_instance(settings)):
+    for o in admit(paths, stores, _instance(settings)):
         if o.status != IntakeStatus.ADDED:
             console.print(f"{o.name}: {o.status} ({o.reason})")
     todo = operations.documents_to_build(stores)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -25,8 +25,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from kb_shared.errors import KbError, MigrationRefusedError
-from kb_shared.settings import Settings
-from kb_shared.stores.migrate import BATCH, MigrationReport, MigrationTargets, migrate
+
+if TYPE_CHECKING:  # the migration imports every backend: only `kb migrate` loads it
+    from kb_shared.stores.migrate import MigrationReport
 
 #: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -61,11 +62,20 @@ def migrate_command(
         bool,
         typer.Option("--replace", help="Overwrite target data that differs from the source."),
     ] = False,
-    batch: Annotated[int, typer.Option(min=1, help="Rows/points per write.")] = BATCH,
+    batch: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Rows/points per write (default: kb_shared.stores.migrate.BATCH, 500).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Copy the embedded stores of KB_HOME into server backends (any subset), then verify
     the counts. Running it again copies only what is missing."""
+    from kb_shared.settings import Settings
+    from kb_shared.stores.migrate import BATCH, MigrationTargets, migrate
+
     settings = Settings()
     targets = MigrationTargets(
         catalog_url=to_catalog,
@@ -88,7 +98,7 @@ def migrate_command(
             settings,
             targets,
             replace=replace,
-            batch=batch,
+            batch=BATCH if batch is None else batch,
             progress=lambda line: err.print(escape(line)),
         )
     except MigrationRefusedError as refused:

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kb_assets import references
-from kb_assets.resources import StoresResource
 from kb_shared.errors import ReferenceNotFoundError
 from kb_shared.identity import reference_id
-from kb_shared.settings import Settings
+
+if TYPE_CHECKING:  # Dagster and the stores load when a command runs, not for `kb --help`
+    from kb_assets.resources import StoresResource
 
 references_app = typer.Typer(
     help="The live reference pages registered by the MCP tool add_reference.",
@@ -35,6 +35,9 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 def _stores() -> StoresResource:
+    from kb_assets.resources import StoresResource
+    from kb_shared.settings import Settings
+
     settings = Settings()
     settings.home.mkdir(parents=True, exist_ok=True)
     return StoresResource(home=str(settings.home))
@@ -46,6 +49,8 @@ def list_references(
 ) -> None:
     """List the registered pages (id, title, URL, indexed, description) and the queued or
     failed requests."""
+    from kb_assets import references
+
     stores = _stores()
     try:
         catalog = stores.catalog()
@@ -88,6 +93,8 @@ def remove(
     source_id: Annotated[int, typer.Argument(help="The page's id (kb references list).")],
 ) -> None:
     """Unregister a page: find_reference stops returning it (its point is deleted)."""
+    from kb_assets import references
+
     stores = _stores()
     try:
         removed = references.remove_reference(stores, source_id)

@@ -17,20 +17,19 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kb_assets import operations, request_jobs
-from kb_assets.constants import DocumentStatus
-from kb_assets.instance import dagster_instance
-from kb_assets.resources import StoresResource
 from kb_shared.errors import IntakeError, RequestNotFoundError, RequestRefusedError
-from kb_shared.settings import Settings
-from kb_shared.stores.catalog import DocumentRequestRow
+
+if TYPE_CHECKING:  # Dagster and the stores load when a command runs, not for `kb --help`
+    from kb_assets.resources import StoresResource
+    from kb_shared.settings import Settings
+    from kb_shared.stores.catalog import DocumentRequestRow
 
 requests_app = typer.Typer(
     help="Review the document requests logged by the MCP tool request_document.",
@@ -46,6 +45,9 @@ STATUS_COLOURS = {"pending": "yellow", "approved": "green", "failed": "red", "re
 
 
 def _context() -> tuple[Settings, StoresResource]:
+    from kb_assets.resources import StoresResource
+    from kb_shared.settings import Settings
+
     settings = Settings()
     settings.home.mkdir(parents=True, exist_ok=True)
     return settings, StoresResource(home=str(settings.home))
@@ -62,6 +64,8 @@ def request_json(row: DocumentRequestRow) -> dict[str, Any]:
 
 def _outcome(row: DocumentRequestRow) -> str:
     """The decision column: the document and run, or why it failed or was rejected."""
+    from kb_assets import request_jobs
+
     if row.status == request_jobs.APPROVED:
         return f"{row.doc_id or ''}" + (f" (run {row.run_id[:8]})" if row.run_id else "")
     return row.failure_reason or ""
@@ -77,6 +81,8 @@ def list_requests(
     """List the requests, oldest first (rejected ones only with --all).
 
     A request without a source URL is flagged: it needs a link before it can be approved."""
+    from kb_assets import request_jobs
+
     _, stores = _context()
     rows = stores.catalog().list_document_requests()
     stores.close()
@@ -147,6 +153,10 @@ def _approve(
     *,
     new_version: bool = False,
 ) -> None:
+    from kb_assets import operations, request_jobs
+    from kb_assets.constants import DocumentStatus
+    from kb_assets.instance import dagster_instance
+
     instance = dagster_instance(settings)
     try:
         approval = request_jobs.approve_request(
@@ -217,6 +227,8 @@ def reject(
     reason: Annotated[str, typer.Option("--reason", help="Why it is rejected (kept on record).")],
 ) -> None:
     """Reject a request with a reason (hidden from `kb requests list` unless --all)."""
+    from kb_assets import request_jobs
+
     _, stores = _context()
     try:
         row = request_jobs.reject_request(stores.catalog(), request_id, reason)

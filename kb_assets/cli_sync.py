@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,24 +21,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from kb_assets.constants import AER_PERFORMANCE, COMPLIANCE_ACTIONS
-from kb_assets.instance import dagster_instance
-from kb_assets.market.assets import (
-    NEW_METRIC_LIST,
-    NEW_METRICS,
-    RELEASES,
-    ROWS_DELETED,
-    ROWS_INSERTED,
-    ROWS_READ,
-    ROWS_UNCHANGED,
-    ROWS_UPDATED,
-    SECONDS,
-    SYNCED_AT,
-    URL_PATTERN,
-)
-from kb_assets.market.operations import SyncOutcome, SyncStatus, run_sync
-from kb_assets.market.resources import NotionResource
-from kb_assets.resources import StoresResource
-from kb_shared.settings import Settings
+
+if TYPE_CHECKING:  # Dagster and the market assets load when a sync runs, not for `kb --help`
+    from kb_assets.market.operations import SyncOutcome
 
 sync_app = typer.Typer(
     help="Sync structured market data into the catalog: AER retail performance statistics "
@@ -50,37 +35,71 @@ sync_app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
-#: Rows of each command's table: (label, metadata key).
-AER_ROWS = (
-    ("workbooks", "files"),
-    ("releases", RELEASES),
-    ("rows read", ROWS_READ),
-    ("inserted", ROWS_INSERTED),
-    ("updated", ROWS_UPDATED),
-    ("  of which values changed", "values_changed"),
-    ("deleted", ROWS_DELETED),
-    ("unchanged", ROWS_UNCHANGED),
-    ("superseded by a newer release", "superseded"),
-    ("not reported (not stored)", "not_reported"),
-    ("new metrics", NEW_METRICS),
-    ("seconds", SECONDS),
-    ("synced at", SYNCED_AT),
-)
-NOTION_ROWS = (
-    ("data source", "data_source_id"),
-    ("rows read", ROWS_READ),
-    ("inserted", ROWS_INSERTED),
-    ("updated", ROWS_UPDATED),
-    ("deleted", ROWS_DELETED),
-    ("unchanged", ROWS_UNCHANGED),
-    ("pages in the trash", "trashed"),
-    ("requests", "requests"),
-    ("seconds", SECONDS),
-    ("synced at", SYNCED_AT),
-)
+
+def _aer_rows() -> tuple[tuple[str, str], ...]:
+    """Rows of ``kb sync aer``'s table: (label, metadata key of ``kb_assets.market.assets``)."""
+    from kb_assets.market.assets import (
+        NEW_METRICS,
+        RELEASES,
+        ROWS_DELETED,
+        ROWS_INSERTED,
+        ROWS_READ,
+        ROWS_UNCHANGED,
+        ROWS_UPDATED,
+        SECONDS,
+        SYNCED_AT,
+    )
+
+    return (
+        ("workbooks", "files"),
+        ("releases", RELEASES),
+        ("rows read", ROWS_READ),
+        ("inserted", ROWS_INSERTED),
+        ("updated", ROWS_UPDATED),
+        ("  of which values changed", "values_changed"),
+        ("deleted", ROWS_DELETED),
+        ("unchanged", ROWS_UNCHANGED),
+        ("superseded by a newer release", "superseded"),
+        ("not reported (not stored)", "not_reported"),
+        ("new metrics", NEW_METRICS),
+        ("seconds", SECONDS),
+        ("synced at", SYNCED_AT),
+    )
+
+
+def _notion_rows() -> tuple[tuple[str, str], ...]:
+    """Rows of ``kb sync notion``'s table: (label, metadata key)."""
+    from kb_assets.market.assets import (
+        ROWS_DELETED,
+        ROWS_INSERTED,
+        ROWS_READ,
+        ROWS_UNCHANGED,
+        ROWS_UPDATED,
+        SECONDS,
+        SYNCED_AT,
+    )
+
+    return (
+        ("data source", "data_source_id"),
+        ("rows read", ROWS_READ),
+        ("inserted", ROWS_INSERTED),
+        ("updated", ROWS_UPDATED),
+        ("deleted", ROWS_DELETED),
+        ("unchanged", ROWS_UNCHANGED),
+        ("pages in the trash", "trashed"),
+        ("requests", "requests"),
+        ("seconds", SECONDS),
+        ("synced at", SYNCED_AT),
+    )
 
 
 def _run(asset: str, config: dict[str, Any]) -> SyncOutcome:
+    from kb_assets.instance import dagster_instance
+    from kb_assets.market.operations import run_sync
+    from kb_assets.market.resources import NotionResource
+    from kb_assets.resources import StoresResource
+    from kb_shared.settings import Settings
+
     settings = Settings()
     settings.home.mkdir(parents=True, exist_ok=True)
     home = str(settings.home)
@@ -99,6 +118,9 @@ def _text(value: Any) -> str:
 
 def _report(title: str, outcome: SyncOutcome, rows: tuple[tuple[str, str], ...]) -> None:
     """Print the outcome; exit 1 (failed, or a check failed) or 2 (skipped)."""
+    from kb_assets.market.assets import NEW_METRIC_LIST
+    from kb_assets.market.operations import SyncStatus
+
     if outcome.status == SyncStatus.SKIPPED:
         err.print(f"[yellow]skipped[/yellow] {outcome.asset}: {escape(outcome.reason)}")
         raise typer.Exit(2)
@@ -151,9 +173,11 @@ def sync_aer(
     A workbook that does not fit the layout fails the sync naming its file, sheet and cell,
     and nothing is written (a run applies all of its workbooks or none). Exit 0 synced, 1
     failed (or a check failed), 2 no source given and KB_AER_SOURCE unset."""
+    from kb_assets.market.assets import URL_PATTERN
+
     given = [s if URL_PATTERN.match(s) else str(Path(s).expanduser().resolve())
              for s in sources or []]
-    _report("kb sync aer", _run(AER_PERFORMANCE, {"sources": given}), AER_ROWS)
+    _report("kb sync aer", _run(AER_PERFORMANCE, {"sources": given}), _aer_rows())
 
 
 @sync_app.command("notion")
@@ -171,4 +195,4 @@ def sync_notion_command(
     Needs NOTION_TOKEN and KB_NOTION_DATA_SOURCE_ID. An empty read, or one that would delete
     more than half the table, is refused with the counts unless --force. Exit 0 synced, 1
     failed (or a check failed), 2 not configured."""
-    _report("kb sync notion", _run(COMPLIANCE_ACTIONS, {"force": force}), NOTION_ROWS)
+    _report("kb sync notion", _run(COMPLIANCE_ACTIONS, {"force": force}), _notion_rows())

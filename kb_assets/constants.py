@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from kb_shared.stores.catalog import DocumentStatus  # noqa: F401 - re-exported for kb_assets
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kb_shared.stores.catalog import DocumentStatus  # noqa: F401 - re-exported below
+
+
+def __getattr__(name: str) -> Any:
+    """``DocumentStatus``, re-exported from ``kb_shared.stores.catalog`` on first use: the
+    catalog imports SQLAlchemy, which ``kb --help`` does not need (issue 28).
+
+    Raises:
+        AttributeError: any other missing name.
+    """
+    if name == "DocumentStatus":
+        from kb_shared.stores.catalog import DocumentStatus
+
+        return DocumentStatus
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: Name of the dynamic partitions definition; its keys are ``doc_id``s.
 DOCUMENTS = "documents"
@@ -16,14 +33,16 @@ BLOB_IO = "blob_io"
 #: Asset names, in build order.
 MARKDOWN = "markdown"
 CHUNKS = "chunks"
+OBLIGATIONS = "obligations"
+CHANGES = "changes"
 EMBEDDINGS = "embeddings"
 GRAPH = "graph"
 FIGURES = "figures"
 RECORD = "record"
-CORPUS_ASSETS = (MARKDOWN, CHUNKS, EMBEDDINGS, GRAPH, FIGURES, RECORD)
+CORPUS_ASSETS = (MARKDOWN, CHUNKS, OBLIGATIONS, CHANGES, EMBEDDINGS, GRAPH, FIGURES, RECORD)
 
 #: Assets ``kb rebuild`` may target (each re-materialised with ``record`` only).
-REBUILDABLE = (EMBEDDINGS, GRAPH, FIGURES)
+REBUILDABLE = (OBLIGATIONS, CHANGES, EMBEDDINGS, GRAPH, FIGURES)
 
 #: Jobs.
 BUILD_JOB = "build_documents"

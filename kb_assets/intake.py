@@ -43,6 +43,10 @@ gets its folder path below that folder as its category (``DIR/aemo/procedures/x.
 ``aemo/procedures``); a file directly in the folder, named explicitly or downloaded has none.
 A ``category`` given to ``admit`` is the base: it is the category of those, and the prefix of
 the folder paths (``--category aemo`` and ``DIR/procedures/x.pdf`` → ``aemo/procedures``).
+
+Editions (issue 27): with ``edition_of`` (a name or doc_id) the batch's one new document is
+added as that document's next edition (``documents.edition_of``; the catalog checks the link).
+With ``new_version``, or more than one document, it is refused before anything is read.
 """
 
 from __future__ import annotations
@@ -55,17 +59,14 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-import dagster as dg
-
-from kb_assets.partitions import add_document_partitions
-from kb_assets.resources import StoresResource
 from kb_shared import layout
 from kb_shared.errors import (
     ConversionError,
     DuplicateDocumentError,
+    EditionLinkError,
     FetchError,
     IntakeError,
     StoreError,
@@ -92,6 +93,11 @@ from kb_shared.stores.catalog import (
     serving_version,
 )
 from kb_shared.stores.catalog.documents import normalize_category
+
+if TYPE_CHECKING:  # Dagster loads only when a partition is added: a refused `kb add` needs none
+    import dagster as dg
+
+    from kb_assets.resources import StoresResource
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +136,8 @@ class IntakeOutcome:
             with new content can be added as a new version.
         name_clash: the file was not added because the corpus holds its name with other
             content (``IntakeStatus``); ``False`` for every other outcome.
+        edition_of: the ``doc_id`` of the previous edition an added file was linked to
+            ("Editions" in the module docstring), else ``None``.
     """
 
     path: str
@@ -140,6 +148,7 @@ class IntakeOutcome:
     version: int | None = None
     hint: str = ""
     name_clash: bool = False
+    edition_of: str | None = None
 
     @property
     def label(self) -> str:
@@ -247,6 +256,7 @@ def admit(
     *,
     category: str | None = None,
     new_version: bool = False,
+    edition_of: str | None = None,
 ) -> list[IntakeOutcome]:
     """Apply the intake rules to ``paths`` and add the accepted files: catalog row, blob and
     Dagster partition each.
@@ -255,18 +265,28 @@ def admit(
         category: the base category ("Categories" in the module docstring).
         new_version: add a catalogued name with new content as a new version ("New
             versions" in the module docstring).
+        edition_of: the name or doc_id of the previous edition of the batch's one document
+            ("Editions" in the module docstring); a refused link is a refused outcome.
 
     Returns one outcome per file found, in input order. The added documents are ``pending``;
     a build run makes them ``ready``. A file whose folder path is not a valid category is
     refused with the reason.
 
     Raises:
-        ValueError: ``category`` is not one (``normalize_category``); nothing was read.
+        ValueError: ``category`` is not one (``normalize_category``), or ``edition_of`` is
+            refused (``previous_edition``, or the batch holds more than one document); nothing
+            was read.
         IntakeError: the catalog lookup failed, or the partitions could not be added; nothing
             at all was added.
     """
     base = normalize_category(category)
+    previous = previous_edition(stores, edition_of, new_version)
     files, outcomes = collect_documents(paths)
+    if previous is not None and len(files) > 1:
+        raise ValueError(
+            f"an edition link names the previous edition of one document; this batch has "
+            f"{len(files)}: add the new edition on its own"
+        )
     categories: dict[Path, str | None] = {}
     for file in list(files):
         try:
@@ -280,12 +300,35 @@ def admit(
         replace(c, category=categories.get(c.path))
         for c in _screen(files, stores.settings.max_upload_bytes, outcomes)
     ]
-    decided = _against_catalog(candidates, stores, new_version=new_version)
+    decided = _against_catalog(candidates, stores, new_version=new_version, edition_of=previous)
     added = [o for o in decided if o.status == IntakeStatus.ADDED and o.doc_id]
     if added:
         _add_partitions(instance, added, stores.catalog(), stores.blobs())
     order = {str(p): i for i, p in enumerate(paths)}
     return sorted(outcomes + decided, key=lambda o: _input_position(o.path, order))
+
+
+#: Why ``edition_of`` and ``new_version`` are not taken together ("Editions").
+EDITION_OR_VERSION = (
+    "a new edition cannot also be a new version: a new version keeps the document's file "
+    "name, a new edition has its own name and names the previous edition; choose one of "
+    "--new-version and --edition-of"
+)
+
+
+def previous_edition(stores: StoresResource, ref: str | None, new_version: bool) -> str | None:
+    """The ``doc_id`` ``ref`` names (``Catalog.previous_edition``); ``None`` for no ``ref``.
+
+    Raises:
+        ValueError: with ``new_version``; ``EditionLinkError``: as ``Catalog.previous_edition``.
+        IntakeError: the catalog could not be read; nothing was added.
+    """
+    if ref is not None and new_version:
+        raise ValueError(EDITION_OR_VERSION)
+    try:
+        return None if ref is None else stores.catalog().previous_edition(ref).doc_id
+    except (StoreError, OSError) as error:
+        raise IntakeError(f"the catalog could not be read ({error}); nothing added") from error
 
 
 def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) -> list[Candidate]:
@@ -413,9 +456,11 @@ def duplicate_name_message(
 
 
 def _against_catalog(
-    candidates: list[Candidate], stores: StoresResource, *, new_version: bool = False
+    candidates: list[Candidate], stores: StoresResource, *, new_version: bool = False,
+    edition_of: str | None = None,
 ) -> list[IntakeOutcome]:
-    """Rules 3 and 4 (and "New versions"), then the rows and blobs of the files that pass."""
+    """Rules 3 and 4 (and "New versions"), then the rows and blobs of the files that pass
+    (a new document linked to the previous edition ``edition_of``, a doc_id, when given)."""
     if not candidates:
         return []
     try:
@@ -483,7 +528,7 @@ def _against_catalog(
                 )
             )
         else:
-            outcomes.append(_add_one(candidate, catalog, blobs))
+            outcomes.append(_add_one(candidate, catalog, blobs, edition_of))
     return outcomes
 
 
@@ -534,7 +579,9 @@ def _new_version(
     return candidate.outcome(IntakeStatus.ADDED, existing.doc_id, version=number)
 
 
-def _add_one(candidate: Candidate, catalog: Catalog, blobs: BlobStore) -> IntakeOutcome:
+def _add_one(
+    candidate: Candidate, catalog: Catalog, blobs: BlobStore, edition_of: str | None = None
+) -> IntakeOutcome:
     key = layout.pdf_key(candidate.doc_id)
     try:
         catalog.add_pending(
@@ -544,9 +591,12 @@ def _add_one(candidate: Candidate, catalog: Catalog, blobs: BlobStore) -> Intake
             size_bytes=len(candidate.data),
             blob_key=key,
             category=candidate.category,
+            edition_of=edition_of,
         )
     except DuplicateDocumentError as error:  # lost a race with another intake
         return candidate.outcome(IntakeStatus.DUPLICATE, candidate.doc_id, str(error))
+    except EditionLinkError as error:  # e.g. the previous edition has a next edition already
+        return candidate.outcome(IntakeStatus.REFUSED, None, str(error))
     try:
         blobs.put(key, candidate.data)
     except Exception as error:
@@ -555,7 +605,7 @@ def _add_one(candidate: Candidate, catalog: Catalog, blobs: BlobStore) -> Intake
             IntakeStatus.REFUSED, None, f"could not copy the file to the blob store: {error}"
         )
     log.info("added %s as %s", candidate.name, candidate.doc_id)
-    return candidate.outcome(IntakeStatus.ADDED, candidate.doc_id, version=1)
+    return candidate.outcome(IntakeStatus.ADDED, candidate.doc_id, version=1, edition_of=edition_of)
 
 
 def _add_partitions(
@@ -587,6 +637,8 @@ def _add_partitions(
 def register_partitions(instance: dg.DagsterInstance, doc_ids: Sequence[str]) -> None:
     """Add the documents' Dagster partitions: the one place kb adds them (``admit``, and
     ``kb repair`` for catalog documents whose partition was lost)."""
+    from kb_assets.partitions import add_document_partitions
+
     add_document_partitions(instance, doc_ids)
 
 
@@ -664,6 +716,7 @@ def admit_sources(
     name: str | None = None,
     category: str | None = None,
     new_version: bool = False,
+    edition_of: str | None = None,
 ) -> list[IntakeOutcome]:
     """``admit`` for server paths and URLs together: every URL is downloaded first (see the
     module docstring), then the downloads and the files go through ``admit`` as one batch,
@@ -674,23 +727,60 @@ def admit_sources(
         name: the document name for the batch's one URL (instead of the download's).
         category: the base category (``admit``); a download gets it as its category.
         new_version: as ``admit``: a catalogued name with new content is a new version.
+        edition_of: as ``admit``: the previous edition of the batch's one document.
 
     Returns:
         One outcome per file or URL, in input order; a refused download is ``refused`` with
         the fetcher's reason ("download refused: 127.0.0.1 is a loopback address").
 
     Raises:
-        ValueError: ``name`` given for a batch without exactly one URL, or a ``category``
-            that is not one; nothing was downloaded.
+        ValueError: ``name`` given for a batch without exactly one URL, a ``category``
+            that is not one, or an ``edition_of`` refused (``admit``); nothing was downloaded.
         IntakeError: as ``admit``; nothing at all was added.
     """
+    return admit_sources_opening(
+        sources, stores.settings, lambda: (stores, instance), name=name, category=category,
+        new_version=new_version, edition_of=edition_of,
+    )
+
+
+#: Opens the stores and the Dagster instance an admission writes to (``kb add`` imports
+#: Dagster there, so a batch of refused URLs answers without it: issue 28).
+IntakeTarget = Callable[[], "tuple[StoresResource, dg.DagsterInstance]"]
+
+
+def admit_sources_opening(
+    sources: Sequence[str | Path],
+    settings: Settings,
+    target: IntakeTarget,
+    *,
+    name: str | None = None,
+    category: str | None = None,
+    new_version: bool = False,
+    edition_of: str | None = None,
+) -> list[IntakeOutcome]:
+    """``admit_sources`` that calls ``target()`` (once) only when it needs the stores: to
+    look ``edition_of`` up, or to admit the files and downloads; ``settings`` chooses the
+    fetcher. Returns and raises as ``admit_sources``."""
+    opened: list[tuple[StoresResource, dg.DagsterInstance]] = []
+
+    def open_target() -> tuple[StoresResource, dg.DagsterInstance]:
+        if not opened:
+            opened.append(target())
+        return opened[0]
+
     urls = [str(s) for s in sources if is_url(s)]
     if name is not None and len(urls) != 1:
         raise ValueError(f"a name goes with exactly one URL; this batch has {len(urls)}")
     normalize_category(category)
+    if edition_of is not None:
+        previous_edition(open_target()[0], edition_of, new_version)
     if not urls:
-        return admit(sources, stores, instance, category=category, new_version=new_version)
-    download = fetcher_for(stores.settings)
+        return admit(
+            sources, *open_target(), category=category, new_version=new_version,
+            edition_of=edition_of,
+        )
+    download = fetcher_for(settings)
     refused: list[IntakeOutcome] = []
     origin: dict[str, str] = {}
     batch: list[str | Path] = []
@@ -721,7 +811,10 @@ def admit_sources(
             batch.append(local)
             log.info("downloaded %s (%d bytes) as %s", url, len(fetched.data), file)
         admitted = (
-            admit(batch, stores, instance, category=category, new_version=new_version)
+            admit(
+                batch, *open_target(), category=category, new_version=new_version,
+                edition_of=edition_of,
+            )
             if batch
             else []
         )

@@ -18,7 +18,13 @@ from kb_assets.constants import (
     INBOX_REFUSED,
     PARTITION_TAG,
 )
-from kb_assets.intake import IntakeOutcome, IntakeStatus, admit_sources, is_url
+from kb_assets.intake import (
+    IntakeOutcome,
+    IntakeStatus,
+    admit_sources,
+    is_url,
+    previous_edition,
+)
 from kb_assets.resources import StoresResource
 from kb_shared.stores.catalog.documents import normalize_category
 
@@ -58,7 +64,10 @@ def record_build_failure(context: dg.HookContext) -> None:
 build_documents_job = dg.define_asset_job(
     BUILD_JOB,
     selection=dg.AssetSelection.groups(CORPUS_GROUP),
-    description="Build one document: markdown, chunks, embeddings, graph, figures, record.",
+    description=(
+        "Build one document: markdown, chunks, obligations, changes, embeddings, graph, "
+        "figures, record."
+    ),
     hooks={record_build_failure},
 )
 
@@ -102,6 +111,14 @@ class AddDocumentsConfig(dg.Config):
             "the new one is ready). Without it such a file is reported as a duplicate."
         ),
     )
+    edition_of: str | None = Field(
+        None,
+        description=(
+            "Optional: the file name or doc_id of the document whose next edition the one "
+            "document in paths is (a new issue under a new name, e.g. next year's Notice to "
+            "Market); the two are then compared. Not with new_version."
+        ),
+    )
     from_inbox: bool = Field(
         False,
         description=(
@@ -128,12 +145,17 @@ def add_documents_op(
     except ValueError as error:
         raise dg.Failure(description=f"category refused: {error}; nothing was added") from error
     try:
+        previous_edition(stores, config.edition_of, config.new_version)
+    except ValueError as error:
+        raise dg.Failure(description=f"edition_of refused: {error}; nothing was added") from error
+    try:
         outcomes = admit_sources(
             config.paths, stores, context.instance, name=config.name, category=config.category,
-            new_version=config.new_version,
+            new_version=config.new_version, edition_of=config.edition_of,
         )
     except ValueError as error:
-        raise dg.Failure(description=f"{error}; remove name or list exactly one URL") from error
+        fix = "remove name or list exactly one URL" if config.name else "nothing was added"
+        raise dg.Failure(description=f"{error}; {fix}") from error
     if config.from_inbox:
         inbox = stores.settings.inbox.resolve()
         for outcome in outcomes:

@@ -18,9 +18,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from kb_assets.backfill import RANGE_END_TAG
 from kb_assets.constants import DOCUMENTS, PARTITION_TAG
-from kb_assets.io_manager import RANGE_START_TAG
 
 #: Run tag naming the process that executes a build run (``host:pid``), so a later build can
 #: tell a run whose process is gone (killed or crashed) from one still going.
@@ -154,6 +152,10 @@ def builds_in_progress(
     Returns:
         ``{doc_id: LiveRun}``; of several runs of one document, the newest.
     """
+    # the batch runs' tags, imported here: backfill and the IO manager load the build's code
+    from kb_assets.backfill import RANGE_END_TAG
+    from kb_assets.io_manager import RANGE_START_TAG
+
     runs = instance.get_runs(filters=dg.RunsFilter(statuses=list(LIVE_STATUSES)))
     live: dict[str, LiveRun] = {}
     order: list[str] | None = None

@@ -39,10 +39,6 @@ from kb_assets.constants import (
     RECORD,
     DocumentStatus,
 )
-from kb_assets.assets.record import remove_version_data
-from kb_assets.definitions import build_job
-from kb_assets.intake import register_partitions
-from kb_assets.io_manager import StepRecords
 from kb_assets.live_runs import (
     BUILDING_ELSEWHERE,
     PROCESS_TAG,
@@ -202,28 +198,37 @@ def run_build(
     assets: Sequence[str] | None = None,
     force: Iterable[str] = (),
     settings: SettingsResource | None = None,
-    job: Callable[[], dg.JobDefinition] = build_job,
+    job: Callable[[], dg.JobDefinition] | None = None,
 ) -> dg.JobExecutionResult:
     """Materialise one document's assets in-process as a run of ``build_documents``.
 
     Args:
-        assets: asset names to materialise (default: all six).
+        assets: asset names to materialise (default: all of ``CORPUS_ASSETS``).
         force: asset names whose unchanged-input shortcut is skipped.
         settings: whose ``home`` and ``overrides`` the run's ``stores`` and ``providers``
             resources get as run config (shown on the run in the UI, reused by a
             re-execution); ``None`` = the environment's. Secrets always come from the
             environment.
-        job: module-level function returning the build job (tests pass one on fakes).
+        job: module-level function returning the build job (tests pass one on fakes);
+            ``None``: ``kb_assets.definitions.build_job``.
     """
     selected = list(assets or CORPUS_ASSETS)
     close_abandoned_runs(instance, doc_id)
     return dg.execute_job(
-        dg.reconstructable(job),
+        dg.reconstructable(job or _build_job()),
         instance=instance,
         run_config=run_config_for(selected, force, settings),
         tags={PARTITION_TAG: doc_id, PROCESS_TAG: this_process()},
         asset_selection=[dg.AssetKey(name) for name in selected],
     )
+
+
+def _build_job() -> Callable[[], dg.JobDefinition]:
+    """``kb_assets.definitions.build_job``, imported when a build runs: the definitions load
+    every asset (PyMuPDF, the models' code), which ``kb status`` and ``kb add`` do not need."""
+    from kb_assets.definitions import build_job
+
+    return build_job
 
 
 def run_config_for(
@@ -271,6 +276,8 @@ def recover_interrupted(
                 and blobs.exists(v.blob_key)
             ]
         if leftover:
+            from kb_assets.assets.record import remove_version_data
+
             remove_version_data(stores, leftover)
     except StoreError:
         return []
@@ -278,9 +285,13 @@ def recover_interrupted(
 
 
 def retry_failed(
-    instance: dg.DagsterInstance, run_id: str, *, job: Callable[[], dg.JobDefinition] = build_job
+    instance: dg.DagsterInstance,
+    run_id: str,
+    *,
+    job: Callable[[], dg.JobDefinition] | None = None,
 ) -> dg.JobExecutionResult:
-    """Re-execute a failed run from its failed step: steps that succeeded are not re-run.
+    """Re-execute a failed run from its failed step: steps that succeeded are not re-run
+    (``job``: as ``run_build``).
 
     The parent run's partition tag is passed on explicitly (``execute_job`` does not copy
     it), so the re-execution works on the same document.
@@ -293,7 +304,7 @@ def retry_failed(
         raise ValueError(f"no run {run_id!r} in this Dagster instance")
     partition = parent.tags.get(PARTITION_TAG)
     return dg.execute_job(
-        dg.reconstructable(job),
+        dg.reconstructable(job or _build_job()),
         instance=instance,
         run_config=parent.run_config or QUIET_LOGGERS,
         tags={PARTITION_TAG: partition, PROCESS_TAG: this_process()}
@@ -589,7 +600,9 @@ def delete_document(
     removed = graph.delete_document(doc)
     blobs = stores.blobs()
     count = 0
-    for key in [row.blob_key, *StepRecords.keys(doc)]:
+    from kb_assets.io_manager import StepRecords  # PyArrow: only deletes and builds need it
+
+    for key in [row.blob_key, layout.snapshot_key(doc), *StepRecords.keys(doc)]:
         if key and blobs.exists(key):
             blobs.delete(key)
             count += 1
@@ -598,12 +611,16 @@ def delete_document(
         blobs.delete(key)
     count += len(figure_keys)
     relationships, entities = removed.relationships, removed.entities
-    for version in stores.catalog().versions(doc)[1:]:  # versions 2+ have their own keys
+    history = stores.catalog().versions(doc)
+    if len(history) > 1:  # version 1's file, kept after it was superseded (record asset)
+        count += int(blobs.delete(history[0].blob_key))
+    for version in history[1:]:  # versions 2+ have their own keys
         vectors += index.delete_document(version.key) if index is not None else 0
         more = graph.delete_document(version.key)
         relationships, entities = relationships + more.relationships, entities + more.entities
         count += int(blobs.delete(version.blob_key))
         count += blobs.delete_prefix(layout.figures_prefix(version.key))
+        count += int(blobs.delete(layout.snapshot_key(version.key)))
     had_partition = instance.has_dynamic_partition(DOCUMENTS, doc)
     if had_partition:  # before the row, so a delete killed after it can be run again
         instance.delete_dynamic_partition(DOCUMENTS, doc)
@@ -750,6 +767,8 @@ def repair_partitions(stores: StoresResource, instance: dg.DagsterInstance) -> R
     added = sorted(wanted - present)
     removed = sorted(present - wanted - deleting)
     if added:
+        from kb_assets.intake import register_partitions  # the fetcher's HTTP client with it
+
         register_partitions(instance, added)
     for doc in removed:
         instance.delete_dynamic_partition(DOCUMENTS, doc)

@@ -12,26 +12,27 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from kb_shared.errors import SettingsError
-from kb_shared.providers import factory as provider_factory
-from kb_shared.providers.base import (
-    Contextualiser,
-    Embedder,
-    FigureLocator,
-    GraphExtractor,
-    MarkdownConverter,
-)
 from kb_shared.settings import Settings
 from kb_shared.stores import factory as store_factory
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.stores.catalog import Catalog
 from kb_shared.stores.graph import GraphStore
 from kb_shared.stores.vectors import VectorIndex
+
+if TYPE_CHECKING:  # the providers (NumPy, model code) load when a run first asks for one
+    from kb_shared.providers.base import (
+        Contextualiser,
+        Embedder,
+        FigureLocator,
+        GraphExtractor,
+        MarkdownConverter,
+    )
 
 #: ``Settings`` fields that hold a secret: never accepted in ``overrides`` (which is stored
 #: with the run) — each has its own resource field for an ``EnvVar``.
@@ -252,22 +253,32 @@ class ProvidersResource(SettingsResource, Providers):
 
     def converter(self) -> MarkdownConverter:
         """PDF → Markdown converter."""
+        from kb_shared.providers import factory as provider_factory
+
         return self._cached("converter", provider_factory.markdown_converter)
 
     def embedder(self) -> Embedder:
         """Dense embedder (chunks, figures, entity names and queries share it)."""
+        from kb_shared.providers import factory as provider_factory
+
         return self._cached("embedder", provider_factory.embedder)
 
     def contextualiser(self) -> Contextualiser:
         """Per-chunk context provider (the heading-path null object offline)."""
+        from kb_shared.providers import factory as provider_factory
+
         return self._cached("contextualiser", provider_factory.contextualiser)
 
     def extractor(self) -> GraphExtractor:
         """Entity/relationship extractor."""
+        from kb_shared.providers import factory as provider_factory
+
         return self._cached("extractor", provider_factory.graph_extractor)
 
     def figure_locator(self) -> FigureLocator:
         """Figure box locator."""
+        from kb_shared.providers import factory as provider_factory
+
         return self._cached("figure_locator", provider_factory.figure_locator)
 
 

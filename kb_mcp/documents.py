@@ -25,6 +25,10 @@ keys*: for each servable document, the key of its catalog ``serving`` version
 (``serving_keys``), read in the same catalog read as the statuses. While any document has
 more than one version, searches are always filtered (``ServedDocuments.only`` is set), so a
 version being built, a failed one, or one superseded a moment ago is never returned.
+
+Editions (issue 27): documents with different names linked as editions of one series
+(``documents.edition_of``); ``document_list`` gathers the series of the listed documents
+(``series_ids``, over the documents not being deleted) and ``series_notes`` words them.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from kb_shared.stores.catalog import (
     serving_version,
 )
 from kb_shared.stores.catalog.documents import in_category, normalize_category
+from kb_shared.stores.catalog.editions import series_ids
 from kb_shared.stores.readers import CatalogReader, VectorReader
 
 #: Most chunks read_doc returns per call (mcp-documentation README: ``max_chunks_per_read`` 5).
@@ -328,13 +333,16 @@ def search_scope(
 
 @dataclass(frozen=True, slots=True)
 class DocumentList:
-    """The catalog as list_documents shows it: ready documents and the others, and each
-    listed document's version history by doc_id (``versions``; oldest first)."""
+    """The catalog as list_documents shows it: ready documents and the others, each listed
+    document's version history by doc_id (``versions``; oldest first), and the series of
+    two or more editions a listed document belongs to (``series``; each oldest first, in
+    list order of their first listed edition)."""
 
     ready: list[DocumentRow]
     pending: list[DocumentRow]
     failed: list[DocumentRow]
     versions: dict[str, list[DocumentVersionRow]] = field(default_factory=dict)
+    series: list[list[DocumentRow]] = field(default_factory=list)
 
 
 def document_list(catalog: CatalogReader, category: str | None = None) -> DocumentList:
@@ -346,14 +354,45 @@ def document_list(catalog: CatalogReader, category: str | None = None) -> Docume
         ToolProblem: a category ``normalize_category`` refuses.
     """
     prefix = category_prefix(category)
-    rows = [row for row in _present(_all_rows(catalog)) if in_category(row.category, prefix)]
+    present = _present(_all_rows(catalog))
+    rows = [row for row in present if in_category(row.category, prefix)]
     versions = _all_versions(catalog)
+    ready = [r for r in rows if r.status == READY]
+    pending = [r for r in rows if r.status == PENDING]
+    failed = [r for r in rows if r.status == FAILED]
     return DocumentList(
-        ready=[r for r in rows if r.status == READY],
-        pending=[r for r in rows if r.status == PENDING],
-        failed=[r for r in rows if r.status == FAILED],
+        ready=ready,
+        pending=pending,
+        failed=failed,
         versions={r.doc_id: versions[r.doc_id] for r in rows if r.doc_id in versions},
+        series=_series(present, [*ready, *pending, *failed]),
     )
+
+
+def _series(
+    present: Sequence[DocumentRow], listed: Sequence[DocumentRow]
+) -> list[list[DocumentRow]]:
+    """The series (``series_ids`` over ``present``) of two or more editions that a ``listed``
+    document belongs to, each once, oldest edition first."""
+    links = {row.doc_id: row.edition_of for row in present}
+    by_id = {row.doc_id: row for row in present}
+    found: dict[str, list[DocumentRow]] = {}
+    for row in listed:
+        chain = series_ids(links, row.doc_id)
+        if len(chain) > 1 and chain[0] not in found:
+            found[chain[0]] = [by_id[doc] for doc in chain]
+    return list(found.values())
+
+
+def series_notes(listing: DocumentList) -> list[str]:
+    """One line per series of ``listing``, its editions oldest first with the status of any
+    not ready, e.g. ``Notice FY24.pdf → Notice FY25.pdf (pending)``."""
+    return [
+        " → ".join(
+            row.name + ("" if row.status == READY else f" ({row.status})") for row in editions
+        )
+        for editions in listing.series
+    ]
 
 
 def version_notes(listing: DocumentList) -> list[str]:

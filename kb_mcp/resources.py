@@ -21,6 +21,7 @@ from kb_mcp.errors import ToolProblem
 from kb_mcp.links import Links
 from kb_mcp.state import StateHolder
 from kb_mcp.tools import KbServer
+from kb_mcp.tools.list_documents import listing_output
 from kb_shared.stores.readers import CatalogReader
 
 log = logging.getLogger(__name__)
@@ -44,13 +45,14 @@ def register(server: KbServer, *, holder: StateHolder, links: Links) -> None:
         title="Indexed documents",
         description=(
             "Every ready document (doc_id, name, title, version, pages, chunk and figure counts, "
-            "PDF URL, updated_at) plus pending/failed counts, as compact JSON."
+            "PDF URL, updated_at) plus pending/failed counts and the series of documents "
+            "linked as editions, as compact JSON."
         ),
         mime_type="application/json",
     )
     def documents_resource() -> str:
         try:
-            output = render.document_list_output(document_list(holder.state.catalog), links)
+            output = listing_output(document_list(holder.state.catalog), links)
         except Exception as exc:
             log.warning("%s failed: %s", DOCUMENTS_URI, exc)
             raise ResourceError(f"cannot read the catalog: {exc}") from exc
@@ -90,7 +92,7 @@ def register(server: KbServer, *, holder: StateHolder, links: Links) -> None:
                 f"no document is filed under category {category!r}; read kb://documents for "
                 "every document and its category"
             )
-        return render.document_list_output(listing, links).model_dump_json()
+        return listing_output(listing, links).model_dump_json()
 
 
 def _read_catalog(template: str, read: Callable[[], T]) -> T:

@@ -324,3 +324,69 @@ class SearchComplianceOutput(MarketSearchOutput):
     )
     filters: dict[str, str]
     synced_at: str | None = Field(None, description="Last Notion sync, ISO 8601 UTC.")
+
+
+class ObligationRef(BaseModel):
+    """One obligation of search_obligations (its sentence is in ``text``: the register is the
+    answer, not a pointer to one)."""
+
+    number: int
+    party: str
+    role: str | None = None
+    modality: str
+    text: str
+    action: str
+    deadline: str | None = None
+    reference: str | None = None
+    doc_id: str
+    version: int
+    page: int | None = None
+    chunk_id: str
+    section: str | None = None
+    url: str | None = None
+
+
+class SearchObligationsOutput(BaseModel):
+    """Structured content of search_obligations (counts exact over every match)."""
+
+    count: int
+    by_party: dict[str, int]
+    by_document: dict[str, int]
+    offset: int
+    next_offset: int | None = None
+    filters: dict[str, str | bool]
+    obligations: list[ObligationRef]
+
+
+class ChangeSideRef(BaseModel):
+    """One side of a change: the changed sentences, their pages, the PDF at the first."""
+
+    text: str
+    pages: list[int]
+    url: str | None = None
+
+
+class ChangeRef(BaseModel):
+    """One change of compare_versions."""
+
+    number: int
+    kind: Literal["added", "removed", "changed", "moved"]
+    section_before: str | None = None
+    section_after: str | None = None
+    before: ChangeSideRef
+    after: ChangeSideRef
+    obligation: bool
+    numbers: list[list[str | None]]
+
+
+class CompareVersionsOutput(BaseModel):
+    """Structured content of compare_versions (the summary counts every change)."""
+
+    doc_id: str
+    version: int
+    previous_doc_id: str
+    previous_version: int
+    summary: dict[str, int]
+    offset: int
+    next_offset: int | None = None
+    changes: list[ChangeRef]

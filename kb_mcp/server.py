@@ -40,6 +40,7 @@ from kb_mcp.state import ServerState, StateHolder, open_state, settle_interprete
 from kb_mcp.tools import (
     KbServer,
     add_reference,
+    compare_versions,
     display_process,
     echo,
     find_reference,
@@ -50,6 +51,7 @@ from kb_mcp.tools import (
     search_compliance,
     search_docs,
     search_graph,
+    search_obligations,
 )
 from kb_shared.providers.base import Embedder, Reranker
 from kb_shared.settings import Settings
@@ -60,8 +62,10 @@ INSTRUCTIONS = """\
 kb answers questions about an indexed collection of regulatory documents (PDFs), with
 page-level citations. search_docs finds passages (meaning + exact codes and clause numbers);
 search_graph follows relationships between parties, obligations and defined terms;
-read_doc reads chunks around a result; list_documents shows what is indexed;
-display_process shows the figures (process diagrams) that match a question, in a viewer
+search_obligations lists every obligation (must / should) with an exact count, by party and
+document; compare_versions says what changed since a document's previous issue; read_doc
+reads chunks around a result; list_documents shows what is indexed; display_process
+shows the figures (process diagrams) that match a question, in a viewer
 where the host supports MCP Apps. Numbers about
 the energy market (AER retail statistics) come from search_aer_performance and enforcement
 actions (fines, penalties) from search_compliance, both with exact counts and totals. Cite
@@ -147,10 +151,13 @@ def build_server(
         log_level=log_level,
         extensions=[apps],
     )
+    display_process.lean_schemas(server)  # the MCP App's tool, added by the extension above
     search_docs.register(server, links=links, max_query_chars=max_chars)
     search_graph.register(server, links=links, max_query_chars=max_chars)
     read_doc.register(server, links=links)
     list_documents.register(server, links=links)
+    search_obligations.register(server, links=links)
+    compare_versions.register(server, links=links)
     search_aer_performance.register(server)
     search_compliance.register(server, max_query_chars=max_chars)
     request_document.register(server)

@@ -254,3 +254,16 @@ class BlobStoreFullError(StoreError, OSError):
         self.key = key
         self.size = size
         self.errno = errno
+
+
+class EditionLinkError(KbError, ValueError):
+    """A link of two documents as editions of one series that the catalog refuses: the
+    previous edition is unknown or being deleted, is the document itself, already has a next
+    edition, or the link would make a loop (``kb_shared.stores.catalog.editions``). The
+    message names what to link instead; nothing was written."""
+
+
+class ChangeSnapshotError(KbError, ValueError):
+    """A stored snapshot of a document version (``kb_shared.changes.Snapshot.from_json``)
+    that is not the JSON layout this kb writes; the message says what is wrong and that
+    rebuilding the document's ``changes`` asset writes it again."""

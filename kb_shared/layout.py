@@ -10,6 +10,8 @@ each version keeps its own files; step outputs are per ``doc_id`` (the Dagster p
     chunks/{doc}.parquet             the chunks asset's output
     assets/{asset}/{doc}.json        other assets' step summaries
     figures/{doc}/figure-{n}.png     a figure crop (served), plus .inline.png and .embed.png
+    snapshots/{doc}.json             a version's sections and sentences (``kb_shared.changes``),
+                                     kept after the version is superseded, for "what changed"
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ MARKDOWN = "markdown/"
 CHUNKS = "chunks/"
 ASSET_OUTPUTS = "assets/"
 FIGURES = "figures/"
+SNAPSHOTS = "snapshots/"
 
 #: Prefixes the read-only HTTP routes may serve (PDFs and figure renders; never step outputs).
 SERVED_PREFIXES: tuple[str, ...] = (PDFS, FIGURES)
@@ -51,6 +54,12 @@ def chunks_key(doc: str) -> str:
 def asset_output_key(asset: str, doc: str) -> str:
     """Key of an asset's stored step summary (JSON) for one document."""
     return f"{ASSET_OUTPUTS}{asset}/{doc}.json"
+
+
+def snapshot_key(doc: str) -> str:
+    """Key of one version's change snapshot (``kb_shared.changes.Snapshot``; ``doc`` is the
+    version's key). It outlives the version's other data: the next issue is compared with it."""
+    return f"{SNAPSHOTS}{doc}.json"
 
 
 def figures_prefix(doc: str) -> str:

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS documents (
     created_at         timestamptz   NOT NULL DEFAULT CURRENT_TIMESTAMP,
     updated_at         timestamptz   NOT NULL DEFAULT CURRENT_TIMESTAMP,
     category           varchar(200),
+    edition_of         varchar(120),
     PRIMARY KEY (doc_id),
     CONSTRAINT uq_documents_normalized_name UNIQUE (normalized_name),
     CONSTRAINT uq_documents_sha256 UNIQUE (sha256),

@@ -1,10 +1,21 @@
-"""The six per-document corpus assets, one module each, in build order."""
+"""The per-document corpus assets, one module each, in build order."""
 
-from kb_assets.assets import chunks, embeddings, figures, graph, markdown, record
+from kb_assets.assets import (
+    changes,
+    chunks,
+    embeddings,
+    figures,
+    graph,
+    markdown,
+    obligations,
+    record,
+)
 
 CORPUS_ASSETS = [
     markdown.markdown,
     chunks.chunks,
+    obligations.obligations,
+    changes.changes,
     embeddings.embeddings,
     graph.graph,
     figures.figures,

@@ -12,7 +12,9 @@ version of a document, the catalog's ``serving`` one, and its data is complete.
 * This step is the switch: ``Catalog.record_version`` makes the built version ``serving`` and
   the previous one ``superseded`` in one transaction, so a reader sees the old version or the
   new one, never both or neither. Only then are the other versions' points, edges, figures
-  and files removed (their catalog rows stay as history); a pending version is left alone.
+  and obligations removed (their catalog rows stay as history); a pending version is left
+  alone. A superseded version keeps its file and its change snapshot: they are the "before"
+  side of what changed (issue 27, ``changes`` asset); a failed version's file is removed.
 * A build that fails before this step changes nothing that is served: the failure hook
   (``kb_assets.jobs.record_build_failure``) marks the version ``failed`` with its reason, and
   the version served before it still is.
@@ -28,7 +30,15 @@ import dagster as dg
 
 from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
-from kb_assets.constants import EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
+from kb_assets.constants import (
+    CHANGES,
+    EMBEDDINGS,
+    FIGURES,
+    GRAPH,
+    MARKDOWN,
+    OBLIGATIONS,
+    RECORD,
+)
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import StoresResource
 from kb_shared import layout
@@ -39,6 +49,7 @@ from kb_shared.stores.catalog import DocumentVersionRow, VersionStatus
     RECORD,
     kinds={"sql"},
     inputs={"document": MARKDOWN, "embedded": EMBEDDINGS, "graphed": GRAPH, "figured": FIGURES},
+    after=[OBLIGATIONS, CHANGES],  # served with the version it switches to
     stored=False,
     description=(
         "The catalog row: name, doc_id, title, version, pages, chunk/figure/entity/"
@@ -128,8 +139,9 @@ def record_document(
 
 
 def remove_version_data(stores: StoresResource, versions: list[DocumentVersionRow]) -> str:
-    """Delete the points, edges (then orphan entities), figure renders and file of each of
-    ``versions`` (none of them served); their catalog rows stay. Returns the version numbers
+    """Delete the points, edges (then orphan entities), figure renders and obligations of each
+    of ``versions`` (none of them served), and the file of a failed one (a superseded version
+    keeps its file: module docstring); their catalog rows stay. Returns the version numbers
     that had something to remove, comma-separated ("" when none had)."""
     index = stores.existing_vectors()
     graph = stores.graph()
@@ -140,7 +152,9 @@ def remove_version_data(stores: StoresResource, versions: list[DocumentVersionRo
         count = index.delete_document(version.key) if index is not None else 0
         count += graph.delete_document(version.key).relationships
         count += blobs.delete_prefix(layout.figures_prefix(version.key))
-        count += int(blobs.delete(version.blob_key))
+        if version.status == VersionStatus.FAILED:
+            count += int(blobs.delete(version.blob_key))
+        count += stores.catalog().delete_obligations(version_key=version.key)
         if count:
             touched.append(str(version.version))
     return ", ".join(touched)

@@ -9,16 +9,20 @@ Routes (JSON unless said otherwise):
   each file's verdict before any byte is sent (``checks.check_files``); a name already in the
   corpus says whether it can be sent as a new version (``new_version_possible``) and whether
   it is a name clash or a duplicate (``name_clash``; ``null`` until a SHA-256 tells).
-* ``PUT /api/files?name=…[&new_version=1]`` — one file's bytes as the request body
-  (``Content-Length`` required); checked again, streamed to a temporary file (stopped past the
-  limit), admitted (``intake.admit``; with ``new_version=1`` as the next version of the
-  document of that name, as ``kb add --new-version``). 201 added (``outcome.version`` is the
-  version it became), 200 duplicate, 409 refused before reading the body, 413 over the limit,
-  422 refused after the transfer.
+* ``PUT /api/files?name=…[&new_version=1 | &edition_of=DOC]`` — one file's bytes as the
+  request body (``Content-Length`` required); checked again, streamed to a temporary file
+  (stopped past the limit), admitted (``intake.admit``; with ``new_version=1`` as the next
+  version of the document of that name, as ``kb add --new-version``; with ``edition_of`` as
+  the next edition of that document, as ``kb add --edition-of``). 201 added
+  (``outcome.version`` is the version it became), 200 duplicate, 400 an edition link refused
+  before reading the body, 409 refused before reading the body, 413 over the limit, 422
+  refused after the transfer.
 * ``GET /api/builds?hours=`` — ``builds.recent_builds``; ``GET /api/tasks`` — the worker.
 * ``POST /api/runs/{run_id}/retry``, ``POST /api/documents/{doc}/rebuild/{asset}``,
   ``POST /api/documents/{doc}/build`` (a pending document, when no sensor builds it),
   ``POST /api/requests/{id}/approve`` — queued on the worker (202 with the task).
+* ``GET /api/documents/{doc}/changes`` — what changed in its serving version since the
+  previous issue (``UploadService.changes``: compare_versions' structured content).
 * ``GET /api/documents``, ``DELETE /api/documents/{doc}``, ``GET /api/requests``,
   ``POST /api/requests/{id}/reject`` ``{"reason"}``.
 
@@ -221,6 +225,8 @@ async def _upload(request: Request, service: UploadService) -> Response:
     if flag not in FLAG_VALUES:
         return _error(400, f"new_version must be 1 or 0, not {flag!r}")
     new_version = FLAG_VALUES[flag]
+    edition_of = request.query_params.get("edition_of", "").strip() or None
+    await _call(lambda: service.check_edition(edition_of, new_version=new_version))
     (check,) = await _call(lambda: service.check([(name, size)], new_version=new_version))
     if not check.accepted:
         return JSONResponse({"file": check.as_dict()}, status_code=409)
@@ -240,7 +246,9 @@ async def _upload(request: Request, service: UploadService) -> Response:
             return _error(
                 400, f"the upload stopped after {received:,} of {size:,} bytes; send it again"
             )
-        outcome = await _call(lambda: service.admit_file(path, new_version=new_version))
+        outcome = await _call(
+            lambda: service.admit_file(path, new_version=new_version, edition_of=edition_of)
+        )
     shown = {**outcome.as_dict(), "path": name}
     return JSONResponse({"outcome": shown}, status_code=OUTCOME_CODES[outcome.status])
 
@@ -278,6 +286,10 @@ async def _rebuild(request: Request, service: UploadService) -> Response:
 
 async def _documents(request: Request, service: UploadService) -> Response:
     return JSONResponse({"documents": await _call(service.documents)})
+
+
+async def _changes(request: Request, service: UploadService) -> Response:
+    return JSONResponse(await _call(service.changes, request.path_params["doc_id"]))
 
 
 async def _delete(request: Request, service: UploadService) -> Response:
@@ -342,6 +354,7 @@ def build_app(
         Route("/api/documents", api(_documents), methods=["GET"]),
         Route("/api/documents/{doc_id}", api(_delete), methods=["DELETE"]),
         Route("/api/documents/{doc_id}/build", api(_build), methods=["POST"]),
+        Route("/api/documents/{doc_id}/changes", api(_changes), methods=["GET"]),
         Route("/api/documents/{doc_id}/rebuild/{asset}", api(_rebuild), methods=["POST"]),
         Route("/api/requests", api(_requests), methods=["GET"]),
         Route("/api/requests/{request_id:int}/approve", api(_approve), methods=["POST"]),

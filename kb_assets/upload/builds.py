@@ -77,7 +77,7 @@ def failure_message(data: Any) -> str:
 
 def planned_steps(run: dg.DagsterRun) -> list[str]:
     """The corpus assets ``run`` executes, in build order: its re-execution step keys, else
-    its asset selection, else all six."""
+    its asset selection, else all of ``CORPUS_ASSETS``."""
     if run.step_keys_to_execute:
         wanted = set(run.step_keys_to_execute)
     elif run.asset_selection:

@@ -25,12 +25,13 @@ from kb_assets import operations, request_jobs
 from kb_assets.cli_requests import request_json
 from kb_assets.constants import CORPUS_ASSETS, PARTITION_TAG, RECORD, DocumentStatus
 from kb_assets.definitions import build_job
-from kb_assets.intake import IntakeOutcome, IntakeStatus, admit
+from kb_assets.intake import IntakeOutcome, IntakeStatus, admit, previous_edition
 from kb_assets.partitions import documents_partitions
 from kb_assets.resources import StoresResource
 from kb_assets.upload.builds import recent_builds
 from kb_assets.upload.checks import FileCheck, check_files
 from kb_assets.upload.work import Task, Worker
+from kb_shared.errors import SchemaMissingError
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import new_version_waits
 
@@ -103,23 +104,40 @@ class UploadService:
                 files, stores.catalog(), self.max_bytes, new_version=new_version, sha256s=sha256s
             )
 
-    def admit_file(self, path: Path, *, new_version: bool = False) -> IntakeOutcome:
+    def check_edition(self, edition_of: str | None, *, new_version: bool = False) -> None:
+        """Refuse an edition link before the file is sent (``intake.previous_edition``).
+
+        Raises:
+            ValueError: with ``new_version``; ``EditionLinkError``: an unknown document.
+            IntakeError: the catalog could not be read.
+        """
+        with self.stores() as stores:
+            previous_edition(stores, edition_of, new_version)
+
+    def admit_file(
+        self, path: Path, *, new_version: bool = False, edition_of: str | None = None
+    ) -> IntakeOutcome:
         """Admit one received file with ``kb_assets.intake.admit`` (one at a time, so two
         uploads never race in the duplicate check); then, with ``build_uploads``, queue its
         build. With ``new_version`` a file whose name is a catalogued document's becomes its
-        next version (``kb add --new-version``'s rule; the outcome's ``version`` says which).
+        next version (``kb add --new-version``'s rule; the outcome's ``version`` says which);
+        with ``edition_of`` (a name or doc_id) a new document becomes that one's next edition
+        (``kb add --edition-of``; the outcome's ``edition_of`` names it).
 
         Raises:
             IntakeError: as ``admit``; nothing was added.
+            ValueError: ``edition_of`` refused (``admit``); nothing was added.
         """
         with self._admitting, self.stores() as stores:
-            (outcome,) = admit([path], stores, self.instance, new_version=new_version)
+            (outcome,) = admit(
+                [path], stores, self.instance, new_version=new_version, edition_of=edition_of
+            )
         if outcome.status == IntakeStatus.ADDED and outcome.doc_id and self.build_uploads:
             self.build(outcome.doc_id, outcome.name, outcome.version)
         return outcome
 
     def build(self, doc_id: str, name: str, version: int | None = None) -> Task:
-        """Queue an in-process build of all six assets of ``doc_id`` (``version``: the
+        """Queue an in-process build of every corpus asset of ``doc_id`` (``version``: the
         number of the version it makes, named in the task's label when given)."""
         label = f"build {name}" + (f" v{version}" if version else "")
         return self.worker.submit("build", label, lambda: self._run(doc_id), doc_id=doc_id)
@@ -169,16 +187,57 @@ class UploadService:
 
     def documents(self) -> list[dict[str, Any]]:
         """The corpus: ``operations.document_status`` rows (``kb status``) with each
-        document's title, version and category from the catalog."""
+        document's title, version, category, previous edition's doc_id (``edition_of``) and
+        the summary of what changed in its serving version (``changes``: the counts of
+        ``Catalog.change_set``, ``None`` when it has no stored comparison) from the catalog."""
         with self.stores() as stores:
-            rows = {r.doc_id: r for r in stores.catalog().list_documents()}
+            catalog = stores.catalog()
+            rows = {r.doc_id: r for r in catalog.list_documents()}
             listed = operations.document_status(stores, self.instance)
+            try:
+                compared = {
+                    doc_id: {s.version: s.summary for s in catalog.change_sets(doc_id)}
+                    for doc_id in rows
+                }
+            except SchemaMissingError:  # a Postgres catalog before sql/009: no comparisons
+                compared = {}
         for item in listed:
             row = rows.get(item["doc_id"])
             item["title"] = row.title if row else None
             item["version"] = row.version if row else None
             item["category"] = row.category if row else None
+            item["edition_of"] = row.edition_of if row else None
+            serving = item.get("serving_version")
+            item["changes"] = compared.get(item["doc_id"], {}).get(serving) if serving else None
         return listed
+
+    def changes(self, doc_id: str) -> dict[str, Any]:
+        """What changed in ``doc_id``'s serving version since its previous issue: the
+        ``compare_versions`` tool's structured content (every change), plus both sides'
+        names and labels, with PDF links on the MCP server (``kb_mcp.links``).
+
+        Raises:
+            ValueError: unknown document, no previous issue, or no stored comparison (the
+                message says what to do; ``kb_mcp.render_changes.find_comparison``).
+        """
+        from kb_mcp.errors import ToolProblem
+        from kb_mcp.links import links_for
+        from kb_mcp.render_changes import comparison_output, find_comparison
+
+        with self.stores() as stores:
+            try:
+                comparison = find_comparison(stores.catalog(), doc_id)
+            except ToolProblem as exc:
+                raise ValueError(str(exc)) from exc
+        every = max(len(comparison.stored.changes), 1)
+        output = comparison_output(comparison, links_for(self.settings), 0, every)
+        return {
+            **output.model_dump(mode="json"),
+            "name": comparison.after.document.name,
+            "previous_name": comparison.before.document.name,
+            "label": comparison.after.label,
+            "previous_label": comparison.before.label,
+        }
 
     def requests(self) -> list[dict[str, Any]]:
         """The document requests not rejected, oldest first (``kb requests list``)."""

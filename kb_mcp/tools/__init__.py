@@ -39,10 +39,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_worl
 MAX_NAME_CHARS = 1024
 
 #: The ``category`` argument of search_docs, search_graph and list_documents (issue 12).
-CATEGORY_HELP = (
-    "Only documents filed under this category or below it, e.g. 'aemo' (matches "
-    "'aemo/procedures'); whole folder names, any case. list_documents shows the categories."
-)
+CATEGORY_HELP = "Only this folder path and below, e.g. 'aemo'."
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,9 +72,65 @@ def kb_tool(
             name=name, title=title, description=description, annotations=annotations,
             structured_output=None if structured else False,
         )(reported(name)(fn))
+        lean_published_schemas(server, name)
         return fn
 
     return register
+
+
+#: Schema keys whose values are data, not schemas: never searched for prose to drop.
+_DATA_KEYS = frozenset({"default", "enum", "const", "examples"})
+#: Schema keys that map names to schemas: the names are kept whatever they are.
+_NAMED_SCHEMAS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+
+
+def without_prose(schema: Any, keys: frozenset[str]) -> Any:
+    """A copy of the JSON schema ``schema`` without the string values of ``keys`` (e.g.
+    ``title``, ``description``) in any schema object of it; property names and data
+    (``default``, ``enum``, ``const``, ``examples``) are kept as they are."""
+    if isinstance(schema, list):
+        return [without_prose(item, keys) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    lean: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+            lean[key] = {name: without_prose(sub, keys) for name, sub in value.items()}
+        elif key in keys and isinstance(value, str):
+            continue
+        else:
+            lean[key] = value if key in _DATA_KEYS else without_prose(value, keys)
+    return lean
+
+
+def without_null_defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` (an input schema) without ``"default": null`` on its optional top-level
+    properties: a property that is not required and not sent is ``None`` to the tool anyway."""
+    required = set(schema.get("required", ()))
+    properties = {
+        name: {k: v for k, v in sub.items() if not (k == "default" and v is None)}
+        if name not in required and isinstance(sub, dict) else sub
+        for name, sub in schema.get("properties", {}).items()
+    }
+    return {**schema, "properties": properties} if "properties" in schema else schema
+
+
+def lean_published_schemas(server: KbServer, name: str) -> None:
+    """Publish tool ``name`` with what a model reads and nothing it does not (issue 28, "a
+    tool list a model can afford"): its input schema without pydantic's per-field titles (the
+    property names say the same; the descriptions stay) nor null defaults, and its output
+    schema without
+    titles and descriptions (those document ``kb_mcp.schemas`` for people). Arguments and
+    results are still validated by the models themselves."""
+    tool = server._tool_manager.get_tool(name)  # the SDK's registry; it has no public setter
+    if tool is None:
+        raise LookupError(f"tool {name!r} was not registered")
+    tool.parameters = without_null_defaults(without_prose(tool.parameters, frozenset({"title"})))
+    metadata = tool.fn_metadata  # FuncMetadata: its fields are read live (SDK docstring)
+    if metadata.output_schema is not None:
+        metadata.output_schema = without_prose(
+            metadata.output_schema, frozenset({"title", "description"})
+        )
 
 
 def query_type(max_chars: int) -> Any:
@@ -86,10 +139,7 @@ def query_type(max_chars: int) -> Any:
     return Annotated[
         str,
         Field(
-            description=(
-                "What to look for: a question, key terms, or a code / clause number "
-                f"(at most {max_chars:,} characters)."
-            ),
+            description="A question, key terms, a code or clause number.",
             json_schema_extra={"maxLength": max_chars, "minLength": 1},
         ),
     ]

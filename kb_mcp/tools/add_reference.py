@@ -19,17 +19,10 @@ from kb_shared.errors import DuplicateRequestError, QueueFullError
 from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, DESCRIPTION_MAX, TITLE_MAX, URL_MAX
 
 DESCRIPTION = f"""\
-Register a live reference page (API documentation, a specification, a standard's web page)
-so that find_reference can later route questions to it. kb stores only what you write here
-— the URL, a title and a description — and never downloads the page.
-
-Write the description for routing: what the page covers, which questions it answers, and its
-key terms and names (at most {DESCRIPTION_MAX} characters). A document that should be searched
-passage by passage with citations belongs in request_document instead.
-
-The page is indexed shortly after it is queued (the pipeline picks the queue up within a
-minute while it runs). A URL already registered or already waiting is refused, and at most
-{DEFAULT_MAX_PENDING} pages wait at once.
+Register a live reference page (API documentation, a specification) for find_reference. kb
+stores only the URL, title and description and never downloads the page: describe what it
+covers and which questions it answers (at most {DESCRIPTION_MAX} characters). A document to
+search passage by passage belongs in request_document.
 """
 
 
@@ -53,17 +46,17 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
             str,
             Field(
                 min_length=1, max_length=URL_MAX,
-                description="The page's https URL (stored for find_reference, never fetched).",
+                description="The page's https URL.",
             ),
         ],
         title: Annotated[
-            str, Field(min_length=1, max_length=TITLE_MAX, description="The page's title.")
+            str, Field(min_length=1, max_length=TITLE_MAX)
         ],
         description: Annotated[
             str,
             Field(
                 min_length=1, max_length=DESCRIPTION_MAX,
-                description="What the page covers and which questions it answers.",
+                description="What it covers, for routing.",
             ),
         ],
         ctx: KbContext,

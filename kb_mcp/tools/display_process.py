@@ -40,7 +40,9 @@ from kb_mcp.tools import (
     MAX_NAME_CHARS,
     READ_ONLY,
     KbContext,
+    KbServer,
     check_search_query,
+    lean_published_schemas,
     query_type,
     state_of,
 )
@@ -72,18 +74,9 @@ VIEW_NOTE = (
 )
 
 DESCRIPTION = """\
-Show the figures (process diagrams, flow charts, organisation charts) that best match a
-question, in an interactive viewer where the host supports MCP Apps: the best figure large,
-with a fit / full-resolution toggle, the other matches as thumbnails, each with its
-description and links to the full image and to its source page.
-
-It searches figures only, with the same ranking as search_docs(kind='figure'). Without a
-viewer it answers like search_docs does for figures: numbered results with "[Open figure](…)
-· [Source page N](…)" links and the images. Use search_docs for text and tables, and
-search_graph for who must notify whom across documents.
-
-Tool results are not shown to the user unless the host displays the viewer; quote the [n]
-citations with their pages in your reply.
+Show the figures (process diagrams, flow charts) that best match a question, in a viewer
+where the host supports MCP Apps, else as search_docs answers for figures. Use search_docs
+for text and tables. Quote the [n] citations with their pages in your reply.
 """
 
 
@@ -216,6 +209,12 @@ def display_result(
     return CallToolResult(content=content, structured_content=structured.model_dump(mode="json"))
 
 
+def lean_schemas(server: KbServer) -> None:
+    """Publish ``display_process`` (added to ``server`` by the ``Apps`` extension, not by
+    ``kb_tool``) with the lean schemas of every other tool (``lean_published_schemas``)."""
+    lean_published_schemas(server, NAME)
+
+
 def build_apps(*, links: Links, max_query_chars: int) -> Apps:
     """The MCP Apps extension holding ``display_process`` and its viewer resource; pass it to
     ``MCPServer(extensions=[…])``. Citations link through ``links``."""
@@ -229,7 +228,7 @@ def build_apps(*, links: Links, max_query_chars: int) -> Apps:
             list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]] | None,
             Field(
                 max_length=MAX_DOCUMENT_FILTER,
-                description="Only these documents (file names or doc_ids from list_documents).",
+                description="Names or doc_ids (list_documents).",
             ),
         ] = None,
     ) -> Annotated[CallToolResult, DisplayProcessOutput]:

@@ -11,8 +11,7 @@ from kb_mcp.tools import KbServer, kb_tool
 MAX_ECHO_CHARS = 10_000
 
 DESCRIPTION = """\
-Echo a message back unchanged. A diagnostic that confirms the connection to the kb server
-works; it reads nothing. Use the search tools for questions.
+Echo a message back unchanged: a check of the connection to kb.
 """
 
 
@@ -21,6 +20,6 @@ def register(server: KbServer) -> None:
 
     @kb_tool(server, "echo", title="Echo", description=DESCRIPTION, structured=False)
     def echo(
-        message: Annotated[str, Field(max_length=MAX_ECHO_CHARS, description="Text to send back.")],
+        message: Annotated[str, Field(max_length=MAX_ECHO_CHARS, description="Any text.")],
     ) -> str:
         return message

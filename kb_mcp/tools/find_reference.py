@@ -29,14 +29,9 @@ from kb_shared.stores.vectors import KIND_REFERENCE, Hit
 MAX_TOP_K = 10
 
 DESCRIPTION = """\
-Find the registered live reference pages (API documentation, specifications, standards'
-web pages) that best match a question, and return their URLs and descriptions. kb does not
-hold these pages' text: fetch the URL yourself to read the page, and cite it by its URL.
-
-Results are ranked by how close each page's description is to the question (similarity,
-cosine of the embeddings); read the descriptions and fetch only a page that fits. For
-passages of the indexed regulatory documents use search_docs instead. add_reference
-registers a page that is missing.
+Find registered live reference pages (API documentation, specifications) whose descriptions
+match a question, with their URLs. kb does not hold their text: fetch the URL yourself and
+cite it. Use search_docs for the indexed documents.
 """
 
 NONE_REGISTERED = (
@@ -126,7 +121,7 @@ def register(server: KbServer, *, max_query_chars: int) -> None:
     def find_reference(
         question: query_type(max_query_chars),
         ctx: KbContext,
-        top_k: bounded_int(1, MAX_TOP_K, "How many pages to return.") = 5,
+        top_k: bounded_int(1, MAX_TOP_K, "Pages to return.") = 5,
     ) -> Annotated[CallToolResult, FindReferenceOutput]:
         text = check_search_query(question, max_query_chars)
         check_range("top_k", top_k, 1, MAX_TOP_K)

@@ -1,32 +1,75 @@
-"""The ``list_documents`` tool: the ready documents and how many are pending or failed, and
-the version history of documents that have more than one version.
-No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
+"""The ``list_documents`` tool: the ready documents and how many are pending or failed, the
+version history of documents that have more than one version, and the series of documents
+linked as editions (issue 27); ``listing_output`` is also the ``kb://documents`` resource's
+JSON. No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
 
 from typing import Annotated
 
 from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from kb_mcp import render
-from kb_mcp.documents import DocumentList, document_list, version_notes
+from kb_mcp.documents import DocumentList, document_list, series_notes, version_notes
 from kb_mcp.links import Links
 from kb_mcp.schemas import ListDocumentsOutput
 from kb_mcp.tools import CATEGORY_HELP, KbContext, KbServer, kb_tool, state_of
 from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 DESCRIPTION = """\
-List the documents in the knowledge base: file name, doc_id, title, version, page, chunk and
-figure counts, and a link to the PDF, grouped by category (the folder a document was filed
-under, e.g. aemo/procedures; pass category to list one); also how many documents are still
-being built or failed, and for a document with several versions which one is served, how many
-earlier ones exist and whether a newer one is being built or failed. Call it before concluding
-that the corpus lacks a document (a file name rarely
-matches a document's official title), and to get the names search_docs (documents filter)
-and read_doc accept. Use search_docs to search their content.
+List the indexed documents (name, doc_id, title, version, counts, link) by category, with
+those building or failed, versions and editions. Call it before concluding that a document
+is missing (names rarely match official titles).
 """
 
 #: Heads the version lines of the text content.
 VERSIONS_HEADING = "Versions (search returns only the version serving):"
+
+#: Heads the series lines of the text content.
+SERIES_HEADING = "Series (documents that are editions of one document, oldest first):"
+
+
+class EditionRef(BaseModel):
+    """One edition of a series."""
+
+    doc_id: str
+    name: str
+    status: str = Field(description="ready, pending or failed.")
+    edition_of: str | None = Field(
+        None, description="doc_id of the previous edition; null for the first."
+    )
+
+
+class SeriesRef(BaseModel):
+    """Documents linked as editions of one document (``kb add --edition-of``)."""
+
+    editions: list[EditionRef] = Field(description="Oldest edition first.")
+
+
+class ListDocumentsSeriesOutput(ListDocumentsOutput):
+    """Structured content of list_documents and the kb://documents resource: the document
+    list plus its series."""
+
+    series: list[SeriesRef] = Field(
+        default_factory=list,
+        description="Each series of two or more editions a listed document belongs to.",
+    )
+
+
+def listing_output(listing: DocumentList, links: Links) -> ListDocumentsSeriesOutput:
+    """The structured form of ``listing`` (``render.document_list_output``) with its series."""
+    base = render.document_list_output(listing, links)
+    series = [
+        SeriesRef(
+            editions=[
+                EditionRef(
+                    doc_id=row.doc_id, name=row.name, status=row.status, edition_of=row.edition_of
+                )
+                for row in editions
+            ]
+        )
+        for editions in listing.series
+    ]
+    return ListDocumentsSeriesOutput(**base.model_dump(), series=series)
 
 
 def register(server: KbServer, *, links: Links) -> None:
@@ -39,9 +82,10 @@ def register(server: KbServer, *, links: Links) -> None:
             str | None,
             Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
         ] = None,
-    ) -> Annotated[CallToolResult, ListDocumentsOutput]:
+    ) -> Annotated[CallToolResult, ListDocumentsSeriesOutput]:
         listing = document_list(state_of(ctx).catalog, category)
-        return with_versions(render.document_list_result(listing, links, category), listing)
+        result = with_versions(render.document_list_result(listing, links, category), listing)
+        return with_series(result, listing, links)
 
 
 def with_versions(result: CallToolResult, listing: DocumentList) -> CallToolResult:
@@ -55,3 +99,16 @@ def with_versions(result: CallToolResult, listing: DocumentList) -> CallToolResu
     return result.model_copy(
         update={"content": [TextContent(type="text", text=text), *result.content[1:]]}
     )
+
+
+def with_series(result: CallToolResult, listing: DocumentList, links: Links) -> CallToolResult:
+    """``result`` with ``series_notes(listing)`` appended to its text (when there are any) and
+    its structured content as ``listing_output``."""
+    notes = series_notes(listing)
+    content = list(result.content)
+    first = content[0] if content else None
+    if notes and isinstance(first, TextContent):
+        text = first.text + "\n\n" + SERIES_HEADING + "\n" + "\n".join(f"- {n}" for n in notes)
+        content[0] = TextContent(type="text", text=text)
+    structured = listing_output(listing, links).model_dump(mode="json")
+    return result.model_copy(update={"content": content, "structured_content": structured})

@@ -13,11 +13,8 @@ from kb_mcp.schemas import ReadDocOutput
 from kb_mcp.tools import MAX_NAME_CHARS, KbContext, KbServer, kb_tool, state_of
 
 DESCRIPTION = """\
-Read up to 5 whole chunks of one document by chunk number, each with its pages and section
-headings. Chunk numbers are 0-based: chunk n is the one with id "{doc_id}-{n}", and every
-search_docs result says "chunk n of {doc_id}". Use it to read what comes before or after a
-search result (n-1, n+1) or to read a passage in full. Use search_docs first to find where to
-read; list_documents gives the document names and chunk counts.
+Read up to 5 whole chunks of one document, with their pages and headings: what comes before
+or after a search_docs result (chunk n-1, n+1) or a passage in full.
 """
 
 
@@ -30,17 +27,14 @@ def register(server: KbServer, *, links: Links) -> None:
             str,
             Field(
                 min_length=1, max_length=MAX_NAME_CHARS,
-                description="The document's file name or doc_id (as list_documents shows).",
+                description="Name or doc_id, as list_documents shows.",
             ),
         ],
         chunk_numbers: Annotated[
             list[Annotated[int, Field(json_schema_extra={"minimum": 0})]],
             Field(
                 json_schema_extra={"minItems": 1, "maxItems": documents.MAX_READ_CHUNKS},
-                description=(
-                    "0-based chunk numbers, as in chunk ids '{doc_id}-{n}' and the 'chunk n "
-                    "of …' line of search results; at most 5."
-                ),
+                description="0-based, as in a result's 'chunk n of …'.",
             ),
         ],
         ctx: KbContext,

@@ -86,22 +86,11 @@ def check_link(settings: Settings, url: str, refused: str) -> str:
 
 
 DESCRIPTION = f"""\
-Log a request that a document be added to the knowledge base, for an operator to review.
-Use it only when the corpus lacks a document the user needs: search_docs and search_graph
-found nothing AND you read kb://documents (or called list_documents) and no indexed document
-is the one meant — a file name rarely matches a document's official title, and a search that
-finds nothing is not proof the document is absent. Set checked_indexed_documents=true to say
-you did; without it nothing is logged.
-
-Give the official title, why it is needed, and source_url: a direct https link to the PDF
-whenever you can find one. A request with a link can be approved and ingested in one action;
-one without stalls until a person finds the file.
-
-The server compares the title with the indexed documents itself; on a likely match it logs
-nothing and returns that document (search it with search_docs). A title already requested
-joins that request. At most {DEFAULT_MAX_PENDING} requests wait for review. This tool never
-downloads anything, and a logged request does not make the document available: tell the user
-a request was logged for review, not that the document is now in the knowledge base.
+Ask an operator to add a document the corpus lacks: only when searches found nothing AND you
+read kb://documents (or called list_documents) and no indexed document is the one meant
+(names rarely match official titles). Give a direct https source_url to the PDF whenever you
+can; at most {DEFAULT_MAX_PENDING} requests wait. This tool never downloads anything: tell the
+user a request was logged for review, not that the document is now in the knowledge base.
 """
 
 
@@ -342,27 +331,25 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
             str,
             Field(
                 min_length=1, max_length=TITLE_MAX,
-                description="The document's official title (and number or version if known).",
+                description="Official title (and number or version).",
             ),
         ],
         checked_indexed_documents: Annotated[
             bool,
             Field(
-                description="True only after you read kb://documents (or list_documents) and "
-                "found no indexed document that is the one requested."
+                description="True only if no indexed document is the one meant."
             ),
         ],
         ctx: KbContext,
         reason: Annotated[
             str | None,
-            Field(max_length=REASON_MAX, description="Why it is needed: the user's question."),
+            Field(max_length=REASON_MAX, description="The user's question."),
         ] = None,
         source_url: Annotated[
             str | None,
             Field(
                 max_length=URL_MAX,
-                description="A direct https link to the PDF (stored for the operator, never "
-                "fetched by this tool).",
+                description="Direct https link to the PDF.",
             ),
         ] = None,
     ) -> Annotated[CallToolResult, RequestDocumentOutput]:

@@ -20,27 +20,12 @@ from kb_shared.stores.catalog.aer_search import DEFAULT_LIMIT, FILTER_MAX, MAX_L
 MAX_PERIOD_CHARS = 32
 
 DESCRIPTION = """\
-Numbers about the Australian retail energy market, from the AER's quarterly "Retail energy
-market performance update" (Schedules 2, 3, 4 and 6): customer numbers and market contracts,
-disconnections, payment plans, complaints, hardship programs, per retailer, jurisdiction,
-fuel, customer type and quarter, exactly as published.
-
-Returns every matching figure (up to limit) as "[n] quarter · jurisdiction · retailer · fuel,
-customer type · value — file · sheet!cell (release) [label A11, NSW block A11:A14]" (the
-row's label cell and its jurisdiction block), the exact count of all matches and, when the
-matches are one metric, its exact total and per-quarter totals over the whole match set
-(never a sample). Published "<Region> Total" rows come apart as [Tn]. Filters ignore case;
-metric takes a metric key or any heading the metric has been published under, including
-past ones, and the answer names the headings it matched with their quarters (a reworded
-heading is listed with the releases each wording was published in). An answer with no
-match lists every value present (retailers,
-jurisdictions, fuels, customer types, quarters, metrics with their headings): retry with
-one of them. It says apart "no rows match" and "no data has been synced".
-
-Use it for numbers about the market. Use search_compliance for enforcement actions (fines,
-penalties, who was pursued) and search_docs for what the rules require. Cite figures by
-their "file · sheet!cell" and credit "Source: AER © Commonwealth of Australia (CC BY 4.0)".
-Tool results are not shown to the user: put the figures and the credit in your reply.
+Figures of the Australian retail energy market from the AER's quarterly "Retail energy market
+performance update": customers, disconnections, payment plans, complaints, hardship; exact
+counts and totals over every match, and with no match the values present to retry with.
+Use it for numbers about the market. Use search_compliance for enforcement actions and
+search_docs for what the rules require. Cite figures by "file · sheet!cell" and credit
+"Source: AER © Commonwealth of Australia (CC BY 4.0)".
 """
 
 
@@ -61,38 +46,35 @@ def register(server: KbServer) -> None:
         ctx: KbContext,
         retailer: Annotated[
             TextFilter,
-            Field(description="Retailer name as published, e.g. 'AGL Sales Pty Ltd' (any case)."),
+            Field(description="As published, e.g. 'AGL Sales Pty Ltd'."),
         ] = None,
         jurisdiction: Annotated[
             TextFilter,
-            Field(description="ACT, NSW, QLD, SA, TAS or National (= ACT+NSW+QLD+SA+TAS); "
-                              "full names work too."),
+            Field(description="ACT, NSW, QLD, SA, TAS or National."),
         ] = None,
-        fuel: Annotated[TextFilter, Field(description="'electricity' or 'gas'.")] = None,
+        fuel: Annotated[TextFilter, Field(description="electricity or gas.")] = None,
         customer_type: Annotated[
-            TextFilter, Field(description="'residential' or 'small business'.")
+            TextFilter, Field(description="residential or small business.")
         ] = None,
         schedule: Annotated[
             int | Annotated[str, Field(max_length=FILTER_MAX)] | None,
-            Field(description="AER schedule: 2, 3, 4 or 6 (or 'Schedule 3')."),
+            Field(description="2, 3, 4 or 6."),
         ] = None,
         metric: Annotated[
             TextFilter,
-            Field(description="A metric key (e.g. 'customers_disconnected_for_non_payment') or "
-                              "any heading it has been published under, current or past."),
+            Field(description="A metric key or any heading it was published under."),
         ] = None,
         period_from: Annotated[
             PeriodBound,
-            Field(description="First quarter, 'Q3 2024-25' (financial year), or a date "
-                              "YYYY-MM-DD; quarters overlapping the range count."),
+            Field(description="Quarter ('Q3 2024-25') or YYYY-MM-DD."),
         ] = None,
         period_to: Annotated[
-            PeriodBound, Field(description="Last quarter or date, inclusive.")
+            PeriodBound, Field(description="Inclusive.")
         ] = None,
         limit: Annotated[
             int,
             Field(ge=1, le=MAX_LIMIT,
-                  description="Figures to list; count and totals always cover every match."),
+                  description="Figures listed; totals cover all."),
         ] = DEFAULT_LIMIT,
     ) -> Annotated[CallToolResult, SearchAerOutput]:
         state = state_of(ctx)

@@ -22,22 +22,11 @@ MAX_DATE_CHARS = 32
 MAX_FINE = 9e16
 
 DESCRIPTION = """\
-Enforcement actions against energy businesses, from kb's copy of the Compliance Tracker
-(Notion): who was pursued, by which regulator, for what, when, the status and the fine.
-
-Returns every matching action (up to limit) as "[n] date · organisation · regulator · status
-· fine · misconduct types — summary — Notion link · Source link", the exact count of all
-matches and the exact fine total over those with a fine; an action with no fine recorded is
-counted apart and never as $0. Also the values present (organisations, regulators, statuses,
-misconduct types, sectors) with their counts. query matches words at the start of words of
-the summary and organisation, ignoring case and "Pty Ltd"/"Limited"; organisation matches a
-name phrase ("AGL" finds "AGL Energy Limited"). It says apart "no action matches" and "no
-data has been synced".
-
-Use it for enforcement actions: has a retailer been fined, how often, how much in all. Use
-search_aer_performance for numbers about the market and search_docs for what the rules
-require. Cite actions by their Notion or source links. Tool results are not shown to the
-user: put the figures and links in your reply.
+Enforcement actions against energy businesses (Compliance Tracker, Notion): who, by which
+regulator, for what, when, status and fine, with the exact count and fine total (no fine
+recorded is counted apart, never as $0). Use it for enforcement actions: has a retailer been
+fined, how often, how much. Use search_aer_performance for numbers about the market and
+search_docs for what the rules require.
 """
 
 #: A text filter: at most ``OPTION_MAX`` characters (the tracker's own bound), or absent.
@@ -58,37 +47,34 @@ def register(server: KbServer, *, max_query_chars: int) -> None:
         ctx: KbContext,
         query: Annotated[
             query_arg,
-            Field(description="Words of the summary or organisation, e.g. 'agl hardship' "
-                              f"(at most {max_query_chars:,} characters)."),
+            Field(description="Words of summary or organisation."),
         ] = None,
         organisation: Annotated[
-            TextFilter, Field(description="Organisation name or part of it, any case.")
+            TextFilter, Field(description="Name or part of it, e.g. 'AGL'.")
         ] = None,
         regulatory_body: Annotated[
-            TextFilter, Field(description="Regulator, e.g. 'AER', 'ESC', 'ACCC' (any case).")
+            TextFilter, Field(description="e.g. AER, ESC, ACCC.")
         ] = None,
-        status: Annotated[TextFilter, Field(description="Status, e.g. 'Paid', 'Open'.")] = None,
+        status: Annotated[TextFilter, Field(description="e.g. Paid, Open.")] = None,
         misconduct_type: Annotated[
-            TextFilter, Field(description="One misconduct type, e.g. 'Hardship'.")
+            TextFilter, Field(description="e.g. Hardship.")
         ] = None,
-        sector: Annotated[TextFilter, Field(description="Sector, e.g. 'Retail'.")] = None,
+        sector: Annotated[TextFilter, Field(description="e.g. Retail.")] = None,
         date_from: Annotated[
-            DateBound, Field(description="Earliest action date, YYYY-MM-DD (inclusive).")
+            DateBound, Field(description="YYYY-MM-DD, inclusive.")
         ] = None,
         date_to: Annotated[
-            DateBound, Field(description="Latest action date, YYYY-MM-DD (inclusive).")
+            DateBound, Field(description="YYYY-MM-DD, inclusive.")
         ] = None,
         min_fine: Annotated[
             float | None,
             Field(ge=0, le=MAX_FINE,
-                  description="Only fines of at least this many dollars (excludes actions "
-                              "with no fine recorded)."),
+                  description="Dollars."),
         ] = None,
         limit: Annotated[
             int,
             Field(ge=1, le=MAX_LIMIT,
-                  description="Actions to list; count and fine total always cover every "
-                              "match."),
+                  description="Actions listed; totals cover all."),
         ] = DEFAULT_LIMIT,
     ) -> Annotated[CallToolResult, SearchComplianceOutput]:
         state = state_of(ctx)

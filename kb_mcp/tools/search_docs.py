@@ -40,27 +40,13 @@ OFFSET_HINT = (
 )
 
 DESCRIPTION = """\
-Search the indexed regulatory documents for passages that answer a question, with page-level
-citations. Hybrid search: meaning (dense embeddings) plus exact terms, so codes, clause
-numbers and identifiers (IN008-24, 3.1.5, SO_OP_3705, a DUID) are found verbatim.
-
-Returns numbered results "[n] Title — Version — pp. a–b (answer on p. b) — Section" (every
-page the passage is on), the passage text and a verbatim "Quote, [p. N](…)" of its best
-matching sentence or table row, a deduplicated source list with PDF links, and figure results
-as images with "[Open figure](…) · [Source page N](…)" links.
-
-Use it for direct lookups: what a rule or clause says, a definition, a value in a table.
-Use search_graph instead for how parties, obligations or concepts relate (who must notify
-whom, what depends on what, links across documents). For numbers about the market use
+Search the regulatory documents for passages that answer a question, with page citations;
+codes and clause numbers (IN008-24, 3.1.5) match verbatim. Use it for what a rule, clause,
+definition or table says. Use search_graph instead for how parties or obligations relate.
+For numbers about the market use
 search_aer_performance; for enforcement actions (fines, penalties) use search_compliance.
-Use read_doc to read the chunks before or after a result (each result names its chunk
-number). Use list_documents to see what is indexed. Narrow with documents (file names or
-doc_ids), category (e.g. 'aemo' for every document filed under aemo/…) and kind; get more
-with offset=next_offset. If the answer is flagged low confidence, the corpus does not cover the question: say so rather than guessing.
-
-Tool results are not shown to the user; only what you write in your reply is visible. Quote
-the [n] citations with their pages (the quote's page for the quoted words), and put figure
-links or images directly into your reply.
+If the answer is flagged low confidence, the corpus does not cover the question: say so
+rather than guess. Cite the [n] with their pages in your reply.
 """
 
 
@@ -77,14 +63,14 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
             list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]] | None,
             Field(
                 max_length=MAX_DOCUMENT_FILTER,
-                description="Only these documents (file names or doc_ids from list_documents).",
+                description="Names or doc_ids (list_documents).",
             ),
         ] = None,
         kind: Annotated[
             Literal["text", "table", "figure"] | None,
-            Field(description="Only prose ('text'), tables ('table') or figures ('figure')."),
+            Field(description="Only this kind."),
         ] = None,
-        offset: bounded_int(0, MAX_OFFSET, "Results to skip: the previous next_offset.") = 0,
+        offset: bounded_int(0, MAX_OFFSET, "The previous answer's next_offset.") = 0,
         category: Annotated[
             str | None,
             Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),

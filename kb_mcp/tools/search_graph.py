@@ -32,21 +32,11 @@ MAX_GRAPH_TOP_K = 30
 HOPS = (1, 2)
 
 DESCRIPTION = """\
-Search the knowledge graph extracted from the documents: entities (defined terms, roles,
-organisations, codes) and typed relationships between them (obligations, definitions,
-references), each backed by the chunk it was extracted from.
-
-Finds the entities whose names are closest to the query, walks 1 or 2 hops of relationships
-from them, ranks the relationships (1 hop before 2, then by entity similarity) and returns
-"[R1] A —TYPE→ B (doc, chunk)" lines plus the supporting excerpts "[1]…" with the same
-citation headers as search_docs.
-
-Use it for relational questions: obligations or dependencies between parties, how concepts
-connect, definitions that span documents, facts that only emerge by linking two documents.
-Use search_docs instead to look up what a passage, table or clause says. hops=2 reaches
-further but is noisier. category (e.g. 'aemo') keeps only edges from documents filed under
-it. Tool results are not shown to the user: cite the excerpts in your
-reply.
+Search the knowledge graph: entities (terms, roles, organisations, codes) and typed
+relationships between them (obligations, definitions, references), each with the excerpt it
+came from. Use it for relational questions: who must notify whom, what depends on what, links
+across documents. Use search_docs instead for what a passage or clause says. Cite the
+excerpts in your reply.
 """
 
 
@@ -59,7 +49,7 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
         query: query_arg,
         ctx: KbContext,
         hops: choice_int(
-            HOPS, "1 = relationships of the seed entities; 2 = one edge further."
+            HOPS, "2 = one edge further."
         ) = 1,
         top_k: bounded_int(1, MAX_GRAPH_TOP_K, "Relationships to return.") = 10,
         category: Annotated[

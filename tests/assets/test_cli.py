@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kb_assets import cli, serve
+from kb_assets.resources import StoresResource
 
 
 def test_ui_runs_dagster_dev_from_the_instance_folder_with_absolute_homes(
@@ -52,7 +53,7 @@ def test_rebuild_of_a_failed_document_is_refused_and_keeps_its_reason(tmp_path: 
     assert runner.invoke(cli.app, ["add", str(fake)]).exit_code == 0
     built = runner.invoke(cli.app, ["build"])
     assert built.exit_code == 1
-    stores = cli.StoresResource()
+    stores = StoresResource()
     [before] = stores.catalog().list_documents()
     assert before.status == "failed"
     assert before.failure_reason is not None and before.failure_reason.startswith("markdown: ")

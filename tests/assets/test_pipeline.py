@@ -195,7 +195,10 @@ def test_rebuild_runs_nothing_upstream(
 
 
 def test_rebuild_refuses_other_assets() -> None:
-    with pytest.raises(ValueError, match="can rebuild embeddings, graph, figures; not 'markdown'"):
+    with pytest.raises(
+        ValueError,
+        match="can rebuild obligations, changes, embeddings, graph, figures; not 'markdown'",
+    ):
         operations.rebuild_selection("markdown")
 
 

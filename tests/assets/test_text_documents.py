@@ -266,7 +266,7 @@ def test_kb_add_and_build_of_a_markdown_file_on_the_real_providers(tmp_path: Pat
     assert added.exit_code == 0, added.output
     built = runner.invoke(cli.app, ["build"])
     assert built.exit_code == 0, built.output
-    stores = cli.StoresResource()
+    stores = StoresResource()
     try:
         row = stores.catalog().get(GUIDE_ID)
         assert (row.status, row.title, row.pages, row.chunk_count, row.figure_count) == (

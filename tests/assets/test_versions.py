@@ -184,7 +184,7 @@ def test_version_2_is_built_beside_version_1_and_served_only_after_record(
     # version 1 is gone from every store; its history row stays
     assert stores.existing_vectors().count(DOC) == 0
     assert stores.graph().relationships_for_document(DOC) == []
-    assert not stores.blobs().exists(v1_pdf)
+    assert stores.blobs().exists(v1_pdf)  # kept: the "before" side of what changed (issue 27)
     assert stores.blobs().list("figures/fake-procedure.pdf/") == []
     row = catalog.get(DOC)
     assert (row.status, row.name, row.blob_key) == (

@@ -53,9 +53,10 @@ async def test_tools_are_read_only_with_bounded_inputs_and_output_schemas(server
     async with Client(server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert sorted(tools) == [
-        "add_reference", "display_process", "echo", "find_reference", "list_documents", "read_doc",
+        "add_reference", "compare_versions", "display_process", "echo", "find_reference",
+        "list_documents", "read_doc",
         "request_document", "search_aer_performance", "search_compliance", "search_docs",
-        "search_graph",
+        "search_graph", "search_obligations",
     ]
     # the intake queues' tools write: their hints are asserted in test_request_document and
     # test_references

@@ -32,6 +32,9 @@ SQL_FILES = (
     "005_document_versions.sql",
     "006_document_deleting.sql",
     "007_aer_block.sql",
+    "008_obligations.sql",
+    "009_changes.sql",
+    "010_document_editions.sql",
 )
 SHA = "e" * 64
 

@@ -114,6 +114,12 @@ async function compareContent(file, verdict) {
 async function addFiles(fileList) {
   const files = Array.from(fileList || []);
   if (!files.length) return;
+  const choice = document.getElementById("edition-of");
+  const editionOf = choice.value;
+  if (editionOf && files.length > 1) {
+    show(`nothing was sent: a next edition is one document; drop one file with "Next edition of" set, or clear it`);
+    return;
+  }
   let verdicts;
   try {
     const body = { files: files.map((f) => ({ name: f.name, size: f.size })) };
@@ -128,8 +134,9 @@ async function addFiles(fileList) {
     const verdict = verdicts[i];
     const row = uploadRow(file);
     if (verdict.accepted) {
-      setUpload(row, "queued", "waiting to send");
-      state.queue.push({ file, row });
+      setUpload(row, "queued", editionOf ? "waiting to send as a next edition" : "waiting to send");
+      state.queue.push({ file, row, editionOf });
+      choice.value = "";  // the choice is for this file only
     } else {
       setUpload(row, verdict.status, `${label(verdict)}: ${verdict.reason}`, label(verdict));
       row.querySelector("progress").style.visibility = "hidden";
@@ -178,19 +185,20 @@ function setProgress(row, fraction) {
 
 function pump() {
   while (state.sending < PARALLEL_UPLOADS && state.queue.length) {
-    const { file, row, newVersion } = state.queue.shift();
+    const { file, row, newVersion, editionOf } = state.queue.shift();
     state.sending += 1;
-    send(file, row, newVersion).finally(() => {
+    send(file, row, newVersion, editionOf).finally(() => {
       state.sending -= 1;
       pump();
     });
   }
 }
 
-function send(file, row, newVersion) {
+function send(file, row, newVersion, editionOf) {
   return new Promise((resolve) => {
     const xhr = new XMLHttpRequest();
-    const flag = newVersion ? "&new_version=1" : "";
+    const flag = (newVersion ? "&new_version=1" : "")
+      + (editionOf ? `&edition_of=${encodeURIComponent(editionOf)}` : "");
     xhr.open("PUT", `/api/files?name=${encodeURIComponent(file.name)}${flag}`);
     const headers = authHeaders({ "X-KB-Upload": "1", "Content-Type": "application/octet-stream" });
     for (const [key, value] of Object.entries(headers)) xhr.setRequestHeader(key, value);
@@ -217,6 +225,9 @@ function finished(row, status, data, file) {
   if (outcome && outcome.status === "added" && outcome.version > 1) {
     setUpload(row, "added",
       `version ${outcome.version} of ${outcome.name}; build requested (see Builds)`);
+  } else if (outcome && outcome.status === "added" && outcome.edition_of) {
+    setUpload(row, "added", `added as ${outcome.doc_id}, the next edition of ` +
+      `${outcome.edition_of}; build requested (see Builds)`);
   } else if (outcome && outcome.status === "added") {
     setUpload(row, "added", `added as ${outcome.doc_id}; build requested (see Builds)`);
   } else if (outcome) {
@@ -416,6 +427,11 @@ function corpusRow(doc) {
       act("DELETE", path);
     }
   } }, "Delete"));
+  if (doc.changes) {  // the serving version has a stored comparison with its previous issue
+    const total = doc.changes.added + doc.changes.removed + doc.changes.changed + doc.changes.moved;
+    actions.prepend(el("button", { type: "button", class: "changes-link",
+      onclick: () => showChanges(doc.doc_id) }, `Changes (${total})`));
+  }
   const status = el("td", {}, el("span", { class: `badge ${doc.status}`, text: doc.status }));
   if (doc.reason) status.append(el("div", { class: "reason", text: doc.reason }));
   const next = doc.next_version;
@@ -423,8 +439,28 @@ function corpusRow(doc) {
     status.append(el("div", { class: "reason", text: `version ${next.version} failed: ${next.reason}` }));
   }
   return el("tr", { "data-doc": doc.doc_id, "data-status": doc.status },
-    cell(doc.name), cell(doc.title), versionCell(doc), cell(doc.pages), cell(doc.chunks),
+    nameCell(doc, state.names || {}), cell(doc.title), versionCell(doc), cell(doc.pages), cell(doc.chunks),
     figuresCell(doc), status, actions);
+}
+
+// "Next edition of": every document not being deleted, by name; the choice survives a refresh.
+function fillEditionChoice(documents) {
+  const choice = document.getElementById("edition-of");
+  const chosen = choice.value;
+  const options = documents.filter((doc) => doc.status !== "deleting")
+    .map((doc) => el("option", { value: doc.doc_id, text: doc.name }));
+  choice.replaceChildren(el("option", { value: "", text: "— not an edition —" }), ...options);
+  choice.value = options.some((o) => o.value === chosen) ? chosen : "";
+}
+
+// The corpus table's name cell; a document linked to a previous edition says which.
+function nameCell(doc, names) {
+  const td = cell(doc.name);
+  if (doc.edition_of) {
+    td.append(el("div", { class: "edition-of hint", "data-edition-of": doc.edition_of,
+      text: `next edition of ${names[doc.edition_of] || doc.edition_of}` }));
+  }
+  return td;
 }
 
 async function refreshCorpus() {
@@ -432,9 +468,67 @@ async function refreshCorpus() {
   const json = JSON.stringify(data.documents);
   if (state.shown.corpus === json) return;
   state.shown.corpus = json;
+  fillEditionChoice(data.documents);
+  state.names = Object.fromEntries(data.documents.map((doc) => [doc.doc_id, doc.name]));
   const rows = data.documents.length ? data.documents.map(corpusRow)
     : [el("tr", {}, el("td", { colspan: 8, class: "hint", text: "no documents yet" }))];
   document.querySelector("#corpus tbody").replaceChildren(...rows);
+}
+
+// --- what changed -------------------------------------------------------------------------
+// One side of a change: its sentences (one per line), and a link to that issue's PDF at the
+// first page ("p. 12" / "pp. 12–13").
+function sideCell(side, label) {
+  const td = el("td", { class: "side" });
+  for (const line of (side.text ? side.text.split("\n") : [])) td.append(el("p", { text: line }));
+  if (!side.text) td.append(el("p", { class: "hint", text: "—" }));
+  const pages = side.pages.length === 0 ? "" : side.pages.length === 1 ? `p. ${side.pages[0]}`
+    : `pp. ${side.pages[0]}–${side.pages[side.pages.length - 1]}`;
+  if (pages) {
+    td.append(side.url
+      ? el("a", { href: side.url, target: "_blank", rel: "noopener", class: "page", text: `${label}, ${pages}` })
+      : el("span", { class: "page hint", text: `${label}, ${pages}` }));
+  }
+  return td;
+}
+
+function changeRow(change, data) {
+  const section = change.section_before && change.section_after && change.section_before !== change.section_after
+    ? `${change.section_before} → ${change.section_after}` : (change.section_after || change.section_before || "");
+  const what = el("td", { class: "what" }, el("span", { class: `badge ${change.kind}`, text: change.kind }),
+    el("div", { class: "section", text: section }));
+  if (change.obligation) what.append(el("div", { class: "flag obligation", text: "obligation" }));
+  for (const [before, after] of change.numbers) {
+    what.append(el("div", { class: "flag number", text: `${before || "—"} → ${after || "—"}` }));
+  }
+  return el("tr", { "data-change": change.number, "data-kind": change.kind },
+    cell(`C${change.number}`), what, sideCell(change.before, data.previous_label),
+    sideCell(change.after, data.label));
+}
+
+async function showChanges(docId) {
+  let data;
+  try {
+    data = await api("GET", `/api/documents/${encodeURIComponent(docId)}/changes`);
+  } catch (error) {
+    show(error.message);
+    return;
+  }
+  const s = data.summary;
+  document.getElementById("changes-title").textContent =
+    `Changes in ${data.name} (${data.label}) against ${data.previous_label}`;
+  document.getElementById("changes-summary").textContent =
+    `${s.obligations_changed} touch obligations, ${s.numbers_changed} change a number; ` +
+    `${s.added} added, ${s.removed} removed, ${s.changed} changed, ${s.moved} moved; ` +
+    `${s.unchanged_sections} sections unchanged.`;
+  document.getElementById("changes-before").textContent = `before (${data.previous_label})`;
+  document.getElementById("changes-after").textContent = `after (${data.label})`;
+  const rows = data.changes.length ? data.changes.map((c) => changeRow(c, data))
+    : [el("tr", {}, el("td", { colspan: 4, class: "hint", text: "nothing changed" }))];
+  document.querySelector("#changes-table tbody").replaceChildren(...rows);
+  const section = document.getElementById("changes");
+  section.hidden = false;
+  section.scrollIntoView();
 }
 
 function requestRow(request) {

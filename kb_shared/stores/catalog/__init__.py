@@ -4,11 +4,17 @@ or Postgres) through SQLAlchemy 2 Core.
 * ``documents.py``: the ``documents`` table, ``DocumentRow`` and its lifecycle.
 * ``versions.py``: the ``document_versions`` table, each document's version history and the
   switch from one served version to the next.
+* ``editions.py``: documents linked as editions of one series (``documents.edition_of``) and
+  the previous issue a version or edition is compared with (issue 27).
 * ``requests.py``: the two intake queues and the reference sources.
 * ``aer.py``: AER retail statistics, their sync and the totals check; ``aer_search.py``:
   their search with exact counts and totals.
 * ``compliance.py``: enforcement actions from the Notion tracker, the sync's snapshot write;
   ``compliance_search.py``: their search with exact counts and totals.
+* ``obligations.py``: the obligations register (issue 26), written by the ``obligations``
+  asset, searched with exact counts.
+* ``changes.py``: what changed in each version against its previous issue (issue 27),
+  written by the ``changes`` asset.
 * ``common.py``: the shared ``MetaData``, input checks, ``CatalogBase``, and the steps the
   market-data syncs and searches share (``SearchResult``, filter and limit checks).
 
@@ -19,6 +25,14 @@ that DDL written out for DBAs, and ``tests/stores/test_sql_files.py`` proves the
 
 from __future__ import annotations
 
+from kb_shared.stores.catalog.changes import (
+    ChangeCatalog,
+    ChangeReads,
+    ChangeSetRow,
+    StoredChangeSet,
+    change_sets,
+    document_changes,
+)
 from kb_shared.stores.catalog.common import CATALOG_METADATA, FAILURE_REASON_MAX, URL_MAX
 from kb_shared.stores.catalog.compliance import (
     ComplianceAction,
@@ -46,6 +60,7 @@ from kb_shared.stores.catalog.documents import (
     duplicate_message,
     ensure_deleting_status,
 )
+from kb_shared.stores.catalog.editions import EditionCatalog, EditionReads, series_ids
 from kb_shared.stores.catalog.versions import (
     VERSION_STATUSES,
     DocumentVersionRow,
@@ -74,6 +89,13 @@ from kb_shared.stores.catalog.aer_search import (
     AerSearchResult,
     AerVocabulary,
 )
+from kb_shared.stores.catalog.obligations import (
+    ObligationCatalog,
+    ObligationReads,
+    ObligationRow,
+    ObligationSearchResult,
+    obligations,
+)
 from kb_shared.stores.catalog.requests import (
     DEFAULT_MAX_PENDING,
     DESCRIPTION_MAX,
@@ -91,7 +113,15 @@ from kb_shared.stores.catalog.requests import (
 )
 
 
-class CatalogReader(DocumentReads, VersionReads, AerSearchCatalog, ComplianceSearchCatalog):
+class CatalogReader(
+    EditionReads,
+    DocumentReads,
+    VersionReads,
+    AerSearchCatalog,
+    ComplianceSearchCatalog,
+    ObligationReads,
+    ChangeReads,
+):
     """The read-only catalog: the documents' reads and the market-data searches, nothing that
     writes. The MCP server holds its catalog as this type (``kb_shared.stores.readers``), so
     "read-only" is stated by the types as well as by the ``kb_reader`` database role.
@@ -101,14 +131,18 @@ class CatalogReader(DocumentReads, VersionReads, AerSearchCatalog, ComplianceSea
 class Catalog(
     CatalogReader,
     DocumentCatalog,
+    EditionCatalog,
     VersionCatalog,
     RequestCatalog,
     AerCatalog,
     ComplianceCatalog,
+    ObligationCatalog,
+    ChangeCatalog,
 ):
     """The catalog store over one SQLAlchemy engine (SQLite or Postgres): every method of
-    ``CatalogReader`` plus the writes of ``DocumentCatalog``, ``VersionCatalog``,
-    ``RequestCatalog``, ``AerCatalog`` and ``ComplianceCatalog``.
+    ``CatalogReader`` plus the writes of ``DocumentCatalog``, ``EditionCatalog``,
+    ``VersionCatalog``, ``RequestCatalog``, ``AerCatalog``, ``ComplianceCatalog`` and
+    ``ChangeCatalog``.
 
     The constructor does no I/O. ``ensure_schema()`` creates the catalog tables (the factory
     and ``kb db init`` also create the SQL graph's); ``close()`` disposes the engine's pool.
@@ -146,6 +180,9 @@ __all__ = [
     "AerVocabulary",
     "Catalog",
     "CatalogReader",
+    "ChangeCatalog",
+    "ChangeReads",
+    "ChangeSetRow",
     "ComplianceAction",
     "ComplianceCatalog",
     "ComplianceSearchCatalog",
@@ -156,11 +193,18 @@ __all__ = [
     "DocumentRequestRow",
     "DocumentRow",
     "DocumentVersionRow",
+    "EditionCatalog",
+    "EditionReads",
     "Facet",
     "FacetValue",
+    "ObligationCatalog",
+    "ObligationReads",
+    "ObligationRow",
+    "ObligationSearchResult",
     "ReferenceRequestRow",
     "ReferenceSourceRow",
     "ServingState",
+    "StoredChangeSet",
     "RequestCatalog",
     "VersionCatalog",
     "VersionReads",
@@ -170,16 +214,20 @@ __all__ = [
     "aer_sync_state",
     "compliance_action_misconduct_types",
     "compliance_actions",
+    "change_sets",
     "compliance_sync_state",
+    "document_changes",
     "document_requests",
     "deleting_message",
     "document_versions",
     "documents",
     "duplicate_message",
+    "series_ids",
     "ensure_deleting_status",
     "reference_requests",
     "reference_sources",
     "new_version_waits",
+    "obligations",
     "serving_version",
     "title_key",
 ]

@@ -12,6 +12,12 @@ always has a reason and a ``ready`` row always has its page and chunk counts (CH
 then on nothing serves or builds it), then removes the stored data and the row last, so a
 delete killed half way is finished by running it again (issue 16, "Crash and outage recovery").
 Identity rules: DESIGN.md "Identity", implemented in ``kb_shared.identity``.
+
+Editions (issue 27, "What changed"): ``edition_of`` names the previous edition of a document
+with another name (a Notice to Market of the next financial year), so documents form series,
+one edition after another (at most one next edition each: unique index). The link is checked
+where it is written (``check_edition_link``); deleting an edition unlinks its next edition,
+which is logged. The reads of a series are in ``catalog/editions.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,10 +39,12 @@ from kb_shared import identity
 from kb_shared.errors import (
     DocumentNotFoundError,
     DuplicateDocumentError,
+    EditionLinkError,
     IdentityError,
     KbError,
     StoreError,
 )
+from kb_shared.stores.catalog.changes import delete_changes
 from kb_shared.stores.catalog.common import (
     CATALOG_METADATA,
     CatalogBase,
@@ -45,6 +54,8 @@ from kb_shared.stores.catalog.common import (
     to_row,
 )
 from kb_shared.stores.sql import error_detail, utc_now
+
+log = logging.getLogger(__name__)
 
 #: Longest document name (as uploaded, trimmed), in characters.
 NAME_MAX = 1024
@@ -100,6 +111,8 @@ documents = sa.Table(
     created_at("updated_at"),
     # Last, so a database that gained it through sql/004 has the same column order.
     sa.Column("category", sa.String(CATEGORY_MAX)),
+    # Last, after category, as sql/010_document_editions.sql adds it (module docstring).
+    sa.Column("edition_of", sa.String(120)),
     sa.UniqueConstraint("normalized_name", name="uq_documents_normalized_name"),
     sa.UniqueConstraint("sha256", name="uq_documents_sha256"),
     sa.CheckConstraint(STATUS_CHECK, name="ck_documents_status"),
@@ -113,6 +126,8 @@ documents = sa.Table(
     sa.CheckConstraint("length(sha256) = 64", name="ck_documents_sha256"),
     sa.CheckConstraint("size_bytes >= 0", name="ck_documents_size_bytes"),
     *(sa.CheckConstraint(f"{name} >= 0", name=f"ck_documents_{name}") for name in _COUNT_COLUMNS),
+    sa.CheckConstraint("edition_of <> doc_id", name="ck_documents_edition_of"),
+    sa.Index("ux_documents_edition_of", "edition_of", unique=True),
 )
 
 
@@ -121,7 +136,8 @@ class DocumentRow:
     """One document. ``status`` is a ``DocumentStatus`` value; counts are ``None``
     until the pipeline records them; ``size_bytes`` is the PDF size in bytes; ``blob_key`` and
     ``markdown_key`` are blob-store keys; timestamps are aware UTC; ``category`` is a
-    ``normalize_category`` path (``aemo/procedures``) or ``None``."""
+    ``normalize_category`` path (``aemo/procedures``) or ``None``; ``edition_of`` the
+    ``doc_id`` of its previous edition (module docstring) or ``None``."""
 
     doc_id: str
     name: str
@@ -144,6 +160,7 @@ class DocumentRow:
     created_at: dt.datetime
     updated_at: dt.datetime
     category: str | None = None
+    edition_of: str | None = None
 
 
 def normalize_category(value: str | None) -> str | None:
@@ -409,6 +426,7 @@ class DocumentCatalog(DocumentReads):
         size_bytes: int,
         blob_key: str,
         category: str | None = None,
+        edition_of: str | None = None,
     ) -> DocumentRow:
         """Write the intake row of a new document with status ``pending``.
 
@@ -419,11 +437,13 @@ class DocumentCatalog(DocumentReads):
             size_bytes: PDF size in bytes.
             blob_key: blob-store key of the PDF.
             category: its category (``normalize_category``), or ``None``.
+            edition_of: the ``doc_id`` of its previous edition (module docstring), or ``None``.
 
         Raises:
             DuplicateDocumentError: the normalised name, the content hash or the ``doc_id`` is
                 already in the catalog (the unique indexes decide, so two racing intakes
                 cannot both win); the message (``duplicate_message``) names the existing one.
+            EditionLinkError: ``check_edition_link`` refuses ``edition_of``; nothing written.
             ValueError: an empty or over-long name, a ``doc_id`` that is not
                 ``identity.doc_id(name)``, a malformed hash, a negative size, an empty key or
                 a bad category.
@@ -451,11 +471,14 @@ class DocumentCatalog(DocumentReads):
             "size_bytes": size,
             "blob_key": key,
             "category": group,
+            "edition_of": edition_of,
             "created_at": now,
             "updated_at": now,
         }
         try:
             with self._write() as conn:
+                if edition_of is not None:
+                    check_edition_link(conn, doc_id, edition_of)
                 row = conn.execute(
                     documents.insert().values(**values).returning(*documents.c)
                 ).one()
@@ -588,12 +611,24 @@ class DocumentCatalog(DocumentReads):
             )
 
     def delete(self, doc_id: str) -> bool:
-        """Delete the catalog row of a document and its version history
-        (``catalog/versions.py``). Returns ``False`` when there was none."""
+        """Delete the catalog row of a document, its version history (``catalog/versions.py``),
+        its obligations (``catalog/obligations.py``) and its comparisons, and other
+        documents' comparisons made against it (``catalog/changes.py``). Its next edition, if
+        any, is unlinked in the same transaction (``edition_of`` set to ``None``: it starts a
+        series of its own) and a warning names it. Returns ``False`` when there was none."""
         versions = CATALOG_METADATA.tables["document_versions"]
+        registers = CATALOG_METADATA.tables["obligations"]  # catalog/obligations.py
         with self._write() as conn:
+            conn.execute(registers.delete().where(registers.c.doc_id == doc_id))
+            delete_changes(conn, doc_id)
             conn.execute(versions.delete().where(versions.c.doc_id == doc_id))
+            following = _unlink_next_edition(conn, doc_id)
             result = conn.execute(documents.delete().where(documents.c.doc_id == doc_id))
+        for doc in following:
+            log.warning(
+                "%s was the next edition of %s, which is deleted: it is unlinked and has no "
+                "previous edition now", doc, doc_id,
+            )
         return result.rowcount > 0
 
 
@@ -642,3 +677,70 @@ def ensure_deleting_status(conn: Connection) -> bool:
 
 def _allows_every_status(definition: str) -> bool:
     return all(f"'{value}'" in definition for value in DOCUMENT_STATUSES)
+
+
+# --- Editions (module docstring) -------------------------------------------------------------
+
+
+def _unlink_next_edition(conn: Connection, doc_id: str) -> list[str]:
+    """Set ``edition_of`` to ``None`` on the next edition of ``doc_id`` (before ``doc_id`` is
+    deleted); returns the ``doc_id``s unlinked."""
+    following = list(
+        conn.execute(
+            sa.select(documents.c.doc_id).where(documents.c.edition_of == doc_id)
+        ).scalars()
+    )
+    if following:
+        conn.execute(
+            documents.update()
+            .where(documents.c.edition_of == doc_id)
+            .values(edition_of=None, updated_at=utc_now())
+        )
+    return following
+
+
+def check_edition_link(conn: Connection, doc_id: str, previous: str) -> None:
+    """Check, in ``conn``'s write transaction, that ``doc_id`` may name ``previous`` as its
+    previous edition (module docstring). ``doc_id`` need not be written yet (intake).
+
+    Raises:
+        EditionLinkError: ``previous`` is ``doc_id`` itself, not in the catalog, being deleted,
+            already followed by another next edition, or a later edition of ``doc_id`` (a
+            loop); the message says what to link instead.
+    """
+    if previous == doc_id:
+        raise EditionLinkError(
+            f"{doc_id!r} cannot be an edition of itself; give the earlier document (another "
+            "file name) as its previous edition"
+        )
+    found = conn.execute(sa.select(documents).where(documents.c.doc_id == previous)).first()
+    if found is None:
+        raise EditionLinkError(
+            f"no document {previous!r} in the catalog to be the previous edition of "
+            f"{doc_id!r}; add the earlier edition first (`kb add`), or give its file name or "
+            "doc_id as `kb status` shows it"
+        )
+    row: DocumentRow = to_row(DocumentRow, found)
+    if row.status == DocumentStatus.DELETING:
+        raise EditionLinkError(
+            f"{row.name!r} cannot be a previous edition now: "
+            + deleting_message(row, "link to another edition")
+        )
+    links = dict(conn.execute(sa.select(documents.c.doc_id, documents.c.edition_of)).all())
+    taken = sorted(doc for doc, before in links.items() if before == previous and doc != doc_id)
+    if taken:
+        raise EditionLinkError(
+            f"{row.name!r} already has a next edition ({taken[0]!r}); a series is one edition "
+            f"after another, so link {doc_id!r} to the newest edition of that series instead "
+            f"({taken[0]!r} or a later one)"
+        )
+    before, seen = links.get(previous), {previous}
+    while before is not None and before not in seen:
+        if before == doc_id:
+            raise EditionLinkError(
+                f"linking {doc_id!r} as an edition of {previous!r} would make a loop: "
+                f"{previous!r} is already a later edition of {doc_id!r}; link the newer "
+                "document to the older one"
+            )
+        seen.add(before)
+        before = links.get(before)

@@ -1,0 +1,418 @@
+"""Obligations found in a document's chunks: who must (not) / should (not) do what, by when,
+under which clause (issue 26, "An obligations register"). Offline: sentence structure and the
+document's own defined terms, no model.
+
+Each chunk is cut into sentences, list clauses and table rows by
+``retrieval_features.units`` (a list whose stem holds the modal, "The retailer must: (a) …
+(b) …", gives one clause per item, stem joined; a list of parties followed by the modal, "(i)
+scheduled loads; (ii) … must ramp", one per listed party). A clause is an obligation when it
+holds a binding modal (``modality_of``) outside quotes, is not a definition, question, heading,
+table-of-contents line, figure marker, exemption ("is not required to") or a version-history
+row, and the modal is in its main clause (not "the limits that a unit must operate within",
+"whether …", "Where … is required to …, X will").
+
+Principle for descriptions of a system (issue 26 leaves it to the detector): a modal whose
+subject is a computation or the system itself ("the algorithm must converge", "the process is
+required to ramp"), a quantity ("104 MW must be generated"), the document itself ("This
+document should not be relied on") or a pronoun standing for a thing ("This is required to
+ensure …", "It should be noted …") describes how things work and binds nobody. A rule about an
+artefact a party produces or handles ("The ramp rate provided must be the maximum …", "a rebid
+must be submitted", "The notice should include …") binds that party, marked
+``party_inferred``: the agent the sentence names ("… nominated by AEMO"), else the party of the
+nearest obligation of the same section that names one, else the last party named as the
+subject of a verb earlier in the section, else none (``""``).
+
+The rules for one clause (modals, subjects, parties, roles, deadlines) are in
+``kb_shared.obligation_sentences``; this module reads a document with them: paragraph labels
+and clause numbers, list stems, table rows, and parties carried from sentence to sentence.
+Figures it was measured with: ``benchmarks/results/obligations-2026-12-06.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from kb_shared.chunking import Chunk
+from kb_shared.obligation_sentences import (
+    LIST_MARKER,
+    MODALITIES,
+    MUST,
+    MUST_NOT,
+    ORGANISATIONS,
+    PARAGRAPH_LINE,
+    ROLE_RULES,
+    SHOULD,
+    SHOULD_NOT,
+    Reading,
+    binding_modals,
+    clause_text,
+    deadline_of,
+    defined_terms,
+    heading_number,
+    names_a_party,
+    not_a_requirement,
+    parties_of,
+    read_clause,
+    role_of,
+)
+from kb_shared.page_location import FIGURE_LINE, page_at
+from kb_shared.quotes import unit_offset
+from kb_shared.retrieval_features import Unit, units
+
+__all__ = [
+    "MODALITIES", "MUST", "MUST_NOT", "SHOULD", "SHOULD_NOT", "Obligation", "deadline_of",
+    "find_obligations", "heading_number", "modality_of", "role_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Obligation:
+    """One obligation: one bound party of one sentence (a sentence binding two is two).
+
+    Attributes:
+        party: the bound party as the document names it ("the relevant Market Participant");
+            ``""`` when no party is named nor found nearby.
+        role: the party's normalised role ("Retailer", "AEMO", "Market Participant"): from
+            ``ROLE_RULES`` over the party and the document's definition of it, else the
+            party's head phrase in Title Case; ``None`` without a party.
+        modality: one of ``MODALITIES`` ("shall" is must, "is not permitted to" must not).
+        text: the sentence, list clause (stem joined) or table row as a reader sees it
+            (``quotes.readable``).
+        action: the requirement in the document's words, from the modal on.
+        deadline: the time or condition phrase ("within 2 business days", "if conformance
+            mode = 2"), ``None`` when there is none.
+        reference: the clause it sits under, section number plus paragraph ("2.6.5(f)"),
+            ``None`` when the document numbers neither.
+        chunk_id: the chunk it was found in.
+        page: 1-based page of the modal, from the chunk's ``page_runs`` when located, else the
+            chunk's ``page_start``.
+        heading_path: the chunk's heading path.
+        party_inferred: the sentence names no party ("a rebid must be submitted"); ``party``
+            is the nearest party named before it in the section (module docstring).
+    """
+
+    party: str
+    role: str | None
+    modality: str
+    text: str
+    action: str
+    deadline: str | None
+    reference: str | None
+    chunk_id: str
+    page: int | None
+    heading_path: tuple[str, ...] = ()
+    party_inferred: bool = False
+
+
+def modality_of(sentence: str) -> str | None:
+    """The modality of ``sentence`` (one of ``MODALITIES``), ``None`` when it binds nobody:
+    no binding modal outside quotes, an exemption, an expectation ("should have"), a question,
+    definition, contents line or figure marker, a modal inside an embedded clause, or a
+    description of a system (module docstring). A passive sentence ("Bids must be lodged …")
+    binds its unnamed party and has a modality. The one rule ``find_obligations`` applies to a
+    sentence on its own."""
+    text = clause_text(sentence)
+    if not_a_requirement(text):
+        return None
+    for reading in read_clause(text):
+        return reading.modality
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# A document
+# --------------------------------------------------------------------------------------------
+
+#: A party named as the subject of a verb: a role of ``ROLE_RULES`` or a known organisation.
+_SUBJECT_MENTION = re.compile(
+    r"\b(?P<party>(?:the\s+)?(?:"
+    + "|".join([*(rule.pattern for rule, _ in ROLE_RULES), *map(re.escape, ORGANISATIONS.values())])
+    + r"))\s+(?:\w+ly\s+)?"
+    r"(?:will|may|must|shall|should|can|could|is|are|has|have|does|do|needs?|sets?|issues?|publishes?)\b",
+    re.I,
+)
+#: Clauses of a section looked back through for the party of a sentence that names none.
+_RECENT_CLAUSES = 40
+#: Headings of a document's change log: its rows say what changed, not what binds.
+_HISTORY = re.compile(
+    r"\b(?:version|revision|release|amendment|change|document)\s+(?:history|record|log|details|control)\b", re.I
+)
+_ROMAN = re.compile(r"^[ivxl]{1,6}$")
+_OWN_NUMBER = re.compile(r"^\s*(?:[-*+]\s+)?(?P<number>\d+(?:\.\d+)+)\.?(?:\s|$)")
+
+
+@dataclass(slots=True)
+class _Clause:
+    """A unit ready to read: its readable text, where it starts in the chunk, and its
+    paragraph label ("f", or "f)(i" for a sub-paragraph)."""
+
+    text: str
+    raw: str
+    offset: int
+    paragraph: str | None
+    is_item: bool
+    number: str | None = None  # the numbered clause it is in, when the text numbers it
+
+
+@dataclass(slots=True)
+class _Stem:
+    """A clause ending in ":" whose modal the list items after it complete."""
+
+    readings: list[Reading]
+    clause: _Clause
+    chunk: Chunk
+    used: bool = False
+
+
+class _Document:
+    """Reads one document version's chunks in order, keeping what crosses chunk borders: the
+    current paragraph, an open list stem, the last party named."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.chunks = chunks
+        self.cut = [units(chunk.text) for chunk in chunks]
+        self.defined = defined_terms(chunks, self.cut)
+        self.found: list[Obligation] = []
+        self.paragraph: str | None = None
+        self.section: tuple[str, ...] = ()
+        self.stem: _Stem | None = None
+        self.number: str | None = None  # a clause number the text gives (``_OWN_NUMBER``)
+        self.keys: list[tuple[tuple[str, ...], str | None]] = []  # each found one's section
+        self.agents: set[int] = set()  # found obligations whose party is a "by X" agent
+        self.items: list[tuple[_Clause, Chunk]] = []
+        self.recent: list[str] = []  # the section's clauses read so far, for ``_nearest_party``
+
+    def read(self) -> list[Obligation]:
+        for chunk, cut in zip(self.chunks, self.cut, strict=True):
+            if chunk.heading_path[:1] != self.section[:1]:
+                self.recent.clear()
+            if any(_HISTORY.search(h) for h in chunk.heading_path):
+                continue
+            self._chunk(chunk, cut)
+        self._close_stem()
+        self._infer_from_section()
+        return self.found
+
+    def _infer_from_section(self) -> None:
+        """An obligation whose sentence names no party takes the party of the nearest one in
+        the same section that names its party (before it on a tie), when there is one."""
+        named = [i for i, ob in enumerate(self.found) if not ob.party_inferred and ob.party]
+        for index, ob in enumerate(self.found):
+            if not ob.party_inferred or index in self.agents:
+                continue
+            same = [i for i in named if self.keys[i] == self.keys[index]]
+            if not same:
+                continue
+            nearest = min(same, key=lambda i: (abs(i - index), i > index))
+            source = self.found[nearest]
+            self.found[index] = replace(ob, party=source.party, role=source.role)
+
+    # -- clauses -------------------------------------------------------------------------
+    def _clauses(self, chunk: Chunk, cut: Sequence[Unit]) -> list[_Clause]:
+        out = []
+        searched = 0
+        for unit in cut:
+            if FIGURE_LINE.match(unit.text):
+                continue
+            offset = unit_offset(chunk.text[searched:], unit.text)
+            offset = offset + searched if offset >= 0 else unit_offset(chunk.text, unit.text)
+            if offset >= 0:
+                searched = offset
+            line_start = chunk.text.rfind("\n", 0, max(offset, 0)) + 1
+            line = chunk.text[line_start : line_start + 40]
+            marker = LIST_MARKER.match(line) if PARAGRAPH_LINE.match(line) else None
+            is_item = bool(re.match(r"^\s*(?:[-*+]\s|\d{1,2}[.)]\s|\([a-z]{1,2}\)\s)", line))
+            if marker is not None and offset - line_start < 3:
+                label = marker.group("para") or marker.group("upper")
+                if label:
+                    self._paragraph(label)
+            text = clause_text(unit.text)
+            own = _OWN_NUMBER.match(text)
+            if own is not None:  # "- 9.2. For …": a numbered clause the converter made a list item
+                self.number, self.paragraph = own.group("number"), None
+            item = is_item and offset - line_start < 3
+            out.append(_Clause(text, unit.text, offset, self.paragraph, item, self.number))
+        return out
+
+    def _paragraph(self, label: str) -> None:
+        current = self.paragraph
+        if current and _ROMAN.match(label) and not (label == "i" and current.endswith("h")) and "(" not in current:
+            self.paragraph = f"{current})({label}"
+        elif current and "(" in current and _ROMAN.match(label) and not (label == "i" and current.split(")(")[0] == "h"):
+            self.paragraph = f"{current.split(')(')[0]})({label}"
+        elif len(label) == 1 and label.isupper():
+            pass  # "A." items of a sub-list keep their paragraph
+        else:
+            self.paragraph = label
+
+    def _reference(self, chunk: Chunk, clause: _Clause) -> str | None:
+        number = clause.number
+        for heading in reversed(chunk.heading_path if number is None else ()):
+            number = heading_number(heading)
+            if number:
+                break
+        if clause.raw.startswith("|"):
+            first = clause.text.split(" | ")[0]
+            if re.fullmatch(r"[A-Z]?\d+(?:\.\d+)*[a-z]?", first.strip()):
+                return first.strip()
+        if number and clause.paragraph:
+            return f"{number}({clause.paragraph})"
+        return number
+
+    def _page(self, chunk: Chunk, clause: _Clause, at: int) -> int | None:
+        if chunk.located and chunk.page_runs and clause.offset >= 0:
+            scale = len(clause.raw) / max(len(clause.text), 1)
+            return page_at(chunk.page_runs, clause.offset + int(at * scale))
+        return chunk.page_start
+
+    # -- a chunk -------------------------------------------------------------------------
+    def _chunk(self, chunk: Chunk, cut: Sequence[Unit]) -> None:
+        if chunk.heading_path != self.section:
+            if chunk.heading_path[:2] != self.section[:2]:
+                self.paragraph = None
+            self.section = chunk.heading_path
+            self.number = None
+        for clause in self._clauses(chunk, cut):
+            if clause.raw.startswith("|"):
+                self._close_stem()
+                self._row(chunk, clause)
+                continue
+            if not_a_requirement(clause.text):
+                self._note_mentions(clause.text)
+                if not clause.is_item:
+                    self._close_stem()
+                    self.items = []
+                continue
+            if self.stem is not None and clause.is_item and not binding_modals(clause.text):
+                self._stem_item(chunk, clause)
+                continue
+            self._close_stem()
+            readings = read_clause(clause.text, self.defined)
+            if readings and not readings[0].subject.strip() and not readings[0].parties:
+                if self._listed_parties(chunk, clause, readings[0]):
+                    continue
+                readings = readings[1:]
+            if not readings:
+                self.items = [*self.items, (clause, chunk)] if clause.is_item else []
+                self._note_mentions(clause.text)
+                continue
+            self.items = []
+            if clause.text.rstrip().endswith(":"):
+                self.stem = _Stem(readings, clause, chunk)
+            else:
+                for reading in readings:
+                    self._emit(chunk, clause, reading, clause.text)
+            self._note_mentions(clause.text)
+
+    def _close_stem(self) -> None:
+        """End an open list stem; a stem no item followed is an obligation on its own."""
+        stem, self.stem = self.stem, None
+        if stem is not None and not stem.used:
+            for reading in stem.readings:
+                self._emit(stem.chunk, stem.clause, reading, stem.clause.text)
+
+    def _stem_item(self, chunk: Chunk, clause: _Clause) -> None:
+        """One item of a list whose stem holds the modal: the stem joined to the item."""
+        assert self.stem is not None
+        self.stem.used = True
+        item = LIST_MARKER.sub("", clause.text, count=1).strip()
+        text = f"{self.stem.clause.text} {item}"
+        for reading in self.stem.readings:
+            verb = reading.action.rstrip(" :")
+            joined = replace(reading, at=0, action=f"{verb} {item}".rstrip(" ;,."))
+            self._emit(chunk, clause, joined, text)
+
+    def _listed_parties(self, chunk: Chunk, clause: _Clause, first: Reading) -> bool:
+        """A clause opening with its modal after a list of parties ("(i) scheduled loads; …
+        (vi) … must linearly ramp"): one obligation per listed party."""
+        listed = [c for c, _ in self.items if parties_of(self._item_party(c.text), self.defined)]
+        if not listed:
+            return False
+        joined = " ".join(LIST_MARKER.sub("", c.text, count=1) for c, _ in self.items)
+        text = f"{joined} {clause.text}"
+        opening = self.items[0][0]
+        for item in listed:
+            party = self._item_party(item.text)
+            reading = Reading(first.modality, (party,), first.at, first.action, party, False)
+            self._emit(chunk, clause, reading, text, paragraph_of=opening)
+        self.items = []
+        return True
+
+    @staticmethod
+    def _item_party(text: str) -> str:
+        item = LIST_MARKER.sub("", text, count=1).strip()
+        return re.sub(r"[;,.]?\s*(?:and|or)?$", "", item).strip(" ;,")
+
+    def _row(self, chunk: Chunk, clause: _Clause) -> None:
+        """A table row: each cell read as its own clauses; a cell whose modal has no subject
+        takes the row's first cell as its party when that names one."""
+        cells = [c for c in clause.text.split(" | ") if c.strip()]
+        first = cells[0] if cells else ""
+        if len(cells) >= 2 and self.defined.get(first.lower().strip("*")) == cells[1]:
+            return  # a glossary row: its definition binds nobody
+        for cell in cells:
+            for unit in units(cell):
+                text = unit.text
+                if not_a_requirement(text):
+                    continue
+                readings = read_clause(text, self.defined)
+                if readings and not readings[0].subject.strip() and not readings[0].parties:
+                    orphan, readings = readings[0], readings[1:]
+                    if cell is not first and names_a_party(first, self.defined):
+                        readings.insert(0, replace(orphan, parties=(first,), subject=first))
+                shift = max(clause.text.find(text), 0)
+                for reading in readings:
+                    self._emit(chunk, clause, replace(reading, at=reading.at + shift), clause.text)
+        self._note_mentions(clause.text)
+
+    def _note_mentions(self, text: str) -> None:
+        """Keep ``text`` for ``_nearest_party`` (the last ``_RECENT_CLAUSES`` of the section)."""
+        self.recent.append(text)
+        if len(self.recent) > 2 * _RECENT_CLAUSES:
+            del self.recent[:-_RECENT_CLAUSES]
+
+    def _nearest_party(self, text: str) -> tuple[str, str, bool] | None:
+        """The party an obligation naming none binds: the agent of "by X" in its sentence
+        (``True``: named there), else the last party named as a subject before it."""
+        agent = re.search(r"\bby\s+((?:the\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,4})", text)
+        if agent is not None and names_a_party(agent.group(1), self.defined):
+            party = agent.group(1)
+            return party, role_of(party, self.defined) or party, True
+        for earlier in reversed(self.recent[-_RECENT_CLAUSES:]):
+            named = [m.group("party") for m in _SUBJECT_MENTION.finditer(earlier)]
+            if named:
+                return named[-1], role_of(named[-1], self.defined) or named[-1], False
+        return None
+
+    def _emit(
+        self, chunk: Chunk, clause: _Clause, reading: Reading, text: str,
+        paragraph_of: _Clause | None = None,
+    ) -> None:
+        deadline = deadline_of(text, reading.action)
+        reference = self._reference(chunk, paragraph_of or clause)
+        page = self._page(chunk, clause, reading.at)
+        common = dict(
+            modality=reading.modality, text=text, action=reading.action, deadline=deadline,
+            reference=reference, chunk_id=chunk.id, page=page, heading_path=chunk.heading_path,
+        )
+        if reading.thing:
+            near = self._nearest_party(clause.text)
+            party, role, named = near if near is not None else ("", None, False)
+            if named:
+                self.agents.add(len(self.found))
+            self.found.append(Obligation(party=party, role=role, party_inferred=True, **common))
+            self.keys.append((chunk.heading_path, clause.number))
+            return
+        for named in reading.parties:
+            party = named.strip("_* ")
+            role = role_of(party, self.defined)
+            self.found.append(Obligation(party=party, role=role, **common))
+            self.keys.append((chunk.heading_path, clause.number))
+
+
+def find_obligations(chunks: Sequence[Chunk]) -> list[Obligation]:
+    """Every obligation in ``chunks`` (one document version, in reading order), one per bound
+    party of each obligation sentence (module docstring). Linear in the text's length."""
+    return _Document(chunks).read()

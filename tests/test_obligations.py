@@ -1,0 +1,269 @@
+"""The obligation detector (``kb_shared.obligations``, issue 26): party, role, modality,
+deadline, reference and page of crafted sentences, what is not an obligation, and recall on
+the hand-labelled AEMO dispatch procedure."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kb_shared.chunking import Chunk
+from kb_shared.obligations import (
+    MODALITIES,
+    Obligation,
+    find_obligations,
+    heading_number,
+    modality_of,
+    role_of,
+)
+from tests.conftest import corpus_dir
+
+LABELS = Path(__file__).parent / "data" / "obligations"
+
+
+def chunk(
+    text: str,
+    heading_path: tuple[str, ...] = ("4. Obligations", "4.2 Installer obligations"),
+    *,
+    index: int = 0,
+    kind: str = "text",
+    page_start: int | None = 7,
+    page_end: int | None = None,
+    page_runs: tuple[tuple[int, int], ...] = (),
+    located: bool | None = None,
+) -> Chunk:
+    return Chunk(
+        id=f"doc.pdf-{index}", document="doc.pdf", index=index, text=text,
+        heading_path=heading_path, page_start=page_start,
+        page_end=page_end if page_end is not None else page_start, kind=kind,
+        page_runs=page_runs, located=located,
+    )
+
+
+def test_one_obligation_carries_party_role_modality_deadline_reference_and_page() -> None:
+    text = "The Installer must submit the compliance certificate within 2 business days of installation."
+    [found] = find_obligations([chunk(text)])
+    assert found == Obligation(
+        party="The Installer",
+        role="Installer",
+        modality="must",
+        text=text,
+        action="must submit the compliance certificate within 2 business days of installation",
+        deadline="within 2 business days of installation",
+        reference="4.2",
+        chunk_id="doc.pdf-0",
+        page=7,
+        heading_path=("4. Obligations", "4.2 Installer obligations"),
+    )
+
+
+def test_a_sentence_binding_two_parties_is_two_obligations() -> None:
+    found = find_obligations([chunk("Retailers and installers must not offer cash incentives to customers.")])
+    assert [(o.party, o.role, o.modality) for o in found] == [
+        ("Retailers", "Retailer", "must not"),
+        ("installers", "Installer", "must not"),
+    ]
+    assert {o.text for o in found} == {"Retailers and installers must not offer cash incentives to customers."}
+
+
+def test_a_list_stem_holding_the_modal_is_joined_to_each_item() -> None:
+    text = (
+        "The retailer must:\n\n- (a) give the customer a written quote before installation;\n\n"
+        "- (b) keep records of each sale for 5 years."
+    )
+    found = find_obligations([chunk(text, ("3 Retailer obligations",))])
+    assert [(o.party, o.role, o.reference, o.deadline) for o in found] == [
+        ("The retailer", "Retailer", "3(a)", "before installation"),
+        ("The retailer", "Retailer", "3(b)", None),
+    ]
+    assert [o.text for o in found] == [
+        "The retailer must: give the customer a written quote before installation;",
+        "The retailer must: keep records of each sale for 5 years.",
+    ]
+    assert found[0].action == "must give the customer a written quote before installation"
+
+
+def test_a_list_of_parties_before_the_modal_binds_each_listed_party() -> None:
+    text = (
+        "- (b) Absent a ramp rate in the instruction:\n\n- (i) scheduled generating units;\n\n"
+        "- (ii) scheduled loads; and\n\n- (iii) wholesale demand response units\n\n"
+        "must linearly ramp their active power across the trading interval."
+    )
+    found = find_obligations([chunk(text, ("2. Dispatch", "2.8. Ramp rates"))])
+    assert [(o.party, o.role, o.reference) for o in found] == [
+        ("scheduled generating units", "Generator", "2.8(b)"),
+        ("scheduled loads", "Market Participant", "2.8(b)"),
+        ("wholesale demand response units", "Demand Response Service Provider", "2.8(b)"),
+    ]
+    assert {o.deadline for o in found} == {"Absent a ramp rate in the instruction"}
+
+
+def test_a_table_row_with_a_modal_is_an_obligation_numbered_by_its_first_cell() -> None:
+    text = (
+        "| Clause | Requirement |\n|---|---|\n"
+        "| 5.1 | The retailer must display the rebate amount on the quote. |\n"
+        "| 5.2 | Quotes are valid for 30 days. |"
+    )
+    [found] = find_obligations([chunk(text, ("5 Quotes",), kind="table")])
+    assert (found.party, found.role, found.modality, found.reference) == ("The retailer", "Retailer", "must", "5.1")
+    assert found.text == "5.1 | The retailer must display the rebate amount on the quote."
+
+
+def test_a_row_whose_requirement_has_no_subject_binds_the_party_in_its_first_cell() -> None:
+    text = "| Party | Duty |\n|---|---|\n| Distributor | Must approve the connection within 10 business days. |"
+    [found] = find_obligations([chunk(text, ("Duties",), kind="table")])
+    assert (found.party, found.role, found.deadline) == ("Distributor", "Distributor", "within 10 business days")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "modality"),
+    [
+        ("The retailer shall notify the customer.", "must"),
+        ("The retailer shall not charge a fee.", "must not"),
+        ("Installers are required to hold a licence.", "must"),
+        ("The customer is not permitted to resell the battery.", "must not"),
+        ("The applicant may not transfer the approval.", "must not"),
+        ("Retailers should explain the warranty.", "should"),
+        ("Retailers should not pressure customers.", "should not"),
+        ("Installers are recommended to photograph the meter.", "should"),
+        ("NER clause 4.9.6 requires a Generator to advise AEMO promptly.", "must"),
+        ("The Market Participant will need to determine these limits.", "must"),
+        ("A rebid must be submitted as soon as practicable.", "must"),
+    ],
+)
+def test_binding_modals_and_their_modality(sentence: str, modality: str) -> None:
+    assert modality in MODALITIES
+    assert modality_of(sentence) == modality
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Solar Retailer means a retailer that must hold an approval under the Program.",
+        "The retailer may offer a discount.",
+        "Installers can choose any approved product.",
+        "Must the retailer give a quote?",
+        "4.2 Installer must obligations ........ 12",
+        "[Figure: Installers must wear protective equipment]",
+        "The guide “What installers must know” is available online.",
+        "Customers are not required to pay a deposit.",
+        "The participant does not need to provide a reason.",
+        "The algorithm must converge within 50 iterations.",
+        "Any non-response issue should have already been observed.",
+        "This is required to ensure safe operation of the plant.",
+        "This document should not be relied on as legal advice.",
+        "AEMO may also require Ancillary Service Providers to report on their conformance.",
+        "The figures show the operating limits that a scheduled resource must operate within.",
+        "For example, if the unit is on, the participant must rebid.",
+        "Nonfederal organizations may not have the necessary resources.",
+    ],
+)
+def test_what_binds_nobody(sentence: str) -> None:
+    assert modality_of(sentence) is None
+    assert find_obligations([chunk(sentence)]) == []
+
+
+def test_the_page_is_the_modal_s_page_from_the_page_runs_of_a_located_chunk() -> None:
+    first = "The connection process is described in this section over several pages of text. "
+    text = first + "The Distributor must connect the system before 1 July 2026."
+    runs = ((0, 3), (len(first), 4))
+    [located] = find_obligations([chunk(text, page_start=3, page_end=4, page_runs=runs, located=True)])
+    assert (located.page, located.deadline) == (4, "before 1 July 2026")
+    [unchecked] = find_obligations([chunk(text, page_start=3, page_end=4, page_runs=runs, located=None)])
+    assert unchecked.page == 3  # runs of an unverified chunk are no evidence: its first page
+
+
+def test_a_defined_term_gives_its_party_a_role() -> None:
+    chunks = [
+        chunk("Applicant means a retailer that applies for a rebate under the Program.", ("1 Definitions",), index=0),
+        chunk("The Applicant must lodge the claim form by 30 June 2026.", ("6 Claims",), index=1),
+    ]
+    [found] = find_obligations(chunks)
+    assert (found.party, found.role, found.deadline, found.reference) == (
+        "The Applicant", "Retailer", "by 30 June 2026", "6",
+    )
+
+
+def test_an_obligation_naming_no_party_takes_the_section_s_named_party() -> None:
+    text = (
+        "The Generator must advise AEMO of the reason. "
+        "A revised offer must be submitted within 5 minutes."
+    )
+    named, passive = find_obligations([chunk(text, ("9 Rebids",))])
+    assert (named.party, named.party_inferred) == ("The Generator", False)
+    assert (passive.party, passive.role, passive.party_inferred) == ("The Generator", "Generator", True)
+    assert passive.deadline == "within 5 minutes"
+
+
+def test_rows_of_a_version_history_are_not_obligations() -> None:
+    text = "| Version | Date | Changes |\n|---|---|---|\n| 75.0 | 19 September 2012 | Clarified participants must advise AEMO of SCADA work |"
+    assert find_obligations([chunk(text, ("Version release history",), kind="table")]) == []
+
+
+@pytest.mark.parametrize(
+    ("heading", "number"),
+    [("4.2 Installer obligations", "4.2"), ("9. Ramp rate requirements", "9"), ("A.3 Conformance Status", "A.3"),
+     ("Appendix A. Non-conformance", "A"), ("Introduction", None), ("Figure 4 Operating limits", None)],
+)
+def test_heading_numbers(heading: str, number: str | None) -> None:
+    assert heading_number(heading) == number
+
+
+@pytest.mark.parametrize(
+    ("party", "role"),
+    [("the relevant Market Participant", "Market Participant"), ("NSPs", "Network Service Provider"),
+     ("a scheduled resource in an Aggregate", "Market Participant"), ("the semi-scheduled generating unit", "Generator"),
+     ("Distribution Network Service Providers", "Distributor"), ("Nonfederal organizations", "Nonfederal Organization"),
+     ("", None)],
+)
+def test_roles_from_head_nouns(party: str, role: str | None) -> None:
+    assert role_of(party) == role
+
+
+# ---------------------------------------------------------------------------------------------
+# The real AEMO dispatch procedure against its hand labels
+# ---------------------------------------------------------------------------------------------
+
+AEMO_DOC = "aemo_so_op_3705_dispatch.pdf"
+
+
+@pytest.fixture(scope="module")
+def aemo_chunks(request: pytest.FixtureRequest) -> list[Chunk]:
+    """The AEMO dispatch procedure's chunks as the pipeline builds them: from
+    ``KB_TEST_EVAL_HOME`` when set, else the session's ``built_corpus``."""
+    from kb_assets.io_manager import chunks_from_parquet  # noqa: PLC0415
+
+    corpus_dir()
+    given = os.environ.get("KB_TEST_EVAL_HOME")
+    home = Path(given) if given else request.getfixturevalue("built_corpus")[0]
+    path = home / "blobs" / "chunks" / f"{AEMO_DOC}.parquet"
+    if not path.exists():
+        pytest.skip(f"no chunks of {AEMO_DOC} in {home}")
+    return chunks_from_parquet(path.read_bytes())
+
+
+@pytest.mark.slow
+def test_recall_precision_and_pages_on_the_labelled_aemo_procedure(aemo_chunks: list[Chunk]) -> None:
+    from benchmarks.obligations import read_labels, scores  # noqa: PLC0415
+
+    labels = read_labels(LABELS / "aemo_so_op_3705_dispatch.jsonl")
+    result = scores(labels, find_obligations(aemo_chunks))
+    assert result["must_recall"] >= 0.9
+    assert result["must_precision"] >= 0.9
+    assert result["should_recall"] >= 0.9
+    assert result["party_accuracy"] >= 0.85
+    assert result["page_accuracy"] == 1.0
+
+
+def test_a_party_that_receives_a_passive_duty_is_not_the_one_bound() -> None:
+    text = (
+        "The retailer must honour the warranty for 10 years. "
+        "The customer must not be required to pay upfront for a warranty repair."
+    )
+    honour, protect = find_obligations([chunk(text, ("7 Warranty",))])
+    assert (honour.party, honour.role, honour.party_inferred) == ("The retailer", "Retailer", False)
+    assert (protect.party, protect.role, protect.modality, protect.party_inferred) == (
+        "The retailer", "Retailer", "must not", True,
+    )
