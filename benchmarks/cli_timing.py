@@ -10,10 +10,17 @@ Three commands, each run ``--runs`` times in a fresh process (the console script
 - ``kb status`` on a home of ``--documents`` built documents (target ≤ 2 s).
 
 The home is ``benchmarks/work/cli-timing``: generated ``.md`` documents (no PDF conversion)
-added and built once with ``kb add --build`` and the local providers, then reused. Each
-labelled run (``--label before`` / ``--label after``) keeps its figures in
-``benchmarks/work/cli-timing-<label>.json``; the report
-(``benchmarks/results/cli-<date>.md``) shows every label measured so far, with the 1-minute
+added and built once with ``kb add --build`` and the local providers, then reused.
+
+``--tree DIR`` runs the kb code of another source tree (put first on ``PYTHONPATH``), e.g. the
+commit before a change: ``git archive <rev> | tar -x -C DIR``. ``--bytecode`` chooses how
+Python finds compiled modules: ``none`` runs as this machine's environment does
+(``PYTHONDONTWRITEBYTECODE=1`` and no ``__pycache__`` in the venv, so every import compiles
+its source); ``cached`` lets Python write and reuse bytecode under
+``benchmarks/work/pycache`` (``PYTHONPYCACHEPREFIX``; one warm-up run first), as an install
+by pip leaves it. Each labelled run keeps its figures in
+``benchmarks/work/cli-timing-<label>-<bytecode>.json``; the report
+(``benchmarks/results/cli-<date>.md``) shows every run measured so far, with the 1-minute
 load average read just before each command's runs.
 """
 
@@ -44,6 +51,10 @@ from benchmarks.common import (
 KB = REPO_ROOT / ".venv" / "bin" / "kb"
 #: The scratch home ``kb status`` reads.
 HOME = WORK_DIR / "cli-timing"
+#: Where ``--bytecode cached`` keeps compiled modules (``PYTHONPYCACHEPREFIX``).
+PYCACHE = WORK_DIR / "pycache"
+#: ``--bytecode`` choices (module docstring).
+BYTECODE_MODES = ("none", "cached")
 #: A URL ``kb_shared.fetch`` refuses by its address (loopback) before connecting.
 REFUSED_URL = "https://127.0.0.1/report.pdf"
 
@@ -82,10 +93,20 @@ class Timing:
     load_before: float | None
 
 
-def environment(home: Path) -> dict[str, str]:
-    """The process environment for ``kb`` on ``home`` with every provider role local."""
+def environment(home: Path, *, tree: Path | None = None, bytecode: str = "none") -> dict[str, str]:
+    """The process environment for ``kb`` on ``home`` with every provider role local, the
+    code of ``tree`` first on the path (``None``: the installed one) and ``bytecode`` as in
+    the module docstring."""
     env = dict(os.environ, KB_HOME=str(home), DAGSTER_HOME=str(home / "dagster"))
     env.update({f"KB_{role}_PROVIDER": "local" for role in PROVIDER_ROLES})
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+    if bytecode == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
     return env
 
 
@@ -120,19 +141,21 @@ def prepare(home: Path, documents: int) -> None:
     marker.touch()
 
 
-def time_case(case: Case, home: Path, runs: int) -> Timing:
-    """Run ``case`` ``runs`` times in fresh processes and return the wall times.
+def time_case(case: Case, env: dict[str, str], runs: int) -> Timing:
+    """Run ``case`` ``runs`` times in fresh processes with ``env`` and return the wall times
+    (after one untimed run when ``env`` caches bytecode, so that the cache is warm).
 
     Raises:
         RuntimeError: a run ended with another exit code or without the expected text.
     """
+    if "PYTHONPYCACHEPREFIX" in env:
+        subprocess.run([str(KB), *case.args], env=env, capture_output=True, check=False)
     load = load_average()
     seconds = []
     for _ in range(runs):
         start = time.perf_counter()
         done = subprocess.run(
-            [str(KB), *case.args], env=environment(home),
-            capture_output=True, text=True, check=False,
+            [str(KB), *case.args], env=env, capture_output=True, text=True, check=False,
         )
         seconds.append(time.perf_counter() - start)
         output = done.stdout + done.stderr
@@ -152,9 +175,8 @@ def saved_runs() -> dict[str, list[Timing]]:
     return found
 
 
-def report(runs: int, documents: int) -> Path:
-    """Write ``benchmarks/results/cli-<date>.md`` from every saved label."""
-    out = Report(name="cli", title="kb CLI start-up, cold (issue 28)")
+def report(out: Report, runs: int, documents: int) -> Path:
+    """Write ``out`` (``benchmarks/results/cli-<date>.md``) from every saved run."""
     out.fact("runs per command", runs)
     out.fact("status home", f"{documents} built Markdown documents ({HOME.relative_to(REPO_ROOT)})")
     out.heading("Wall seconds per command (fresh process each run)")
@@ -168,7 +190,8 @@ def report(runs: int, documents: int) -> Path:
                 " ".join(f"{s:.2f}" for s in t.seconds),
             ))
     out.table(
-        ("label", "command", "min", "median", "max", "target", "load (1 min) before", "runs"),
+        ("run (label-bytecode)", "command", "min", "median", "max", "target",
+         "load (1 min) before", "runs"),
         rows, align="llrrrrrl",
     )
     return out.write()
@@ -180,17 +203,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--label", required=True, help="e.g. before / after")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--documents", type=int, default=25)
+    parser.add_argument("--tree", type=Path, help="kb source tree to run (default: installed)")
+    parser.add_argument("--bytecode", choices=BYTECODE_MODES, default="none")
     args = parser.parse_args(argv)
+    out = Report(name="cli", title="kb CLI start-up, cold (issue 28)")
     prepare(HOME, args.documents)
+    env = environment(HOME, tree=args.tree, bytecode=args.bytecode)
     timings = []
     for case in cases(args.documents):
-        timing = time_case(case, HOME, args.runs)
+        timing = time_case(case, env, args.runs)
         log(f"{case.name}: median {statistics.median(timing.seconds):.2f} s "
             f"(load {timing.load_before})")
         timings.append(timing)
-    saved = WORK_DIR / f"cli-timing-{args.label}.json"
+    saved = WORK_DIR / f"cli-timing-{args.label}-{args.bytecode}.json"
     saved.write_text(json.dumps([asdict(t) for t in timings], indent=1), encoding="utf-8")
-    report(args.runs, args.documents)
+    out.fact("this run", f"{args.label}, bytecode {args.bytecode}, tree {args.tree or 'installed'}")
+    report(out, args.runs, args.documents)
     return 0
 
 

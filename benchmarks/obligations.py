@@ -34,6 +34,8 @@ TUNED_ON = frozenset({"aemo_so_op_3705_dispatch"})
 MATCH_OVERLAP = 0.6
 #: Runs of the detector per document; the fastest is reported (the machine is shared).
 TIMING_RUNS = 3
+#: Labels a role needs in a document for its completeness row (issue 26, "Completeness").
+MIN_ROLE_LABELS = 5
 
 _WORD = re.compile(r"[a-z0-9]+")
 _DETERMINERS = frozenset("the a an any all each every relevant its their".split())
@@ -151,6 +153,35 @@ def scores(labels: Sequence[Label], found: Sequence[object]) -> dict[str, object
     return out
 
 
+def party_filter(ob: object, wanted: str) -> bool:
+    """``Catalog.search_obligations``'s party filter on one found obligation: its role equals
+    ``wanted`` or its party phrase contains it, ignoring case
+    (``kb_shared/stores/catalog/obligations.py``)."""
+    wanted = wanted.lower()
+    role = (getattr(ob, "role", None) or "").lower()
+    return role == wanted or wanted in getattr(ob, "party", "").lower()
+
+
+def completeness(labels: Sequence[Label], found: Sequence[object]) -> list[tuple[str, int, int, int]]:
+    """For each role with at least ``MIN_ROLE_LABELS`` labels: ``(role, labelled, returned,
+    right)``: the labels of that role, the found obligations the party filter returns for
+    it (``party_filter``), and how many of those are matched (``match``) to a label of that
+    role. Most labelled first."""
+    pairs = dict((fi, li) for li, fi in match(labels, found).pairs)
+    counts: dict[str, int] = {}
+    for label in labels:
+        if label.role:
+            counts[label.role] = counts.get(label.role, 0) + 1
+    rows = []
+    for role, labelled in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if labelled < MIN_ROLE_LABELS:
+            continue
+        returned = [fi for fi, ob in enumerate(found) if party_filter(ob, role)]
+        right = sum(1 for fi in returned if fi in pairs and labels[pairs[fi]].role == role)
+        rows.append((role, labelled, len(returned), right))
+    return rows
+
+
 def load_chunks(home: Path) -> dict[str, list]:
     """Chunks of each document built in ``home`` (``blobs/chunks/<name>.parquet``), by file
     stem without ``.pdf``."""
@@ -197,12 +228,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rows = []
     details = []
+    complete_rows = []
     for path in sorted(args.labels.glob("*.jsonl")):
         name = path.stem
         if name not in found:
             log(f"{name}: labelled but not built in {args.home}; skipped")
             continue
-        result = scores(read_labels(path), found[name])
+        labels = read_labels(path)
+        result = scores(labels, found[name])
+        for role, labelled, returned, right in completeness(labels, found[name]):
+            complete_rows.append((name, role, str(labelled), str(returned), str(right), _fmt(returned / labelled)))
         rows.append((
             name, "tuned on" if name in TUNED_ON else "held out (see notes)",
             f"{result['must_labels']} / {result['must_found']} / {result['must_hits']}",
@@ -218,6 +253,13 @@ def main(argv: Sequence[str] | None = None) -> int:
          "should labels / found / hits", "should P", "should R", "party right", "page right"),
         rows,
     )
+    report.heading("Completeness: the party filter against the labelled count per role")
+    report.text(
+        f"Roles with ≥ {MIN_ROLE_LABELS} labels. *returned*: found obligations "
+        "`search_obligations(party=<role>)` would return (role equal, or the party phrase "
+        "contains the role word); *right*: those matched to a label of that role."
+    )
+    report.table(("document", "role", "labelled", "returned", "right", "returned / labelled"), complete_rows)
     for name, result in details:
         report.heading(f"{name}: misses, extras, wrong parties", 3)
         lines = [f"- missed p. {lab.page} [{lab.modality}] {lab.party!r}: {lab.text[:140]}" for lab in result["missed"]]  # type: ignore[attr-defined]
@@ -237,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "should not", "detector ms (best of 3)"), count_rows)
     report.text(f"Load average (1/5/15 min) after the detector ran: {' / '.join(f'{x:.2f}' for x in load) if load else 'n/a'}.")
     for row in rows:
+        print(" | ".join(row))
+    for row in complete_rows:
         print(" | ".join(row))
     for row in count_rows:
         print(" | ".join(str(c) for c in row))

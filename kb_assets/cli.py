@@ -623,8 +623,9 @@ def db_init() -> None:
     settings, _ = _context()
     done = init_database(settings)
     if done.sql_files:
-        console.print(f"applied sql/: {', '.join(done.sql_files)}")
-    console.print(f"schema ready at {done.database}")
+        # one line however many files: a log reader greps it (soft_wrap: no folding)
+        console.print(f"applied sql/: {', '.join(done.sql_files)}", soft_wrap=True)
+    console.print(f"schema ready at {done.database}", soft_wrap=True)
 
 
 @app.command("sample-pdf")

@@ -297,9 +297,11 @@ def _moved_parents(
             forward.setdefault(old[:depth], Counter())[new[:depth]] += 1
             backward.setdefault(new[:depth], Counter())[old[:depth]] += 1
 
-    def strict_winner(votes: Counter[tuple[str, ...]], wanted: tuple[str, ...]) -> bool:
-        ranked = votes.most_common(2)
-        return ranked[0][0] == wanted and (len(ranked) == 1 or ranked[1][1] < ranked[0][1])
+    def strict_winner(votes: Counter[tuple[str, ...]] | None, wanted: tuple[str, ...]) -> bool:
+        ranked = votes.most_common(2) if votes else []
+        return bool(ranked) and ranked[0][0] == wanted and (
+            len(ranked) == 1 or ranked[1][1] < ranked[0][1]
+        )
 
     moved: set[int] = set()
     for i, j in pairs.items():
@@ -307,7 +309,7 @@ def _moved_parents(
         if _path_key(old, numbered=True) == _path_key(new, numbered=True):
             continue
         renamed_parent = (
-            old and new and strict_winner(forward[old], new) and strict_winner(backward[new], old)
+            strict_winner(forward.get(old), new) and strict_winner(backward.get(new), old)
         )
         if not renamed_parent:
             moved.add(i)
@@ -576,7 +578,7 @@ def compare(before: Snapshot, after: Snapshot) -> ChangeSet:
         drafts.extend(found)
         if found:
             continue
-        renamed = _title_key(old.path[-1], numbered=True) != _title_key(new.path[-1], numbered=True)
+        renamed = _path_key(old.path[-1:], numbered=True) != _path_key(new.path[-1:], numbered=True)
         if renamed or i not in kept or i in relocated:
             drafts.append(_Draft(
                 (j, 0, -1), MOVED, old.label, new.label,

@@ -177,9 +177,10 @@ ROLE_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bregistered participants?\b", "Registered Participant"),
         (r"\bgenerat(?:ors?|ing units?|ing systems?)\b", "Generator"),
         (r"\bretailers?\b", "Retailer"),
-        (r"\binstallers?\b|\belectricians?\b", "Installer"),
-        (r"\bmanufacturers?\b", "Manufacturer"),
+        (r"\binstallers?\b|\belectricians?\b|\bplumbers?\b", "Installer"),
+        (r"\bmanufacturers?\b|\bsuppliers?\b", "Manufacturer"),
         (r"\b(?:customers?|consumers?|households?|homeowners?|occupiers?)\b", "Customer"),
+        (r"\bworkers?\b", "Worker"),
         (r"\bparticipants?\b|\b(?:scheduled\s+)?resources?\b|\bscheduled loads?\b|\bbidirectional units?\b", "Market Participant"),
     )
 )
@@ -189,7 +190,7 @@ _PARTY_HEADS = frozenset(
     {*ROLE_HEADS, "person", "party", "entity", "business", "company", "staff", "personnel",
      "individual", "body", "authority", "government", "department", "minister", "commission",
      "council", "team", "you", "we", "unit", "resource", "load", "plant", "facility",
-     "generator", "nsp", "tnsp", "dnsp", "drsp", "bidder", "registrant"}
+     "generator", "nsp", "tnsp", "dnsp", "drsp", "bidder", "registrant", "plumber"}
 )
 ORGANISATIONS = {c.lower(): c for c, kind, _ in KNOWN_NAMES if kind == ORGANISATION}
 _NOT_PARTIES = {c.lower() for c, kind, _ in KNOWN_NAMES if kind != ORGANISATION}
@@ -214,7 +215,8 @@ _THIS_DOCUMENT = re.compile(
 _PRONOUN_THINGS = frozenset("this that it these those there which what reader readers".split())
 #: Words that end a party's core noun phrase (a preposition, relative or participle follows).
 _CORE_END = re.compile(
-    r"\s(?:in|with|of|that|which|who|whose|providing|participating|for|under|not|during|from|on|at|to|by|as|when|where|if|whether)\s|\s\(|,",
+    r"\s(?:in|with|of|that|which|who|whose|providing|participating|for|under|not|during|from|on|at|to|by|as|when|where|if|whether)\s"
+    r"|\s(?:acting|working|\w{3,}ed)\s+(?=(?:in|to|on|for|by|under|as|with|at)\s)|\s\(|,",
     re.I,
 )
 _SPLIT_PARTIES = re.compile(r"\s*(?:,|\band/or\b|\band\b|\bor\b|/)\s*", re.I)
@@ -361,12 +363,14 @@ def _core(subject: str) -> str:
 
 def parties_of(subject: str, defined: dict[str, str]) -> list[str]:
     """The parties a subject names: one per conjoined noun phrase that names a party
-    ("Market Participants and NSPs" -> both); the whole subject when it is one party; ``[]``
-    when it names none."""
+    ("Market Participants and NSPs" -> both; the last keeps the subject's qualifier: "X or
+    parties acting on behalf of X" -> "X", "parties acting on behalf of X"); the whole
+    subject when it is one party; ``[]`` when it names none."""
     core = _core(subject)
     parts = [p for p in _SPLIT_PARTIES.split(core) if p.strip()]
     if len(parts) > 1 and all(names_a_party(p, defined) for p in parts):
-        return [p.strip() for p in parts]
+        rest = subject.strip()[len(core):] if subject.strip().startswith(core) else ""
+        return [p.strip() for p in parts[:-1]] + [_trim_party(f"{parts[-1].strip()}{rest}")]
     if names_a_party(core, defined) or (parts and names_a_party(parts[-1], defined)):
         return [_trim_party(subject)]
     return []
@@ -399,6 +403,8 @@ class Reading:
         subject: the text read as its subject (``""`` when the clause opens with the modal).
         thing: the subject is no party but still bound (a rule about an artefact, a passive
             duty): the caller infers the party (``kb_shared.obligations``).
+        receiver: ``thing`` because the subject is a party that receives the action ("The
+            customer must not be required to pay …"): the party bound is someone else.
     """
 
     modality: str
@@ -407,6 +413,7 @@ class Reading:
     action: str
     subject: str
     thing: bool
+    receiver: bool = False
 
 
 def _subject(text: str, start: int, end: int) -> str | None:
@@ -416,6 +423,8 @@ def _subject(text: str, start: int, end: int) -> str | None:
     segment = _SUBJECT_CUT.split(bracketed)[-1]
     pieces = segment.split(",")
     subject = pieces[-1]
+    if not subject.strip() and len(pieces) >= 3 and re.match(r"\s*(?:or|and|and/or)\s", pieces[-2]):
+        subject = f"{pieces[-3]}{pieces[-2]}"  # "X, or parties acting on behalf of X, must not"
     if len(pieces) > 1 and _PREPOSITION_START.match(subject.strip()) and pieces[-2].strip():
         subject = pieces[-2]  # "AEMO, as the operator, must"
     words = _CLAUSE_WORDS.split(subject)
@@ -498,7 +507,7 @@ def read_clause(text: str, defined: dict[str, str] | None = None) -> list[Readin
         if parties and _RECEIVES.match(after):
             # "The customer must not be required to pay …": the subject is who is protected;
             # the party bound is whoever would require, charge or tell it (inferred)
-            out.append(Reading(modality, (), match.start(), action, subject, True))
+            out.append(Reading(modality, (), match.start(), action, subject, True, receiver=True))
             continue
         if parties:
             if kind == "may_not" and passive:
@@ -546,6 +555,70 @@ def _binds_a_thing(subject: str, passive: bool, kind: str | None, after: str) ->
     if " ".join(head) in _NOT_PARTIES or head[-1] in _DOCUMENT_HEADS and not passive:
         return False  # "NEMDE is required to …", "Such standards shall not apply to …"
     return not (kind in ("should", "should_not") and _OUTCOME.match(after))
+
+
+# --------------------------------------------------------------------------------------------
+# Who a rule about a thing binds
+# --------------------------------------------------------------------------------------------
+
+#: Predicates stating what a thing is or has ("must comply with", "should include", "must be
+#: listed on", "should be capable of"), not an act someone performs on it ("must be installed").
+_PROPERTY = re.compile(
+    r"^\s*(?:(?:only|also|always|ideally)\s+)*(?:comply|conform|have|contain|include|incorporate|support"
+    r"|be\s+(?:(?:only|also|fully)\s+)?(?:listed|compatible|capable|able|compliant|lower|higher|greater|less|rated))\b",
+    re.I,
+)
+#: Head nouns of the records and messages a party produces ("The notice should include …",
+#: "any bids … will need to include a reason"): a rule on one binds whoever produces it.
+_ARTEFACT_HEADS = frozenset(
+    "notice notification record report bid rebid offer instruction request estimate quote quotation "
+    "warranty certificate application claim submission statement reason response invoice contract "
+    "agreement plan form letter message".split()
+)
+
+
+#: Nouns naming an act someone performs ("installation", "servicing", "assessment"): a rule on
+#: one binds whoever performs it.
+_ACT_NOUN = re.compile(r"(?:ation|ment|ing)$")
+
+
+def states_a_property(subject: str, after: str) -> bool:
+    """A rule about a thing that binds the thing as named (issue 26 labels: "Solar PV inverters
+    must comply with AS/NZS 4777.2" has party "Solar PV inverters", no role): ``after`` (the
+    text after the modal) states a property (``_PROPERTY``) and the subject is no record or
+    message a party produces (``_ARTEFACT_HEADS``) nor an act (``_ACT_NOUN``)."""
+    head = _head_phrase(_core(subject)).lower().split()
+    if not head or _PROPERTY.match(after) is None:
+        return False
+    return head[-1] not in _ARTEFACT_HEADS and _ACT_NOUN.search(head[-1]) is None
+
+
+_HEADING_LEAD = re.compile(r"^[\W_]*(?:(?:new|updated)[\W_]+)*(?:(?:section|part|chapter)\s+)?(?:\d+(?:\.\d+)*[.:]?\s+)?", re.I)
+_DUTY_WORDS = r"(?:obligations|requirements|responsibilities|duties|recommendations)"
+_HEADING_DASH = re.compile(r"\s*[–—]\s*|\s+-\s+")
+_DUTIES_AT_END = re.compile(rf"\s+(?:(?:mandatory|general|key|specific|additional|minimum|main)\s+)*{_DUTY_WORDS}\W*$", re.I)
+_DUTIES_OF = re.compile(rf"^{_DUTY_WORDS}\s+(?:of|for|on)\s+", re.I)
+
+
+def heading_party(heading: str, defined: dict[str, str] | None = None) -> str | None:
+    """The party a heading names as the one its section binds: "4.2 Installer obligations",
+    "3.1.3 Solar PV installers – mandatory workforce requirements", "Obligations of
+    retailers"; ``None`` when the heading names no duties or their subject is no party
+    ("Solar PV systems – mandatory requirements", "9.1 Minimum Ramp Rate Requirements")."""
+    text = _HEADING_LEAD.sub("", heading.replace("*", "")).strip()
+    if not re.search(_DUTY_WORDS, text, re.I):
+        return None
+    parts = _HEADING_DASH.split(text, maxsplit=1)
+    if len(parts) == 2 and re.search(_DUTY_WORDS, parts[1], re.I):
+        topic = parts[0]
+    elif (found := _DUTIES_OF.match(text)) is not None:
+        topic = text[found.end():]
+    elif (found := _DUTIES_AT_END.search(text)) is not None:
+        topic = text[: found.start()]
+    else:
+        return None
+    parties = parties_of(topic, defined or {})
+    return parties[0] if len(parties) == 1 else None
 
 
 # --------------------------------------------------------------------------------------------

@@ -51,13 +51,16 @@ from kb_shared.obligation_sentences import (
     deadline_of,
     defined_terms,
     heading_number,
+    heading_party,
     names_a_party,
     not_a_requirement,
     parties_of,
     read_clause,
     role_of,
+    states_a_property,
 )
 from kb_shared.page_location import FIGURE_LINE, page_at
+from kb_shared.providers.spacy_graph.names import singular
 from kb_shared.quotes import unit_offset
 from kb_shared.retrieval_features import Unit, units
 
@@ -133,6 +136,10 @@ _SUBJECT_MENTION = re.compile(
     r"(?:will|may|must|shall|should|can|could|is|are|has|have|does|do|needs?|sets?|issues?|publishes?)\b",
     re.I,
 )
+#: Head nouns of the registered facilities a subject may name: no actor to infer a party from.
+_FACILITIES = frozenset("unit resource load plant facility system".split())
+#: "… must be undertaken by workers engaged in …": the agent of a passive verb.
+_AGENT = re.compile(r"\b(?:\w+(?:ed|en|wn|ne|de|id|lt|nt)|made|done|held|kept|run|set|paid|sent)\s+by\s+(?P<agent>[^,;:.()]{2,120})", re.I)
 #: Clauses of a section looked back through for the party of a sentence that names none.
 _RECENT_CLAUSES = 40
 #: Headings of a document's change log: its rows say what changed, not what binds.
@@ -180,9 +187,13 @@ class _Document:
         self.stem: _Stem | None = None
         self.number: str | None = None  # a clause number the text gives (``_OWN_NUMBER``)
         self.keys: list[tuple[tuple[str, ...], str | None]] = []  # each found one's section
-        self.agents: set[int] = set()  # found obligations whose party is a "by X" agent
+        self.settled: set[int] = set()  # inferred parties the section cannot change (``_thing_party``)
+        self.named: set[int] = set()  # found obligations whose sentence names their party
+        self.receivers: dict[int, str | None] = {}  # receiver readings: the role not to bind
         self.items: list[tuple[_Clause, Chunk]] = []
-        self.recent: list[str] = []  # the section's clauses read so far, for ``_nearest_party``
+        self.owner: str | None = None  # the party of the list stem the current item is under
+        self.recent: list[tuple[tuple[str, ...], str]] = []  # (heading path, clause) read so far
+        self.mentioned: dict[int, tuple[str, str] | None] = {}  # ``_nearest_party`` of each inferred one
 
     def read(self) -> list[Obligation]:
         for chunk, cut in zip(self.chunks, self.cut, strict=True):
@@ -196,18 +207,34 @@ class _Document:
         return self.found
 
     def _infer_from_section(self) -> None:
-        """An obligation whose sentence names no party takes the party of the nearest one in
-        the same section that names its party (before it on a tie), when there is one."""
-        named = [i for i, ob in enumerate(self.found) if not ob.party_inferred and ob.party]
+        """An obligation whose sentence names no party takes, in this order: the party of the
+        nearest obligation of the same section that names its party (before it on a tie);
+        the last actor named before it in the section (``_nearest_party``); the nearest named
+        obligation of the closest related section ("9.4" reads "9.3"). A receiver ("The
+        customer must not be required …") is bound by the section's obligated party, so it
+        reads the related sections before the actors named nearby, and never takes its own
+        role."""
         for index, ob in enumerate(self.found):
-            if not ob.party_inferred or index in self.agents:
+            if not ob.party_inferred or index in self.settled:
                 continue
-            same = [i for i in named if self.keys[i] == self.keys[index]]
-            if not same:
-                continue
-            nearest = min(same, key=lambda i: (abs(i - index), i > index))
-            source = self.found[nearest]
-            self.found[index] = replace(ob, party=source.party, role=source.role)
+            receiver = index in self.receivers
+            named = [i for i in self.named if not receiver or self.found[i].role != self.receivers[index]]
+            path, number = self.keys[index]
+            shared = {i: _shared(self.keys[i][0], path) for i in named}
+            closest = max(shared.values(), default=0)
+            related = [i for i in named if closest and shared[i] == closest]
+            mentioned = self.mentioned.get(index)
+            stages = [[i for i in named if self.keys[i] == (path, number)], mentioned, related]
+            if receiver:
+                stages[1:] = [related, mentioned]
+            for stage in stages:
+                if isinstance(stage, tuple):
+                    self.found[index] = replace(ob, party=stage[0], role=stage[1])
+                    break
+                if stage:
+                    source = self.found[min(stage, key=lambda i: (abs(i - index), i > index))]
+                    self.found[index] = replace(ob, party=source.party, role=source.role)
+                    break
 
     # -- clauses -------------------------------------------------------------------------
     def _clauses(self, chunk: Chunk, cut: Sequence[Unit]) -> list[_Clause]:
@@ -275,6 +302,7 @@ class _Document:
             self.section = chunk.heading_path
             self.number = None
         for clause in self._clauses(chunk, cut):
+            self.owner = None
             if clause.raw.startswith("|"):
                 self._close_stem()
                 self._row(chunk, clause)
@@ -288,7 +316,9 @@ class _Document:
             if self.stem is not None and clause.is_item and not binding_modals(clause.text):
                 self._stem_item(chunk, clause)
                 continue
+            under = self.stem.readings[0].parties if self.stem is not None and clause.is_item else ()
             self._close_stem()
+            self.owner = under[0].strip("_* ") if under else None  # "The retailer must ensure that:"
             readings = read_clause(clause.text, self.defined)
             if readings and not readings[0].subject.strip() and not readings[0].parties:
                 if self._listed_parties(chunk, clause, readings[0]):
@@ -369,21 +399,54 @@ class _Document:
 
     def _note_mentions(self, text: str) -> None:
         """Keep ``text`` for ``_nearest_party`` (the last ``_RECENT_CLAUSES`` of the section)."""
-        self.recent.append(text)
+        self.recent.append((self.section, text))
         if len(self.recent) > 2 * _RECENT_CLAUSES:
             del self.recent[:-_RECENT_CLAUSES]
 
-    def _nearest_party(self, text: str) -> tuple[str, str, bool] | None:
-        """The party an obligation naming none binds: the agent of "by X" in its sentence
-        (``True``: named there), else the last party named as a subject before it."""
-        agent = re.search(r"\bby\s+((?:the\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,4})", text)
-        if agent is not None and names_a_party(agent.group(1), self.defined):
-            party = agent.group(1)
-            return party, role_of(party, self.defined) or party, True
-        for earlier in reversed(self.recent[-_RECENT_CLAUSES:]):
+    def _thing_party(self, chunk: Chunk, text: str, reading: Reading) -> tuple[str, str | None, bool, bool]:
+        """The party bound by a rule whose subject names none (module docstring): ``(party,
+        role, settled, inferred)``; ``settled`` when the section's named parties may not
+        replace it (``_infer_from_section``), ``inferred`` unless the thing is the party."""
+        if not reading.receiver:
+            agent = self._agent(text)
+            if agent is not None:
+                return agent, role_of(agent, self.defined) or agent, True, True
+        if self.owner is not None:
+            return self.owner, role_of(self.owner, self.defined) or self.owner, True, True
+        for heading in reversed(chunk.heading_path):
+            party = heading_party(heading, self.defined)
+            if party is not None:
+                return party, role_of(party, self.defined) or party, True, True
+        if not reading.receiver and states_a_property(reading.subject, _after_modal(reading.action)):
+            thing = _trim_thing(reading.subject)
+            return thing, None, True, False
+        receiver = reading.subject if reading.receiver else None
+        self.mentioned[len(self.found)] = self._nearest_party(receiver)
+        return "", None, False, True
+
+    def _agent(self, text: str) -> str | None:
+        """The party of the first "by X" in ``text`` that names one ("… must be undertaken by
+        workers engaged in construction")."""
+        for found in _AGENT.finditer(text):
+            parties = parties_of(found.group("agent"), self.defined)
+            if len(parties) == 1:
+                return parties[0]
+        return None
+
+    def _nearest_party(self, receiver: str | None, *, leaf: bool = False) -> tuple[str, str] | None:
+        """The last party named as the subject of a verb in the section's recent clauses (with
+        ``leaf``, in the current heading's own text only): an actor, not a facility ("the
+        generating unit has reached …"), nor a receiver's own party ("The customer must not
+        be required …")."""
+        avoid = role_of(receiver, self.defined) if receiver else None
+        for path, earlier in reversed(self.recent[-_RECENT_CLAUSES:]):
+            if leaf and path != self.section:
+                break
             named = [m.group("party") for m in _SUBJECT_MENTION.finditer(earlier)]
+            named = [n for n in named if (avoid is None or role_of(n, self.defined) != avoid)
+                     and singular(n.split()[-1].lower()) not in _FACILITIES]
             if named:
-                return named[-1], role_of(named[-1], self.defined) or named[-1], False
+                return named[-1], role_of(named[-1], self.defined) or named[-1]
         return None
 
     def _emit(
@@ -398,18 +461,41 @@ class _Document:
             reference=reference, chunk_id=chunk.id, page=page, heading_path=chunk.heading_path,
         )
         if reading.thing:
-            near = self._nearest_party(clause.text)
-            party, role, named = near if near is not None else ("", None, False)
-            if named:
-                self.agents.add(len(self.found))
-            self.found.append(Obligation(party=party, role=role, party_inferred=True, **common))
+            party, role, settled, inferred = self._thing_party(chunk, text, reading)
+            if settled:
+                self.settled.add(len(self.found))
+            if reading.receiver:
+                self.receivers[len(self.found)] = role_of(reading.subject, self.defined)
+            self.found.append(Obligation(party=party, role=role, party_inferred=inferred, **common))
             self.keys.append((chunk.heading_path, clause.number))
             return
         for named in reading.parties:
             party = named.strip("_* ")
             role = role_of(party, self.defined)
+            self.named.add(len(self.found))
             self.found.append(Obligation(party=party, role=role, **common))
             self.keys.append((chunk.heading_path, clause.number))
+
+
+def _shared(left: tuple[str, ...], right: tuple[str, ...]) -> int:
+    """How many leading headings two heading paths share."""
+    count = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def _after_modal(action: str) -> str:
+    """An action's words after its modal ("must comply with …" -> "comply with …")."""
+    modals = binding_modals(action)
+    return action[modals[0].end():] if modals else action
+
+
+def _trim_thing(subject: str) -> str:
+    """A thing bound as named: its subject without a list marker or a leading "As a minimum,"."""
+    return LIST_MARKER.sub("", subject, count=1).strip(" ,")
 
 
 def find_obligations(chunks: Sequence[Chunk]) -> list[Obligation]:

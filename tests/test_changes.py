@@ -15,6 +15,7 @@ from kb_shared.changes import (
     CHANGED,
     MOVED,
     REMOVED,
+    SIDE_TEXT_CHARS,
     Side,
     Snapshot,
     SnapshotSection,
@@ -171,6 +172,18 @@ def test_a_section_taken_to_another_part_is_moved_and_its_old_siblings_are_not()
     assert result.summary["unchanged_sections"] == 3
 
 
+def test_text_before_the_first_heading_and_a_section_lifted_out_of_its_parts_compare() -> None:
+    cover = SnapshotSection((), (SnapshotUnit("Notice to Market 2025-26.", 1),))
+    deep = section("Part 1 › Division 2 › Subdivision 3 › Notes", "Notes are kept for audit.", page=8)
+    lifted = section("Annex › Notes", "Notes are kept for audit.", page=9)
+    new_cover = SnapshotSection((), (SnapshotUnit("Notice to Market 2026-27.", 1),))
+    result = compare(snapshot(1, cover, deep), snapshot(2, new_cover, lifted))
+    assert [(c.kind, c.section_before, c.section_after, c.numbers) for c in result.changes] == [
+        (CHANGED, "", "", (("2025-26", "2026-27"),)),
+        (MOVED, "Part 1 › Division 2 › Subdivision 3 › Notes", "Annex › Notes", ()),
+    ]
+
+
 def test_a_sentence_read_into_the_next_section_is_no_change_and_one_taken_far_is_moved() -> None:
     filler = [section(f"9 Misc › 9.{k}", f"Filler clause number {k} stays put.", page=20 + k)
               for k in range(1, 6)]
@@ -254,6 +267,29 @@ def test_a_replaced_run_pairs_similar_sentences_and_leaves_the_rest_added_or_rem
         (REMOVED, "Results go to AEMO.", ""),
     ]
     assert [c.obligation for c in result.changes] == [True, False, False]
+
+
+def test_a_changed_table_row_is_a_change_with_its_figures_and_its_header_is_no_unit() -> None:
+    def table(fee: str, page: int) -> Snapshot:
+        text = f"## 8 Fees\n\n| Item | Fee |\n|---|---|\n| Connection | $150 |\n| Meter test | {fee} |"
+        return Snapshot.from_chunks("d", page, "d.pdf", [chunk(0, text, ("8 Fees",), (page, page))])
+
+    before, after = table("$80", 4), table("$95", 5)
+    assert [u.text for u in before.sections[0].units] == ["Connection | $150", "Meter test | $80"]
+    (change,) = compare(before, after).changes
+    assert (change.before, change.after, change.numbers) == (
+        Side("Meter test | $80", (4,)), Side("Meter test | $95", (5,)), (("$80", "$95"),))
+
+
+def test_a_long_added_section_is_shown_by_its_first_sentences_and_all_its_pages() -> None:
+    sentences = [f"Clause {k} of the new schedule sets out one more detailed rule." for k in range(60)]
+    long = SnapshotSection(("Schedule 9",), tuple(SnapshotUnit(s, 40 + k // 20) for k, s in enumerate(sentences)))
+    (change,) = compare(snapshot(1), snapshot(2, long)).changes
+    shown = change.after.text.split("\n")
+    assert shown[-1] == "…" and shown[:-1] == sentences[: len(shown) - 1]
+    assert len(change.after.text) <= SIDE_TEXT_CHARS + 2
+    assert change.after.pages == (40, 41, 42)
+    assert change.before == Side("", ())  # the old issue has no text to place it by
 
 
 def test_figures_reads_amounts_percentages_dates_years_and_quantities() -> None:

@@ -21,7 +21,7 @@ from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, DESCRIPTION_MAX, TITLE
 DESCRIPTION = f"""\
 Register a live reference page (API documentation, a specification) for find_reference. kb
 stores only the URL, title and description and never downloads the page: describe what it
-covers and which questions it answers (at most {DESCRIPTION_MAX} characters). A document to
+covers and which questions it answers. A document to
 search passage by passage belongs in request_document.
 """
 

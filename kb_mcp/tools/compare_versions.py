@@ -25,14 +25,10 @@ from kb_shared.errors import SchemaMissingError
 
 DESCRIPTION = """\
 What changed between two issues of a document: its previous version, or last year's edition.
-Returns a summary (counts by kind; changes touching obligations or numbers first), then each
-change as "[C1] changed · Section › path — p. 12 (v1) → p. 13 (v2)" with the before and after
-sentences and PDF links to both pages; "4 business days" → "5 business days" is flagged as a
-number.
-
-Use it for "what changed / what is new in / compared with last year's". Defaults compare the
-served version with the one before; against names the other edition. Use search_docs for what
-a clause says now.
+Returns a summary (changes to obligations or numbers first), then each change as "[C1]
+changed · Section — p. 12 (v1) → p. 13 (v2)" with the before and after sentences and links.
+Use it for "what changed / what is new / compared with last year's"; against names the other
+edition. Use search_docs for what a clause says now.
 """
 
 

@@ -32,9 +32,8 @@ MAX_GRAPH_TOP_K = 30
 HOPS = (1, 2)
 
 DESCRIPTION = """\
-Search the knowledge graph: entities (terms, roles, organisations, codes) and typed
-relationships between them (obligations, definitions, references), each with the excerpt it
-came from. Use it for relational questions: who must notify whom, what depends on what, links
+Search the knowledge graph: entities (terms, roles, organisations) and typed relationships
+between them (obligations, definitions, references), each with the excerpt it came from. Use it for relational questions: who must notify whom, what depends on what, links
 across documents. Use search_docs instead for what a passage or clause says. Cite the
 excerpts in your reply.
 """

@@ -33,14 +33,12 @@ from kb_shared.stores.catalog import CatalogReader
 from kb_shared.stores.catalog.obligations import DEFAULT_LIMIT, FILTER_MAX, MAX_LIMIT
 
 DESCRIPTION = """\
-The obligations register: every must / must not / should sentence in the documents, one per
-bound party, with its role, deadline, clause and page. Returns EVERY match (paged with
-offset/limit; next_offset continues), the exact count, and counts by party and document, each
-as "[O12] Retailer must — “sentence” — p. 14, cl. 4.2" with a PDF link.
-
-Use it for "all obligations / requirements of X", "what must a retailer do", "which
-obligations have deadlines". Use search_docs for one clause or a question about meaning, and
-search_graph for how parties relate. Quote the sentences and pages in your reply.
+The obligations register: every must / must not / should sentence, one per bound party, with
+its role, deadline, clause and page. Returns every match (paged: next_offset continues), the
+exact count, and counts by party and document, as "[O12] Retailer must — “sentence” — p. 14,
+cl. 4.2". Use it for "all obligations of X", "what must a retailer do", "which have
+deadlines". Use search_docs for one clause, search_graph for how parties relate. Quote the
+sentences and pages in your reply.
 """
 
 Modality = Literal["must", "must not", "should", "should not"]

@@ -80,15 +80,16 @@ def test_the_blob_store_fills_up_while_the_markdown_is_stored(tmp_path: Path) ->
 
 
 def test_the_blob_store_fills_up_while_the_figure_renders_are_stored(tmp_path: Path) -> None:
-    """``figures`` fails on its first PNG. ``embeddings`` (it needs only ``chunks``) still
-    runs on the full disk and fails storing its step record, after ``figures``, so its failure
-    is the recorded reason; ``graph`` (after ``embeddings``) and ``record`` never start."""
+    """``figures`` fails on its first PNG. ``changes``, ``embeddings`` and ``obligations``
+    (they need only ``chunks``) still run on the full disk and fail storing their snapshot or
+    step record; ``obligations`` runs last, so its failure is the recorded reason; ``graph``
+    (after ``embeddings``) and ``record`` never start."""
     report = build_with_full_disk(tmp_path, "figures")
     root = tmp_path / "kb" / "blobs"
     left = report["left"]
     # each failed step's error: BlobStoreFullError (its message) from the filesystem's OSError
     failures = {step: (chain[-4], chain[-3], chain[-2]) for step, *chain in left["step_failures"]}
-    assert sorted(failures) == ["embeddings", "figures"]
+    assert sorted(failures) == ["changes", "embeddings", "figures", "obligations"]
     assert {(name, cause) for name, _, cause in failures.values()} == {
         ("BlobStoreFullError", "OSError")
     }
@@ -96,8 +97,8 @@ def test_the_blob_store_fills_up_while_the_figure_renders_are_stored(tmp_path: P
     status, reason = left["row"]
     assert status == "failed" and left["outcome"] == ["failed", reason]
     assert reason.startswith(
-        f"embeddings: BlobStoreFullError: the blob store {root.as_uri()} has no room: writing "
-        f"'assets/embeddings/{HIT_ID}.json' ("
+        f"obligations: BlobStoreFullError: the blob store {root.as_uri()} has no room: writing "
+        f"'assets/obligations/{HIT_ID}.json' ("
     )
     assert reason.endswith(
         f" bytes) failed with No space left on device (ENOSPC); nothing was stored under that "

@@ -77,6 +77,16 @@ def test_a_rewrite_replaces_every_row_of_that_version_only(catalog: Catalog) -> 
     assert catalog.change_set("proc.pdf", 3).change_set == empty  # type: ignore[union-attr]
 
 
+def test_clearing_a_versions_comparison_leaves_the_others(catalog: Catalog) -> None:
+    catalog.replace_changes("proc.pdf", 2, "proc.pdf", 1, RULES)
+    catalog.replace_changes("proc.pdf", 3, "proc.pdf", 2, RULES)
+    assert catalog.clear_changes("proc.pdf", 3) is True
+    assert catalog.clear_changes("proc.pdf", 3) is False
+    assert catalog.change_set("proc.pdf", 3) is None
+    assert [r.version for r in catalog.change_sets("proc.pdf")] == [2]
+    assert catalog.change_set("proc.pdf", 2).change_set == RULES  # type: ignore[union-attr]
+
+
 class _InsertRefused(Exception):
     pass
 

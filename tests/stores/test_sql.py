@@ -30,6 +30,9 @@ CATALOG_TABLES = {
     "aer_performance",
     "aer_metrics",
     "aer_sync_state",
+    "obligations",
+    "change_sets",
+    "document_changes",
 }
 GRAPH_TABLES = {"graph_entities", "graph_relationships"}
 

@@ -177,6 +177,14 @@ def _change_values(doc_id: str, version: int, change: Change) -> dict[str, Any]:
     }
 
 
+def _of_set(doc_id: str, version: int) -> sa.ColumnElement[bool]:
+    return sa.and_(change_sets.c.doc_id == doc_id, change_sets.c.version == version)
+
+
+def _of_changes(doc_id: str, version: int) -> sa.ColumnElement[bool]:
+    return sa.and_(document_changes.c.doc_id == doc_id, document_changes.c.version == version)
+
+
 def delete_changes(conn: Connection, doc_id: str) -> None:
     """Inside ``conn``'s transaction, delete the comparisons of ``doc_id``'s versions and those
     of other documents' versions made against it (``DocumentCatalog.delete``)."""
@@ -191,13 +199,8 @@ def delete_changes(conn: Connection, doc_id: str) -> None:
     conn.execute(document_changes.delete().where(document_changes.c.doc_id == doc_id))
     conn.execute(change_sets.delete().where(change_sets.c.doc_id == doc_id))
     for other, version in against:
-        where = sa.and_(document_changes.c.doc_id == other, document_changes.c.version == version)
-        conn.execute(document_changes.delete().where(where))
-        conn.execute(
-            change_sets.delete().where(
-                sa.and_(change_sets.c.doc_id == other, change_sets.c.version == version)
-            )
-        )
+        conn.execute(document_changes.delete().where(_of_changes(other, version)))
+        conn.execute(change_sets.delete().where(_of_set(other, version)))
 
 
 class ChangeReads(CatalogBase):
@@ -207,20 +210,12 @@ class ChangeReads(CatalogBase):
         """The comparison of version ``version`` of ``doc_id`` with its previous issue, its
         changes by number; ``None`` when none is stored."""
         with self._read() as conn:
-            head = conn.execute(
-                sa.select(change_sets).where(
-                    sa.and_(change_sets.c.doc_id == doc_id, change_sets.c.version == version)
-                )
-            ).first()
+            head = conn.execute(sa.select(change_sets).where(_of_set(doc_id, version))).first()
             if head is None:
                 return None
             rows = conn.execute(
                 sa.select(document_changes)
-                .where(
-                    sa.and_(
-                        document_changes.c.doc_id == doc_id, document_changes.c.version == version
-                    )
-                )
+                .where(_of_changes(doc_id, version))
                 .order_by(document_changes.c.number)
             ).all()
         return to_row(StoredChangeSet, head, changes=tuple(_change(r) for r in rows))
@@ -240,6 +235,14 @@ class ChangeReads(CatalogBase):
 
 class ChangeCatalog(ChangeReads):
     """The comparisons' writes."""
+
+    def clear_changes(self, doc_id: str, version: int) -> bool:
+        """Delete the comparison of ``doc_id`` version ``version`` (it has no previous issue
+        now, or that issue's text is gone); ``True`` when there was one."""
+        with self._write() as conn:
+            conn.execute(document_changes.delete().where(_of_changes(doc_id, version)))
+            result = conn.execute(change_sets.delete().where(_of_set(doc_id, version)))
+        return result.rowcount > 0
 
     def replace_changes(
         self,
@@ -280,27 +283,10 @@ class ChangeCatalog(ChangeReads):
             **change_set.summary,
             "computed_at": utc_now(),
         }
-        where_changes = sa.and_(
-            document_changes.c.doc_id == doc, document_changes.c.version == version
-        )
-        where_set = sa.and_(change_sets.c.doc_id == doc, change_sets.c.version == version)
         with self._write() as conn:
-            conn.execute(document_changes.delete().where(where_changes))
-            conn.execute(change_sets.delete().where(where_set))
+            conn.execute(document_changes.delete().where(_of_changes(doc, version)))
+            conn.execute(change_sets.delete().where(_of_set(doc, version)))
             conn.execute(change_sets.insert().values(**head))
             if rows:
                 conn.execute(document_changes.insert(), rows)
         return to_row(ChangeSetRow, head)
-
-
-    def clear_changes(self, doc_id: str, version: int) -> bool:
-        """Remove the comparison stored for ``doc_id`` version ``version`` (it has no previous
-        issue any more, or that issue's text is gone), in one transaction. Returns whether one
-        was stored."""
-        where_changes = sa.and_(
-            document_changes.c.doc_id == doc_id, document_changes.c.version == version
-        )
-        where_set = sa.and_(change_sets.c.doc_id == doc_id, change_sets.c.version == version)
-        with self._write() as conn:
-            conn.execute(document_changes.delete().where(where_changes))
-            return conn.execute(change_sets.delete().where(where_set)).rowcount > 0
