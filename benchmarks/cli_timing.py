@@ -29,13 +29,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.common import (
@@ -85,12 +86,21 @@ def cases(documents: int) -> list[Case]:
 
 @dataclass
 class Timing:
-    """A case's wall times in seconds, one per run, and the 1-minute load before them."""
+    """A case's wall times in seconds, one per run, the CPU seconds (user + system) each run
+    used, and the 1-minute load before them. On a busy machine the CPU time is the steadier
+    figure: it leaves out the time spent waiting for a core."""
 
     case: str
     target_seconds: float
     seconds: list[float]
     load_before: float | None
+    cpu_seconds: list[float] = field(default_factory=list)
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the children waited for so far (``getrusage``)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def environment(home: Path, *, tree: Path | None = None, bytecode: str = "none") -> dict[str, str]:
@@ -151,19 +161,22 @@ def time_case(case: Case, env: dict[str, str], runs: int) -> Timing:
     if "PYTHONPYCACHEPREFIX" in env:
         subprocess.run([str(KB), *case.args], env=env, capture_output=True, check=False)
     load = load_average()
-    seconds = []
+    seconds, cpu = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), _children_cpu()
         done = subprocess.run(
             [str(KB), *case.args], env=env, capture_output=True, text=True, check=False,
         )
         seconds.append(time.perf_counter() - start)
+        cpu.append(_children_cpu() - cpu_start)
         output = done.stdout + done.stderr
         if done.returncode != case.exit_code or case.expect not in output:
             raise RuntimeError(
                 f"{case.name}: exit {done.returncode} (want {case.exit_code}), output:\n{output}"
             )
-    return Timing(case.name, case.target_seconds, seconds, None if load is None else load[0])
+    return Timing(
+        case.name, case.target_seconds, seconds, None if load is None else load[0], cpu
+    )
 
 
 def saved_runs() -> dict[str, list[Timing]]:
@@ -185,14 +198,16 @@ def report(out: Report, runs: int, documents: int) -> Path:
         for t in timings:
             rows.append((
                 label, t.case, f"{min(t.seconds):.2f}", f"{statistics.median(t.seconds):.2f}",
-                f"{max(t.seconds):.2f}", f"{t.target_seconds:.1f}",
+                f"{max(t.seconds):.2f}",
+                f"{statistics.median(t.cpu_seconds):.2f}" if t.cpu_seconds else "n/a",
+                f"{t.target_seconds:.1f}",
                 "n/a" if t.load_before is None else f"{t.load_before:.2f}",
                 " ".join(f"{s:.2f}" for s in t.seconds),
             ))
     out.table(
-        ("run (label-bytecode)", "command", "min", "median", "max", "target",
-         "load (1 min) before", "runs"),
-        rows, align="llrrrrrl",
+        ("run (label-bytecode)", "command", "min s", "median s", "max s", "median CPU s",
+         "target s", "load (1 min) before", "wall s of each run"),
+        rows, align="llrrrrrrl",
     )
     return out.write()
 

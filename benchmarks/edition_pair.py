@@ -55,7 +55,11 @@ _COLUMN_WIDTH = 230.0  # the NTM's column width (pt)
 
 
 def _line_rect(page: pymupdf.Page, text: str) -> pymupdf.Rect:
-    """The box of the first text line on PAGE starting with TEXT (spaces collapsed); ValueError if none."""
+    """The box of the first text line on PAGE starting with TEXT (spaces collapsed).
+
+    Raises:
+        ValueError: no line starts so.
+    """
     for block in page.get_text("dict")["blocks"]:
         for line in block.get("lines", []):
             joined = " ".join("".join(span["text"] for span in line["spans"]).split())
@@ -77,7 +81,10 @@ def _redact(page: pymupdf.Page, rects: list[pymupdf.Rect]) -> None:
     a stray one across text as strike-through); images stay."""
     for rect in rects:
         page.add_redact_annot(rect)
-    page.apply_redactions(images=pymupdf.PDF_REDACT_IMAGE_NONE, graphics=pymupdf.PDF_REDACT_LINE_ART_REMOVE_IF_COVERED)
+    page.apply_redactions(
+        images=pymupdf.PDF_REDACT_IMAGE_NONE,
+        graphics=pymupdf.PDF_REDACT_LINE_ART_REMOVE_IF_COVERED,
+    )
 
 
 def _erase(page: pymupdf.Page, rect: pymupdf.Rect) -> None:
@@ -116,6 +123,22 @@ def _wrap(text: str, font: str) -> list[str]:
     return lines
 
 
+def _replace_span(page: pymupdf.Page, starts: str, new: str) -> None:
+    """Re-write the first text span starting STARTS as NEW (Helvetica, the span's size and
+    origin); the line's other spans stay. ValueError when no span starts so."""
+    for block in page.get_text("dict")["blocks"]:
+        for line in block.get("lines", []):
+            for span in line["spans"]:
+                if span["text"].startswith(starts):
+                    _erase(page, pymupdf.Rect(span["bbox"]))
+                    writer = pymupdf.TextWriter(page.rect)
+                    font = pymupdf.Font("helv")
+                    writer.append(span["origin"], new, font=font, fontsize=span["size"])
+                    writer.write_text(page)
+                    return
+    raise ValueError(f"no span starting {starts!r} on page {page.number + 1}")
+
+
 def _region_copy(doc: pymupdf.Document, pno: int, clip: pymupdf.Rect) -> pymupdf.Document:
     """A one-page document holding page PNO with every text outside CLIP redacted."""
     single = pymupdf.open()
@@ -132,7 +155,9 @@ def _region_copy(doc: pymupdf.Document, pno: int, clip: pymupdf.Rect) -> pymupdf
     return single
 
 
-def _move_region(doc: pymupdf.Document, src: int, clip: pymupdf.Rect, dst: int, top_left: pymupdf.Point) -> None:
+def _move_region(
+    doc: pymupdf.Document, src: int, clip: pymupdf.Rect, dst: int, top_left: pymupdf.Point
+) -> None:
     """Move what CLIP holds on page SRC to page DST with its top-left corner at TOP_LEFT."""
     copy = _region_copy(doc, src, clip)
     _erase(doc[src], clip)
@@ -155,8 +180,12 @@ def next_edition(doc: pymupdf.Document) -> None:
     # 5. p. 15 -> p. 17: the "Main business location" section (its heading to its last bullet).
     moved = pymupdf.Rect(50, 300, 300, 484)
     _move_region(doc, 14, moved, 16, pymupdf.Point(50, 424))
-    # 2. p. 14: shift the right column below "Retailers must also provide …" down, write the new paragraph.
-    added = "Retailers must register each warranty with the product manufacturer within 10 business days of the system being handed over to the customer."
+    # 2. p. 14: the right column below "Retailers must also provide …" moves down; the new
+    # paragraph goes into the gap.
+    added = (
+        "Retailers must register each warranty with the product manufacturer within 10 "
+        "business days of the system being handed over to the customer."
+    )
     lines = _wrap(added, "helv")
     shift = len(lines) * _LEADING + 7
     below = pymupdf.Rect(300, 466, 560, 700)
@@ -169,7 +198,10 @@ def next_edition(doc: pymupdf.Document) -> None:
     bottom = _line_rect(page, "to register the system.")
     _erase(page, pymupdf.Rect(top.x0, top.y0, max(top.x1, bottom.x1), bottom.y1))
     # 4. p. 27: the performance warranty's 10 years becomes 12.
-    _replace_line(doc[26], "will deliver 90 per cent production at 10 years", "will deliver 90 per cent production at 12 years and", "helv")
+    _replace_line(
+        doc[26], "will deliver 90 per cent production at 10 years",
+        "will deliver 90 per cent production at 12 years and", "helv",
+    )
 
 
 def build_pair(folder: Path, source: Path = SOURCE) -> tuple[Path, Path]:
@@ -190,7 +222,10 @@ def version_pair(folder: Path, source: Path = AEMO) -> tuple[Path, Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, old)
     with pymupdf.open(source) as doc:
-        _replace_line(doc[26], "before, and update this advice 5 minutes before", "before, and update this advice 3 minutes before ", "helv")
+        _replace_span(
+            doc[26], "before, and update this advice 5 minutes",
+            "before, and update this advice 3 minutes before ",
+        )
         doc.save(new, garbage=3, deflate=True)
     return old, new
 
@@ -200,7 +235,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="where to write the two PDFs")
     parser.add_argument("--source", type=Path, default=SOURCE, help="the 2025-26 NTM PDF")
-    parser.add_argument("--version-pair", action="store_true", help="also write the AEMO version pair")
+    parser.add_argument(
+        "--version-pair", action="store_true", help="also write the AEMO version pair"
+    )
     args = parser.parse_args()
     old, new = build_pair(args.folder, args.source)
     print(f"{old}\n{new}")

@@ -27,8 +27,9 @@ from benchmarks.common import REPO_ROOT, WORK_DIR, Report, load_average, log
 
 DEFAULT_HOME = WORK_DIR / "retrieval-regulatory"
 DEFAULT_LABELS = REPO_ROOT / "tests" / "data" / "obligations"
-#: Documents whose labels were written before the rules were final, and so tuned on.
-TUNED_ON = frozenset({"aemo_so_op_3705_dispatch"})
+#: Documents whose labels (and errors) were read while writing the rules: tuned on; any other
+#: labelled document is held out (notes of the report).
+TUNED_ON = frozenset({"aemo_so_op_3705_dispatch", "vic_solarvictoria_noticetomarket_2025-26_v1"})
 #: Share of a label's words (and of the found sentence's) two sentences must share to be one:
 #: a stem-joined list item shares its stem with its siblings, so the item words decide.
 MATCH_OVERLAP = 0.6

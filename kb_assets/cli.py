@@ -61,6 +61,11 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 #: One mark per asset state in `kb status`.
 STATE_MARKS = {"materialized": "✓", "failed": "✗", "in_progress": "…", "missing": "·"}
+#: The letter of each asset in `kb status`'s legend, in build order (``d``: changes, a diff).
+ASSET_LETTERS = {
+    "markdown": "m", "chunks": "c", "obligations": "o", "changes": "d", "embeddings": "e",
+    "graph": "g", "figures": "f", "record": "r",
+}
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -567,9 +572,10 @@ def status(
     if as_json:
         console.print_json(json.dumps(rows))
         return
+    legend = " ".join(ASSET_LETTERS.get(a, "?") for a in rows[0]["assets"]) if rows else ""
     table = _table(
-        f"kb status ({len(rows)} document{'s' if len(rows) != 1 else ''})", "document", "status", "pages", "chunks",
-        "entities", "relationships", "figures", "assets (m c e g f r)",
+        f"kb status ({len(rows)} document{'s' if len(rows) != 1 else ''})", "document", "status",
+        "pages", "chunks", "entities", "relationships", "figures", f"assets ({legend})",
     )
     for r in rows:
         assets = "".join(STATE_MARKS.get(v, "?") for v in r["assets"].values())

@@ -94,6 +94,7 @@ def _every_row(catalog: Any, keys: list[str], **filters: Any) -> Iterator[Any]:
 def write_csv(out: IO[str], rows: list[Any], documents: dict[str, Any], links: Any) -> None:
     """The register as CSV (``CSV_COLUMNS``, a header row first) to ``out``."""
     from kb_shared import layout
+    from kb_shared.quotes import heading_label
 
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
@@ -101,7 +102,8 @@ def write_csv(out: IO[str], rows: list[Any], documents: dict[str, Any], links: A
         doc = documents.get(row.doc_id)
         writer.writerow([
             number, doc.name if doc is not None else row.doc_id, row.doc_id, row.version,
-            row.page or "", row.reference or "", row.heading, row.party, row.role or "",
+            row.page or "", row.reference or "", heading_label(row.heading), row.party,
+            row.role or "",
             row.modality, row.text, row.action, row.deadline or "", row.chunk_id,
             links.page(layout.pdf_key(row.version_key), row.page) or "",
         ])

@@ -80,24 +80,16 @@ from kb_shared.identity import (
     sha256_bytes,
     version_key,
 )
-from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES, decode_text, is_text_document
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.settings import Settings
-from kb_shared.stores.catalog import (
-    Catalog,
-    DocumentRow,
-    DocumentStatus,
-    DocumentVersionRow,
-    VersionStatus,
-    deleting_message,
-    serving_version,
-)
-from kb_shared.stores.catalog.documents import normalize_category
 
-if TYPE_CHECKING:  # Dagster loads only when a partition is added: a refused `kb add` needs none
+# Dagster, the catalog (SQLAlchemy) and the text converter (NumPy) load in the functions that
+# use them: `kb add` of a refused URL needs none of them (issue 28, tests/test_cli_imports.py).
+if TYPE_CHECKING:
     import dagster as dg
 
     from kb_assets.resources import StoresResource
+    from kb_shared.stores.catalog import Catalog, DocumentRow, DocumentVersionRow
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +183,8 @@ class Candidate:
 def is_document_file(path: Path) -> bool:
     """Whether ``path``'s extension is one kb takes as a document (``DOCUMENT_SUFFIXES``,
     any case)."""
+    from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES
+
     return path.suffix.lower() in DOCUMENT_SUFFIXES
 
 
@@ -202,6 +196,8 @@ def collect_documents(paths: Iterable[str | Path]) -> tuple[list[Path], list[Int
         ``(files, refused)`` — ``refused`` holds explicitly named paths that do not exist or
         are not documents.
     """
+    from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES
+
     files: list[Path] = []
     refused: list[IntakeOutcome] = []
     for raw in paths:
@@ -234,6 +230,8 @@ def file_categories(
     Raises:
         ValueError: a folder path ``normalize_category`` refuses (the message names it).
     """
+    from kb_shared.stores.catalog.documents import normalize_category
+
     folders = [Path(p) for p in paths if Path(p).is_dir()]
     found: dict[Path, str | None] = {}
     for file in files:
@@ -279,6 +277,8 @@ def admit(
         IntakeError: the catalog lookup failed, or the partitions could not be added; nothing
             at all was added.
     """
+    from kb_shared.stores.catalog.documents import normalize_category
+
     base = normalize_category(category)
     previous = previous_edition(stores, edition_of, new_version)
     files, outcomes = collect_documents(paths)
@@ -334,6 +334,8 @@ def previous_edition(stores: StoresResource, ref: str | None, new_version: bool)
 def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) -> list[Candidate]:
     """Rules 1 and 2: read each file once and decide the batch before writing anything.
     Appends the refused and duplicate files to ``outcomes``; returns the rest."""
+    from kb_shared.providers.text_markdown import decode_text, is_text_document
+
     candidates: list[Candidate] = []
     seen_names: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
@@ -404,6 +406,8 @@ def _older_version(
 ) -> DocumentVersionRow | None:
     """The version of ``row`` whose content is ``sha256`` when it is not the one served
     (a superseded or failed version re-added), else ``None``."""
+    from kb_shared.stores.catalog import serving_version
+
     history = catalog.versions(row.doc_id)
     served = serving_version(history)
     match = next((v for v in history if v.sha256 == sha256), None)
@@ -431,6 +435,8 @@ def duplicate_name_message(
         a new version: `kb add --new-version PATH`; to replace it entirely: `kb delete
         report.pdf` first"``.
     """
+    from kb_shared.stores.catalog import VersionStatus
+
     where = (
         f"{existing.name!r} is already in the corpus (doc_id {existing.doc_id}, "
         f"{existing.status})"
@@ -461,6 +467,8 @@ def _against_catalog(
 ) -> list[IntakeOutcome]:
     """Rules 3 and 4 (and "New versions"), then the rows and blobs of the files that pass
     (a new document linked to the previous edition ``edition_of``, a doc_id, when given)."""
+    from kb_shared.stores.catalog import DocumentStatus, deleting_message
+
     if not candidates:
         return []
     try:
@@ -688,6 +696,8 @@ def url_document_name(name: str) -> str:
             (``.md``, ``.txt``): a download is a PDF, and the suffix decides how a document
             is converted.
     """
+    from kb_shared.providers.text_markdown import DOCUMENT_SUFFIXES
+
     clean = check_file_name(name)
     suffix = PurePosixPath(clean).suffix.lower()
     if suffix == URL_DOCUMENT_SUFFIX:
@@ -772,7 +782,10 @@ def admit_sources_opening(
     urls = [str(s) for s in sources if is_url(s)]
     if name is not None and len(urls) != 1:
         raise ValueError(f"a name goes with exactly one URL; this batch has {len(urls)}")
-    normalize_category(category)
+    if category is not None:  # checked before anything is downloaded (``admit`` again)
+        from kb_shared.stores.catalog.documents import normalize_category
+
+        normalize_category(category)
     if edition_of is not None:
         previous_edition(open_target()[0], edition_of, new_version)
     if not urls:

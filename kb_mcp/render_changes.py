@@ -15,6 +15,7 @@ from kb_mcp.errors import ToolProblem
 from kb_mcp.links import Links
 from kb_mcp.schemas import ChangeRef, ChangeSideRef, CompareVersionsOutput
 from kb_shared.changes import Change, Side
+from kb_shared.quotes import heading_label
 from kb_shared.stores.catalog import CatalogReader, DocumentRow, DocumentVersionRow
 from kb_shared.stores.catalog.changes import StoredChangeSet
 from kb_shared.stores.catalog.versions import serving_version
@@ -106,9 +107,21 @@ def find_comparison(
             f"{row.name!r} and {other.name!r} are not consecutive editions of one series: kb "
             "compares an edition with the one it follows (list_documents shows each series)"
         )
+    if from_version is not None and to_version is not None and from_version >= to_version:
+        raise ToolProblem(
+            f"from_version ({from_version}) must be older than to_version ({to_version}); "
+            "kb compares an issue with the one before it"
+        )
     current = _version(catalog, row, to_version)
     previous = catalog.previous_issue(row.doc_id, current.version)
     if previous is None:
+        later = [e for e in catalog.series(row.doc_id) if e.edition_of == row.doc_id]
+        if later:
+            raise ToolProblem(
+                f"{row.name!r} is the earlier edition: it has no previous issue, and its next "
+                f"edition {later[0].name!r} is compared with it; ask for {later[0].name!r}, or "
+                f"give against={later[0].name!r}"
+            )
         raise ToolProblem(
             f"{row.name!r} version {current.version} has no previous issue to compare with; "
             + how_to_add()
@@ -138,15 +151,16 @@ def _stored(
 
 
 def summary_line(comparison: Comparison) -> str:
-    """"3 changes in X.pdf (v2) against v1: 1 touch obligations, 1 change a number; 1 added,
-    …; 40 sections unchanged." (obligations and numbers first: what a reader acts on)."""
+    """"3 changes in X.pdf (v2) against v1: obligations touched by 2, numbers changed by 1;
+    1 added, …; 40 sections unchanged." (obligations and numbers first: what a reader acts
+    on)."""
     s = comparison.stored.summary
     total = s["added"] + s["removed"] + s["changed"] + s["moved"]
     after = comparison.after
     return (
         f"{total} change{'s' if total != 1 else ''} in {after.document.name} ({after.label}) "
-        f"against {comparison.before.label}: {s['obligations_changed']} touch obligations, "
-        f"{s['numbers_changed']} change a number; {s['added']} added, {s['removed']} removed, "
+        f"against {comparison.before.label}: obligations touched by {s['obligations_changed']}, "
+        f"numbers changed by {s['numbers_changed']}; {s['added']} added, {s['removed']} removed, "
         f"{s['changed']} changed, {s['moved']} moved; {s['unchanged_sections']} sections "
         "unchanged."
     )
@@ -163,10 +177,10 @@ def _pages(pages: tuple[int, ...]) -> str:
 def change_header(change: Change, comparison: Comparison) -> str:
     """One change's header: "[C1] changed · Section › path — p. 12 (v1) → p. 13 (v2)", then
     "· obligation" and "· numbers: 4 business days → 5 business days" when they apply."""
-    section = change.section_after or change.section_before or "(before the first heading)"
-    both = change.section_before and change.section_after
-    if both and change.section_before != change.section_after:
-        section = f"{change.section_before} → {change.section_after}"
+    before, after = _section(change.section_before), _section(change.section_after)
+    section = after or before or "(before the first heading)"
+    if before and after and before != after:
+        section = f"{before} → {after}"
     line = (
         f"[C{change.number}] {change.kind} · {section} — {_pages(change.before.pages)} "
         f"({comparison.before.label}) → {_pages(change.after.pages)} ({comparison.after.label})"
@@ -178,6 +192,11 @@ def change_header(change: Change, comparison: Comparison) -> str:
             f"{b or '—'} → {a or '—'}" for b, a in change.numbers
         )
     return line
+
+
+def _section(path: str | None) -> str | None:
+    """A stored section path as a reader sees it (``quotes.heading_label``); ``None`` for none."""
+    return heading_label(path) if path else None
 
 
 def _side_url(side: Side, issue: Issue, links: Links) -> str | None:
@@ -228,8 +247,8 @@ def comparison_output(
         next_offset=end if end < len(changes) else None,
         changes=[
             ChangeRef(
-                number=c.number, kind=c.kind, section_before=c.section_before,
-                section_after=c.section_after,
+                number=c.number, kind=c.kind, section_before=_section(c.section_before),
+                section_after=_section(c.section_after),
                 before=_side_ref(c.before, comparison.before, links),
                 after=_side_ref(c.after, comparison.after, links),
                 obligation=c.obligation, numbers=[list(pair) for pair in c.numbers],

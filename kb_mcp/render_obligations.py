@@ -11,6 +11,7 @@ from mcp.types import CallToolResult, TextContent
 from kb_mcp.links import Links
 from kb_mcp.schemas import ObligationRef, SearchObligationsOutput
 from kb_shared import layout
+from kb_shared.quotes import heading_label
 from kb_shared.stores.catalog import DocumentRow, ObligationRow, ObligationSearchResult
 
 #: What a party without a name (a passive sentence) is shown as.
@@ -93,7 +94,7 @@ def obligations_text(
             doc = documents.get(row.doc_id)
             title = doc.title or doc.name if doc is not None else row.doc_id
             lines += ["", f"## {title} ({row.doc_id})"]
-        heading = row.heading or None
+        heading = heading_label(row.heading) if row.heading else None
         if heading != clause:
             clause = heading
             lines.append(f"### {heading}" if heading else "### (before the first heading)")
@@ -124,7 +125,7 @@ def obligation_ref(number: int, row: ObligationRow, links: Links) -> ObligationR
         version=row.version,
         page=row.page,
         chunk_id=row.chunk_id,
-        section=row.heading or None,
+        section=heading_label(row.heading) if row.heading else None,
         url=_url(row, links),
     )
 

@@ -1,5 +1,7 @@
 """One clause read for obligations (issue 26): its binding modals, the party each binds and
-that party's role, the action, the deadline or condition, and the clause number of a heading.
+that party's role, the action, the deadline or condition, and the clause number of a heading;
+for a rule about a thing, whether it binds the thing itself (``states_a_property``) and the
+party a section heading names as bound (``heading_party``).
 ``kb_shared.obligations`` applies these rules to a document's chunks; its docstring states
 what is and is not an obligation.
 
@@ -575,8 +577,6 @@ _ARTEFACT_HEADS = frozenset(
     "warranty certificate application claim submission statement reason response invoice contract "
     "agreement plan form letter message".split()
 )
-
-
 #: Nouns naming an act someone performs ("installation", "servicing", "assessment"): a rule on
 #: one binds whoever performs it.
 _ACT_NOUN = re.compile(r"(?:ation|ment|ing)$")

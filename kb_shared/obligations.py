@@ -15,12 +15,21 @@ Principle for descriptions of a system (issue 26 leaves it to the detector): a m
 subject is a computation or the system itself ("the algorithm must converge", "the process is
 required to ramp"), a quantity ("104 MW must be generated"), the document itself ("This
 document should not be relied on") or a pronoun standing for a thing ("This is required to
-ensure …", "It should be noted …") describes how things work and binds nobody. A rule about an
-artefact a party produces or handles ("The ramp rate provided must be the maximum …", "a rebid
-must be submitted", "The notice should include …") binds that party, marked
-``party_inferred``: the agent the sentence names ("… nominated by AEMO"), else the party of the
-nearest obligation of the same section that names one, else the last party named as the
-subject of a verb earlier in the section, else none (``""``).
+ensure …", "It should be noted …") describes how things work and binds nobody.
+
+Who a rule about a thing binds (the labelling rules of ``tests/data/obligations/README.md``):
+the agent of its passive verb ("… must be undertaken by workers engaged in …", "… nominated
+by AEMO"); else the party of the list stem it is an item of ("The retailer must ensure
+that: (a) the quote must state …"); else the party its section heading names as bound
+("3.1.3 Solar PV installers – mandatory workforce requirements", ``heading_party``); else,
+when it states a property of a product ("Solar PV inverters must comply with AS/NZS 4777.2",
+``states_a_property``), the product as named with no role; else (a record, message or act a
+party produces: "a rebid must be submitted", "The notice should include …") the party of the
+nearest obligation of the same section that names one, the last actor named as the subject
+of a verb before it, or the nearest named obligation of the closest related section, in that
+order, marked ``party_inferred`` (``""`` when none is found). A party that receives a passive
+duty ("The customer must not be required to pay …") is protected, not bound: the section's
+obligated party is.
 
 The rules for one clause (modals, subjects, parties, roles, deadlines) are in
 ``kb_shared.obligation_sentences``; this module reads a document with them: paragraph labels
@@ -66,7 +75,7 @@ from kb_shared.retrieval_features import Unit, units
 
 __all__ = [
     "MODALITIES", "MUST", "MUST_NOT", "SHOULD", "SHOULD_NOT", "Obligation", "deadline_of",
-    "find_obligations", "heading_number", "modality_of", "role_of",
+    "find_obligations", "heading_number", "heading_party", "modality_of", "role_of",
 ]
 
 
@@ -75,11 +84,12 @@ class Obligation:
     """One obligation: one bound party of one sentence (a sentence binding two is two).
 
     Attributes:
-        party: the bound party as the document names it ("the relevant Market Participant");
-            ``""`` when no party is named nor found nearby.
+        party: the bound party as the document names it ("the relevant Market Participant"),
+            or the product a product requirement binds ("Solar PV inverters"); ``""`` when no
+            party is named nor found nearby.
         role: the party's normalised role ("Retailer", "AEMO", "Market Participant"): from
             ``ROLE_RULES`` over the party and the document's definition of it, else the
-            party's head phrase in Title Case; ``None`` without a party.
+            party's head phrase in Title Case; ``None`` without a party or for a product.
         modality: one of ``MODALITIES`` ("shall" is must, "is not permitted to" must not).
         text: the sentence, list clause (stem joined) or table row as a reader sees it
             (``quotes.readable``).
@@ -93,7 +103,8 @@ class Obligation:
             chunk's ``page_start``.
         heading_path: the chunk's heading path.
         party_inferred: the sentence names no party ("a rebid must be submitted"); ``party``
-            is the nearest party named before it in the section (module docstring).
+            is the one its context binds (module docstring: an agent, a stem, a heading, the
+            section's named parties).
     """
 
     party: str
@@ -192,7 +203,7 @@ class _Document:
         self.receivers: dict[int, str | None] = {}  # receiver readings: the role not to bind
         self.items: list[tuple[_Clause, Chunk]] = []
         self.owner: str | None = None  # the party of the list stem the current item is under
-        self.recent: list[tuple[tuple[str, ...], str]] = []  # (heading path, clause) read so far
+        self.recent: list[str] = []  # the section's clauses read so far, for ``_nearest_party``
         self.mentioned: dict[int, tuple[str, str] | None] = {}  # ``_nearest_party`` of each inferred one
 
     def read(self) -> list[Obligation]:
@@ -224,16 +235,15 @@ class _Document:
             closest = max(shared.values(), default=0)
             related = [i for i in named if closest and shared[i] == closest]
             mentioned = self.mentioned.get(index)
-            stages = [[i for i in named if self.keys[i] == (path, number)], mentioned, related]
+            mention: list[tuple[str, str | None]] = [mentioned] if mentioned else []
+            same = [i for i in named if self.keys[i] == (path, number)]
+            stages = [_nearest_first(self.found, same, index), mention, _nearest_first(self.found, related, index)]
             if receiver:
-                stages[1:] = [related, mentioned]
+                stages[1:] = [stages[2], mention]
             for stage in stages:
-                if isinstance(stage, tuple):
-                    self.found[index] = replace(ob, party=stage[0], role=stage[1])
-                    break
                 if stage:
-                    source = self.found[min(stage, key=lambda i: (abs(i - index), i > index))]
-                    self.found[index] = replace(ob, party=source.party, role=source.role)
+                    party, role = stage[0]
+                    self.found[index] = replace(ob, party=party, role=role)
                     break
 
     # -- clauses -------------------------------------------------------------------------
@@ -399,7 +409,7 @@ class _Document:
 
     def _note_mentions(self, text: str) -> None:
         """Keep ``text`` for ``_nearest_party`` (the last ``_RECENT_CLAUSES`` of the section)."""
-        self.recent.append((self.section, text))
+        self.recent.append(text)
         if len(self.recent) > 2 * _RECENT_CLAUSES:
             del self.recent[:-_RECENT_CLAUSES]
 
@@ -433,15 +443,12 @@ class _Document:
                 return parties[0]
         return None
 
-    def _nearest_party(self, receiver: str | None, *, leaf: bool = False) -> tuple[str, str] | None:
-        """The last party named as the subject of a verb in the section's recent clauses (with
-        ``leaf``, in the current heading's own text only): an actor, not a facility ("the
-        generating unit has reached …"), nor a receiver's own party ("The customer must not
-        be required …")."""
+    def _nearest_party(self, receiver: str | None) -> tuple[str, str] | None:
+        """``(party, role)`` of the last party named as the subject of a verb in the section's
+        recent clauses: an actor, not a facility ("the generating unit has reached …"), nor a
+        receiver's own party ("The customer must not be required …")."""
         avoid = role_of(receiver, self.defined) if receiver else None
-        for path, earlier in reversed(self.recent[-_RECENT_CLAUSES:]):
-            if leaf and path != self.section:
-                break
+        for earlier in reversed(self.recent[-_RECENT_CLAUSES:]):
             named = [m.group("party") for m in _SUBJECT_MENTION.finditer(earlier)]
             named = [n for n in named if (avoid is None or role_of(n, self.defined) != avoid)
                      and singular(n.split()[-1].lower()) not in _FACILITIES]
@@ -477,6 +484,13 @@ class _Document:
             self.keys.append((chunk.heading_path, clause.number))
 
 
+def _nearest_first(found: list[Obligation], indices: list[int], index: int) -> list[tuple[str, str | None]]:
+    """``(party, role)`` of the obligations at ``indices``, the one nearest ``index`` first
+    (the earlier on a tie)."""
+    ordered = sorted(indices, key=lambda i: (abs(i - index), i > index))
+    return [(found[i].party, found[i].role) for i in ordered[:1]]
+
+
 def _shared(left: tuple[str, ...], right: tuple[str, ...]) -> int:
     """How many leading headings two heading paths share."""
     count = 0
@@ -494,7 +508,7 @@ def _after_modal(action: str) -> str:
 
 
 def _trim_thing(subject: str) -> str:
-    """A thing bound as named: its subject without a list marker or a leading "As a minimum,"."""
+    """A thing bound as named: its subject without a list marker or edge commas."""
     return LIST_MARKER.sub("", subject, count=1).strip(" ,")
 
 

@@ -65,6 +65,17 @@ def readable(unit_text: str) -> str:
     return " ".join(text.split())
 
 
+#: Emphasis marks left at a word's edge once paired ones are gone ("*****NEW***" headings).
+_STRAY_STARS = re.compile(r"(?<![\w*])\*+|\*+(?![\w*])")
+
+
+def heading_label(heading: str) -> str:
+    """A heading or " › "-joined heading path as a reader sees it: ``readable`` plus the stray
+    emphasis marks a converter leaves around words ("*****UPDATED*** Rules**" reads
+    "UPDATED Rules")."""
+    return " ".join(_STRAY_STARS.sub("", readable(heading)).split())
+
+
 def cut(text: str, limit: int = QUOTE_CHARS) -> str:
     """``text`` if it fits in ``limit`` characters, else its longest start that ends at a word
     boundary and fits (a single over-long word is cut at the limit)."""

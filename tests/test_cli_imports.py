@@ -1,7 +1,8 @@
 """``kb`` answers at once (issue 28): importing the CLI, ``kb --help`` and ``kb add`` of a
-refused URL load neither Dagster nor PyMuPDF nor a model runtime; each command imports what
-it needs when it runs. Checked in fresh interpreters, so an import anywhere on the way
-(the CLI, its sub-command modules, intake) fails it. Timings: benchmarks/results/cli-*.md."""
+refused URL load neither Dagster nor PyMuPDF nor a model runtime (nor SQLAlchemy or NumPy);
+each command imports what it needs when it runs. Checked in fresh interpreters, so an import
+anywhere on the way (the CLI, its sub-command modules, intake) fails it. Timings:
+benchmarks/results/cli-*.md."""
 
 from __future__ import annotations
 
@@ -13,8 +14,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Packages ``kb --help`` and a refused ``kb add`` must not load: the orchestrator, the PDF
-#: libraries and the model runtimes (each costs seconds to import).
-HEAVY = ("dagster", "pymupdf", "pymupdf4llm", "onnxruntime", "torch", "spacy", "pyarrow")
+#: libraries and the model runtimes (each costs seconds to import), and the catalog's
+#: SQLAlchemy and NumPy (tenths of a second each).
+HEAVY = (
+    "dagster", "pymupdf", "pymupdf4llm", "onnxruntime", "torch", "spacy", "pyarrow",
+    "sqlalchemy", "numpy",
+)
 
 #: Prints the heavy top-level packages loaded after running the code before it.
 REPORT = (

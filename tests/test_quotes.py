@@ -9,6 +9,7 @@ from kb_shared.quotes import (
     QUOTE_CHARS,
     MarkdownPages,
     cut,
+    heading_label,
     passage_quote,
     readable,
     unit_offset,
@@ -108,3 +109,12 @@ def test_a_figure_marker_is_never_the_quote() -> None:
     quote = passage_quote(payload, text, UnitMatch(marker, 0.9, 0.9))
     assert (quote.text, quote.page) == ("The Retailer must notify the Distributor.", 2)
     assert passage_quote(payload, "[Figure: image on page 2]", None) is None
+
+
+def test_a_heading_label_drops_the_emphasis_marks_a_converter_leaves() -> None:
+    assert heading_label("*****UPDATED*** Active internet connection**") == (
+        "UPDATED Active internet connection"
+    )
+    assert heading_label("3 Flow › **3.1 NEW** _Rules_") == "3 Flow › 3.1 NEW Rules"
+    # marks inside a word or between digits are text, not emphasis
+    assert heading_label("A_B_C rule 2*3") == "A_B_C rule 2*3"

@@ -129,8 +129,8 @@ async def test_compare_versions_reports_exactly_the_three_edits(
     assert two_versions.blobs().exists(layout.pdf_key(DOC))
     text = result.content[0].text
     assert text.splitlines()[0] == (
-        "3 changes in Fake Procedure.pdf (v2) against v1: 2 touch obligations, 1 change a "
-        "number; 1 added, 1 removed, 1 changed, 0 moved; 0 sections unchanged."
+        "3 changes in Fake Procedure.pdf (v2) against v1: obligations touched by 2, numbers "
+        "changed by 1; 1 added, 1 removed, 1 changed, 0 moved; 0 sections unchanged."
     )
     assert (
         "[C1] changed · Fake Retail Procedure › 1 Notifications — p. 1 (v1) → p. 1 (v2) · "
@@ -206,7 +206,8 @@ def test_the_upload_page_shows_the_changes_side_by_side_with_both_pdfs(
             "Changes in Fake Procedure.pdf (v2) against v1"
         )
         assert page.locator("#changes-summary").inner_text() == (
-            "2 touch obligations, 1 change a number; 1 added, 1 removed, 1 changed, 0 moved; "
+            "obligations touched by 2, numbers changed by 1; 1 added, 1 removed, 1 changed, "
+            "0 moved; "
             "0 sections unchanged."
         )
         first = page.locator('#changes-table tr[data-change="1"]')
@@ -219,3 +220,20 @@ def test_the_upload_page_shows_the_changes_side_by_side_with_both_pdfs(
         assert page.locator('#changes-table tr[data-change="3"] .badge').inner_text() == "added"
         page.screenshot(path=str(two_versions.settings.home / "changes.png"), full_page=True)
     assert page.kb_errors == []
+
+
+@pytest.mark.anyio
+async def test_versions_given_in_the_wrong_order_are_refused_with_the_rule(
+    two_versions: StoresResource, providers: FakeProviders
+) -> None:
+    async with Client(_server(two_versions, providers)) as client:
+        reversed_ = await client.call_tool(
+            "compare_versions", {"document": NAME, "from_version": 2, "to_version": 1}
+        )
+        older = await client.call_tool("compare_versions", {"document": NAME, "to_version": 1})
+    assert reversed_.is_error is True
+    assert (
+        "from_version (2) must be older than to_version (1); kb compares an issue with the one "
+        "before it"
+    ) in reversed_.content[0].text
+    assert "'Fake Procedure.pdf' version 1 has no previous issue" in older.content[0].text

@@ -518,11 +518,13 @@ async function showChanges(docId) {
   document.getElementById("changes-title").textContent =
     `Changes in ${data.name} (${data.label}) against ${data.previous_label}`;
   document.getElementById("changes-summary").textContent =
-    `${s.obligations_changed} touch obligations, ${s.numbers_changed} change a number; ` +
+    `obligations touched by ${s.obligations_changed}, numbers changed by ${s.numbers_changed}; ` +
     `${s.added} added, ${s.removed} removed, ${s.changed} changed, ${s.moved} moved; ` +
     `${s.unchanged_sections} sections unchanged.`;
   document.getElementById("changes-before").textContent = `before (${data.previous_label})`;
-  document.getElementById("changes-after").textContent = `after (${data.label})`;
+  const edition = data.previous_name !== data.name;  // an edition: name the newer one too
+  document.getElementById("changes-after").textContent =
+    `after (${edition ? `${data.name} ${data.label}` : data.label})`;
   const rows = data.changes.length ? data.changes.map((c) => changeRow(c, data))
     : [el("tr", {}, el("td", { colspan: 4, class: "hint", text: "nothing changed" }))];
   document.querySelector("#changes-table tbody").replaceChildren(...rows);
