@@ -20,9 +20,11 @@ Decisions (issue 4, "Behaviour that users rely on"; DESIGN.md "The MCP server"):
   missing file, so nothing is learnt by probing; so is a file of a document whose ``kb
   delete`` has begun (catalog status ``deleting``: ``blob_withdrawn``), as everywhere else in
   kb_mcp (``kb_mcp.documents`` module docstring). The one exception: the stored file of a
-  version a newer one superseded (its file removed) answers 410 Gone with a page naming the
-  versions and linking the current PDF (``superseded_page``), so a citation handed out before
-  the new version neither dead-ends nor silently opens the new file. Every spelling of one
+  version a newer one superseded answers 410 Gone with a page naming the versions and linking
+  the current PDF (``superseded_page``), so a citation handed out before the new version
+  neither dead-ends nor silently opens the new file. The superseded PDF itself is kept as the
+  "before" side of what changed (issue 27), and served only to a link that asks for it
+  (``?before=1``, ``links.BEFORE_PARAM``: compare_versions' links). Every spelling of one
   file answers alike: ``@`` or ``%40`` (decoded once by the ASGI server, never twice), and
   ``@v1`` or none for version 1 (``stored_spelling``).
 * **Exposure.** Binding a non-loopback address needs bearer tokens (``KB_MCP_TOKENS``) or an
@@ -59,6 +61,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_mcp.images import PNG_SIGNATURE
 from kb_mcp.links import (
+    BEFORE_PARAM,
     PAGES_COOKIE,
     SIGNATURE_PARAM,
     Links,
@@ -343,8 +346,8 @@ SUPERSEDED_CSP = (
 def superseded_page(
     state: ServerState, key: str, links: Links, *, as_html: bool
 ) -> Response | None:
-    """410 Gone for the stored file of a superseded version whose file is gone (its PDF or
-    one of its figure renders), or ``None``.
+    """410 Gone for the stored file of a superseded version (its PDF, kept for what changed,
+    or one of its figure renders, removed), or ``None``.
 
     The answer says ``"This citation points at version N of X, superseded on <date> by version
     M; the current PDF is <link>"`` (plain text, or HTML whose link keeps the citation's
@@ -353,7 +356,7 @@ def superseded_page(
     cannot be read) gives ``None``: the caller's 404.
 
     Args:
-        key: a servable blob key (``servable_key``) whose file is missing.
+        key: a servable blob key (``servable_key``).
         links: the server's citation links (``links_for``).
         as_html: the client accepts HTML.
     """
@@ -539,6 +542,11 @@ def build_app(
             or await anyio.to_thread.run_sync(blob_withdrawn, holder.state, key)
         ):
             return PlainTextResponse("Not Found", status_code=404)
+        if request.query_params.get(BEFORE_PARAM) != "1":
+            # a superseded version's file is kept for what changed, not for old citations
+            answer = await gone_or_missing(request, key, missing=False)
+            if answer is not None:
+                return answer
         blobs = holder.state.blobs
         headers = {
             "X-Content-Type-Options": "nosniff",
@@ -561,13 +569,20 @@ def build_app(
             return PlainTextResponse("Blob store unavailable", status_code=503)
         return Response(data, media_type=media_type(key, data[:8]), headers=headers)
 
-    async def gone_or_missing(request: Request, key: str) -> Response:
-        """``superseded_page`` for a superseded version's file, else 404."""
+    async def gone_or_missing(
+        request: Request, key: str, *, missing: bool = True
+    ) -> Response | None:
+        """``superseded_page`` for a superseded version's file; else 404 when the file is
+        ``missing``, ``None`` when it is there (to be served)."""
+        if not key.startswith(layout.PDFS) and not missing:
+            return None  # figure renders of superseded versions are removed: only PDFs stay
         as_html = "text/html" in request.headers.get("accept", "")
         answer = await anyio.to_thread.run_sync(
             lambda: superseded_page(holder.state, key, links, as_html=as_html)
         )
-        return answer or PlainTextResponse("Not Found", status_code=404)
+        if answer is not None or not missing:
+            return answer
+        return PlainTextResponse("Not Found", status_code=404)
 
     register_pages(mcp, holder=holder, settings=settings)
 

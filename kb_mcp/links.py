@@ -20,6 +20,9 @@ FILES_ROUTE = "/files/"
 
 #: Query parameter carrying a file link's signature.
 SIGNATURE_PARAM = "sig"
+#: Query parameter of a link that opens a superseded version's file on purpose: the "before"
+#: side of what changed (issue 27); without it that file's link answers 410 (``kb_mcp.http``).
+BEFORE_PARAM = "before"
 
 
 def base_url(settings: Settings) -> str:
@@ -86,13 +89,20 @@ class Links:
             url += f"?{SIGNATURE_PARAM}={file_signature(self.key, key)}"
         return url
 
-    def page(self, key: str | None, page: int | None) -> str | None:
+    def page(self, key: str | None, page: int | None, *, before: bool = False) -> str | None:
         """URL of a stored PDF opened at ``page`` (``#page=N``, a PDF Open Parameters
-        convention; no fragment when the page is unknown)."""
+        convention; no fragment when the page is unknown).
+
+        Args:
+            before: the link opens an earlier issue on purpose (``BEFORE_PARAM``): a
+                superseded version's file is served, not its 410 page.
+        """
         url = self.file(key)
-        if url is None or page is None:
-            return url
-        return f"{url}#page={page}"
+        if url is None:
+            return None
+        if before:
+            url += ("&" if "?" in url else "?") + f"{BEFORE_PARAM}=1"
+        return url if page is None else f"{url}#page={page}"
 
 
 def links_for(settings: Settings, *, stdio: bool = False) -> Links:

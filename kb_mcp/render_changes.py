@@ -200,7 +200,10 @@ def _section(path: str | None) -> str | None:
 
 
 def _side_url(side: Side, issue: Issue, links: Links) -> str | None:
-    return links.page(issue.version.blob_key, side.pages[0] if side.pages else None)
+    # a superseded version's file is served to a "before" link only (``Links.page``)
+    before = issue.version.status != "serving"
+    return links.page(issue.version.blob_key, side.pages[0] if side.pages else None,
+                      before=before)
 
 
 def comparison_text(comparison: Comparison, links: Links, offset: int, limit: int) -> str:

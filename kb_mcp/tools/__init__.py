@@ -119,9 +119,12 @@ def lean_published_schemas(server: KbServer, name: str) -> None:
     """Publish tool ``name`` with what a model reads and nothing it does not (issue 28, "a
     tool list a model can afford"): its input schema without pydantic's per-field titles (the
     property names say the same; the descriptions stay) nor null defaults, and its output
-    schema without
-    titles and descriptions (those document ``kb_mcp.schemas`` for people). Arguments and
-    results are still validated by the models themselves."""
+    schema without titles and descriptions (those document ``kb_mcp.schemas`` for people).
+    Arguments and results are still validated by the models themselves.
+
+    Raises:
+        LookupError: no tool ``name`` is registered on ``server``.
+    """
     tool = server._tool_manager.get_tool(name)  # the SDK's registry; it has no public setter
     if tool is None:
         raise LookupError(f"tool {name!r} was not registered")

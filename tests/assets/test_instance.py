@@ -178,6 +178,8 @@ def test_corpus_assets_join_their_pools_and_backfill_kb_backfill_batch_documents
     assert pools == {
         "markdown": "llm",
         "chunks": None,
+        "obligations": None,  # cheap catalog writes, like chunks
+        "changes": None,
         "embeddings": "vectors",
         "graph": "graph",
         "figures": "vectors",

@@ -124,7 +124,7 @@ async def test_compare_versions_reports_exactly_the_three_edits(
     )
     assert added["obligation"] is True
     # each side opens its own version's PDF: version 1's file is kept as the "before"
-    assert changed["before"]["url"].endswith(f"/files/pdfs/{DOC}#page=1")
+    assert changed["before"]["url"].endswith(f"/files/pdfs/{DOC}?before=1#page=1")
     assert changed["after"]["url"].endswith(f"/files/pdfs/{DOC}%40v2#page=1")
     assert two_versions.blobs().exists(layout.pdf_key(DOC))
     text = result.content[0].text
@@ -215,7 +215,9 @@ def test_the_upload_page_shows_the_changes_side_by_side_with_both_pdfs(
         before, after = first.locator("td.side").all()
         assert "within 2 business days" in before.inner_text()
         assert "within 5 business days" in after.inner_text()
-        assert before.locator("a.page").get_attribute("href").endswith(f"/pdfs/{DOC}#page=1")
+        assert before.locator("a.page").get_attribute("href").endswith(
+            f"/pdfs/{DOC}?before=1#page=1"
+        )
         assert after.locator("a.page").inner_text() == "v2, p. 1"
         assert page.locator('#changes-table tr[data-change="3"] .badge').inner_text() == "added"
         page.screenshot(path=str(two_versions.settings.home / "changes.png"), full_page=True)

@@ -255,12 +255,15 @@ def test_a_failed_version_3_leaves_version_2_serving_and_a_later_switch_cleans_i
         "(v2.0) serving"
     ]
 
-    # version 3 fixed: its build switches, and nothing of version 2 is left behind
+    # version 3 fixed: its build switches, and nothing of version 2 is served; its file and
+    # snapshot stay as the "before" side of what changed (issue 27)
     providers.converter_.refuse = {}
     assert build_run(stores, providers, instance).success
     assert served_edges(stores) == {V3}
     assert stores.existing_vectors().count(V2) == 0
-    assert not stores.blobs().exists("pdfs/fake-procedure.pdf@v2")
+    assert stores.blobs().exists("pdfs/fake-procedure.pdf@v2")
+    assert stores.blobs().exists("snapshots/fake-procedure.pdf@v2.json")
+    assert catalog.change_set(DOC, 3).previous_version == 2
     assert version_notes(document_list(catalog)) == [
         "fake procedure.PDF: version 3 (v2.0) serving, 2 earlier"
     ]

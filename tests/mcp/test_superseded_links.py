@@ -1,7 +1,8 @@
-"""A citation link handed out before a new version (issue 16, "leftovers"): once the old
-version's file is removed, ``/files/<its key>`` answers 410 Gone naming the versions and
-linking the current PDF (the citation's ``#page=`` carried over in a browser), never a bare 404
-and never the new PDF under the old link. Text documents on fake providers, served by the
+"""A citation link handed out before a new version (issue 16, "leftovers"): ``/files/<its
+key>`` answers 410 Gone naming the versions and linking the current PDF (the citation's
+``#page=`` carried over in a browser), never a bare 404 and never the new PDF under the old
+link. The old PDF is kept as the "before" side of what changed (issue 27) and opens only for a
+link that asks for it (``?before=1``). Text documents on fake providers, served by the
 real HTTP app through Starlette's test client, and the HTML page in Chromium."""
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def add_and_build(kb: Kb, text: str, folder: str, number: int) -> None:
 
 @pytest.fixture(scope="module")
 def three_versions(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbedder):
-    """Versions 1 and 2 superseded (their files removed), version 3 serving; built once for
-    the module (the tests only read)."""
+    """Versions 1 and 2 superseded (their files kept for what changed), version 3 serving;
+    built once for the module (the tests only read)."""
     kb = Kb(tmp_path_factory.mktemp("superseded") / "home", embedder)
     add_and_build(kb, V2, "v2", 2)
     add_and_build(kb, V3, "v3", 3)
@@ -45,7 +46,7 @@ def three_versions(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEm
         (1, "superseded", OLD), (2, "superseded", SECOND), (3, "serving", THIRD),
     ]
     blobs = kb.stores.blobs()
-    assert (blobs.exists(OLD), blobs.exists(SECOND), blobs.exists(THIRD)) == (False, False, True)
+    assert (blobs.exists(OLD), blobs.exists(SECOND), blobs.exists(THIRD)) == (True, True, True)
     yield kb, {v.version: f"{v.superseded_at:%Y-%m-%d}" for v in history if v.superseded_at}
     kb.stores.close()
 
@@ -77,6 +78,23 @@ def test_an_old_citation_link_answers_410_with_the_current_pdf(
     assert V1 not in first.text and V3 not in first.text
     assert (unknown.status_code, unknown.text) == (404, "Not Found")
     assert head.status_code == 410
+
+
+def test_a_before_link_opens_the_kept_superseded_file_and_nothing_else(
+    three_versions: tuple[Kb, dict[int, str]], embedder: HashingEmbedder
+) -> None:
+    # compare_versions links the earlier issue with ?before=1 (kb_mcp.links.BEFORE_PARAM)
+    kb, _ = three_versions
+    app = build_app(corpus_settings(kb.home), embedder=embedder, warm=False)
+    with TestClient(app, base_url=ORIGIN) as client:
+        first = client.get(f"/files/{OLD}", params={"before": "1"})
+        second = client.get("/files/pdfs/life-support-rules.md%40v2", params={"before": "1"})
+        other = client.get(f"/files/{OLD}", params={"before": "yes"})
+        unknown = client.get("/files/pdfs/no-such-document.pdf", params={"before": "1"})
+    assert (first.status_code, first.text) == (200, V1)
+    assert (second.status_code, second.text) == (200, V2)
+    assert other.status_code == 410
+    assert unknown.status_code == 404
 
 
 def test_an_old_figure_link_answers_410_with_the_current_pdf(

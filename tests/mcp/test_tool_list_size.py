@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from kb_mcp.tools import without_null_defaults, without_prose
+
 pytestmark = pytest.mark.anyio
 
 #: Issue 28's target for descriptions plus input schemas of all tools together.
@@ -71,3 +73,35 @@ def test_a_nested_description_is_found() -> None:
             "page": {"type": "integer", "description": "1-based page"}}}},
     }
     assert sorted(_descriptions(schema)) == ["1-based page", "one hit"]
+
+
+def test_prose_goes_but_property_names_and_data_stay() -> None:
+    schema = {
+        "title": "add_referenceArguments",
+        "properties": {
+            "title": {"type": "string", "title": "Title"},
+            "kind": {"enum": ["title"], "default": "title", "description": "Which kind."},
+        },
+    }
+    assert without_prose(schema, frozenset({"title", "description"})) == {
+        "properties": {
+            "title": {"type": "string"},
+            "kind": {"enum": ["title"], "default": "title"},
+        },
+    }
+
+
+def test_only_optional_null_defaults_go() -> None:
+    schema = {
+        "properties": {
+            "query": {"type": "string"},
+            "top_k": {"type": "integer", "default": 8},
+            "category": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        },
+        "required": ["query"],
+    }
+    assert without_null_defaults(schema)["properties"] == {
+        "query": {"type": "string"},
+        "top_k": {"type": "integer", "default": 8},
+        "category": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    }
