@@ -10,7 +10,7 @@ UV     := $(VENV)/bin/uv
 DOCS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install test test-fast demo bench bench-levers bench-scale bench-scale-ann bench-rebuild bench-soak \
+.PHONY: install test test-fast demo bench bench-cli bench-levers bench-scale bench-scale-ann bench-rebuild bench-soak \
         bench-partitions bench-cloud verify-cloud clean
 
 install: $(VENV)/.installed
@@ -19,6 +19,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check "uv==0.13.9"
 	$(UV) pip install --quiet --python $(PY) -c constraints.txt -e '.[test]'
+	# bytecode once, here: with PYTHONDONTWRITEBYTECODE set (as on this machine) every `kb`
+	# command would otherwise compile its imports anew (benchmarks/results/cli-2026-12-06.md)
+	$(PY) -m compileall -q -j 0 $(VENV)/lib kb_assets kb_mcp kb_shared > /dev/null
 	touch $@
 
 # pytest exits 5 when it collected nothing: that is a broken test run, never a pass.
@@ -42,6 +45,10 @@ demo: install
 # Benchmarks (reports in benchmarks/results/, see benchmarks/README.md). `make bench` runs
 # ingest, retrieval quality and serving latency on the shared corpus; ingest leaves its
 # KB_HOME in benchmarks/work/ingest for the other two.
+# CLI start-up, cold, 5 runs a command (issue 28): benchmarks/results/cli-2026-12-06.md.
+bench-cli: install
+	$(PY) -m benchmarks.cli_timing --label after --bytecode cached
+
 bench: install
 	$(PY) -m benchmarks.ingest --mode-pages 10
 	$(PY) -m benchmarks.retrieval --home benchmarks/work/ingest
