@@ -28,7 +28,9 @@ DOC = ROOT / "docs" / "architecture.md"
 README = ROOT / "README.md"
 
 #: Top-level folders of the repository a path in the map may start with.
-TOP_LEVEL = ("kb_shared/", "kb_assets/", "kb_mcp/", "sql/", "benchmarks/", "tests/", "docs/", "deploy/")
+TOP_LEVEL = (
+    "kb_shared/", "kb_assets/", "kb_mcp/", "sql/", "benchmarks/", "tests/", "docs/", "deploy/",
+)
 #: Packages whose modules the map names (by path, file name or dotted name).
 PACKAGES = ("kb_shared", "kb_assets", "kb_mcp")
 #: File types the map names by path.
@@ -56,11 +58,10 @@ def repository_files() -> tuple[str, ...]:
     relative to the repository root."""
     found = [p.name for p in ROOT.iterdir() if p.is_file()]
     for top in (*PACKAGES, "sql", "tests", "benchmarks", "deploy", "docs"):
-        found += [
-            p.relative_to(ROOT).as_posix()
-            for p in (ROOT / top).rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and "work" not in p.parts
-        ]
+        for path in (ROOT / top).rglob("*"):
+            relative = path.relative_to(ROOT)
+            if path.is_file() and not {"__pycache__", "work"} & set(relative.parts):
+                found.append(relative.as_posix())
     return tuple(found)
 
 
@@ -109,10 +110,16 @@ def module_files() -> dict[str, list[Path]]:
     return found
 
 
+@cache
+def module_body(path: Path) -> tuple[ast.stmt, ...]:
+    """The top-level statements of the module at ``path``."""
+    return tuple(ast.parse(path.read_text(encoding="utf-8")).body)
+
+
 def top_level_names(path: Path) -> set[str]:
     """Names a module defines or imports at its top level (functions, classes, assignments)."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in module_body(path):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -128,8 +135,7 @@ def defining_module(class_name: str) -> str | None:
     """The dotted name of the first module of the packages that defines ``class_name``."""
     for paths in module_files().values():
         for path in paths:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            if any(isinstance(n, ast.ClassDef) and n.name == class_name for n in tree.body):
+            if any(isinstance(n, ast.ClassDef) and n.name == class_name for n in module_body(path)):
                 parts = path.relative_to(ROOT).with_suffix("").parts
                 return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
     return None
@@ -159,7 +165,7 @@ def missing_names(text: str) -> tuple[list[str], list[str]]:
                 missing.append(span)
             continue
         short = SHORT_DOTTED.match(span)
-        if short is None:
+        if short is None or FILE_PATH.match(span):
             continue
         first, name = short.groups()
         if first[0].isupper():
