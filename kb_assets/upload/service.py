@@ -23,7 +23,14 @@ import dagster as dg
 
 from kb_assets import operations, request_jobs
 from kb_assets.cli_requests import request_json
-from kb_assets.constants import CORPUS_ASSETS, PARTITION_TAG, RECORD, DocumentStatus
+from kb_assets.constants import (
+    CHANGES,
+    CORPUS_ASSETS,
+    OBLIGATIONS,
+    PARTITION_TAG,
+    RECORD,
+    DocumentStatus,
+)
 from kb_assets.definitions import build_job
 from kb_assets.intake import IntakeOutcome, IntakeStatus, admit, previous_edition
 from kb_assets.partitions import documents_partitions
@@ -303,8 +310,10 @@ class UploadService:
 
     def missing_inputs(self, doc_id: str, asset: str) -> list[str]:
         """The corpus assets besides ``asset`` and ``record`` that have no materialisation for
-        ``doc_id``: what a rebuild of ``asset`` would lack."""
-        needed = [a for a in CORPUS_ASSETS if a not in (asset, RECORD)]
+        ``doc_id``: what a rebuild of ``asset`` would lack (``obligations`` and ``changes``
+        write the catalog and no step reads their output, so they are never lacking)."""
+        unread = (asset, RECORD, OBLIGATIONS, CHANGES)
+        needed = [a for a in CORPUS_ASSETS if a not in unread]
         missing = []
         for name in needed:
             states = self.instance.get_status_by_partition(

@@ -66,7 +66,7 @@ def materialize(
     selection: list[str] | None = None,
     force: tuple[str, ...] = (),
 ) -> dg.ExecuteInProcessResult:
-    """``dagster.materialize`` of the six assets (or ``selection``) for ``DOC``."""
+    """``dagster.materialize`` of the corpus assets (or ``selection``) for ``DOC``."""
     return dg.materialize(
         CORPUS_ASSETS,
         partition_key=DOC,
@@ -183,7 +183,7 @@ def test_an_empty_conversion_fails_at_chunks(
 
 
 # --------------------------------------------------------------------------------------
-# The six assets together (materialize)
+# The corpus assets together (materialize)
 # --------------------------------------------------------------------------------------
 def test_build_writes_every_store(
     admitted: DocumentRow, stores: StoresResource, providers: FakeProviders,

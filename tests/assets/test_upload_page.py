@@ -297,8 +297,9 @@ def test_builds_list_each_step_and_a_retry_resumes_from_the_failed_one(kb: Corpu
     assert run["status"] == "failure"
     assert run["url"] == f"http://127.0.0.1:3000/runs/{run['run_id']}"
     assert [(s["asset"], s["state"], s["attempts"]) for s in run["steps"]] == [
-        ("markdown", "failed", 1), ("chunks", "not run", 0), ("embeddings", "not run", 0),
-        ("graph", "not run", 0), ("figures", "not run", 0), ("record", "not run", 0),
+        ("markdown", "failed", 1), ("chunks", "not run", 0), ("obligations", "not run", 0),
+        ("changes", "not run", 0), ("embeddings", "not run", 0), ("graph", "not run", 0),
+        ("figures", "not run", 0), ("record", "not run", 0),
     ]
     assert run["steps"][0]["reason"] == "Existing Rules.pdf: damaged (simulated)"
     rebuild = client.post(f"/api/documents/{EXISTING_ID}/rebuild/graph", headers=CHANGE)
@@ -326,8 +327,10 @@ def test_builds_list_each_step_and_a_retry_resumes_from_the_failed_one(kb: Corpu
     latest = client.get("/api/builds").json()["builds"][0]["runs"][0]
     assert latest["rebuild"] is True
     assert [(s["asset"], s["state"]) for s in latest["steps"]] == [
-        ("markdown", "not selected"), ("chunks", "not selected"), ("embeddings", "not selected"),
-        ("graph", "succeeded"), ("figures", "not selected"), ("record", "succeeded"),
+        ("markdown", "not selected"), ("chunks", "not selected"),
+        ("obligations", "not selected"), ("changes", "not selected"),
+        ("embeddings", "not selected"), ("graph", "succeeded"), ("figures", "not selected"),
+        ("record", "succeeded"),
     ]
     (doc,) = client.get("/api/documents").json()["documents"]
     shown = ("name", "title", "version", "pages", "chunks", "figures")
@@ -431,7 +434,8 @@ def test_the_page_uploads_checks_and_follows_builds_in_chromium(
         timeout=60_000,
     )
     assert step_states(page, "network-guide.pdf") == {a: "succeeded" for a in (
-        "markdown", "chunks", "embeddings", "graph", "figures", "record")}
+        "markdown", "chunks", "obligations", "changes", "embeddings", "graph", "figures",
+        "record")}
     green = page.locator('.build[data-doc="network-guide.pdf"] tr[data-step="record"] .badge')
     assert green.evaluate("e => getComputedStyle(e).color") == "rgb(26, 127, 55)"
     # the duplicate's bytes never left the browser

@@ -63,9 +63,9 @@ async def test_streamable_http_client_searches_and_every_link_resolves(http_url:
         )
         listing = await client.call_tool("list_documents", {})
     assert names == [
-        "add_reference", "display_process", "echo", "find_reference", "list_documents", "read_doc",
-        "request_document", "search_aer_performance", "search_compliance", "search_docs",
-        "search_graph",
+        "add_reference", "compare_versions", "display_process", "echo", "find_reference",
+        "list_documents", "read_doc", "request_document", "search_aer_performance",
+        "search_compliance", "search_docs", "search_graph", "search_obligations",
     ]
     assert code.is_error is False
     top = code.structured_content["results"][0]
@@ -161,9 +161,9 @@ def test_mcp_inspector_cli_lists_tools_and_calls_search_docs(http_url: str) -> N
     assert listed.returncode == 0, listed.stderr
     tools = json.loads(listed.stdout)["tools"]
     assert sorted(t["name"] for t in tools) == [
-        "add_reference", "display_process", "echo", "find_reference", "list_documents", "read_doc",
-        "request_document", "search_aer_performance", "search_compliance", "search_docs",
-        "search_graph",
+        "add_reference", "compare_versions", "display_process", "echo", "find_reference",
+        "list_documents", "read_doc", "request_document", "search_aer_performance",
+        "search_compliance", "search_docs", "search_graph", "search_obligations",
     ]
     called = subprocess.run(
         [*base, "--method", "tools/call", "--tool-name", "search_docs", "--tool-arg", "query=IN008-24"],
