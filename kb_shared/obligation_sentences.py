@@ -212,6 +212,14 @@ _DOCUMENT_HEADS = frozenset(
 _THIS_DOCUMENT = re.compile(
     r"^(?:this|these|the)\s+(?:document|publication|procedure|guideline|guide|notice to market)s?\b|^nothing\b", re.I
 )
+#: A part of the document saying what it contains ("This section lists requirements that
+#: retailers … must satisfy"): the modal inside describes the requirements stated elsewhere.
+_DESCRIBES_ITSELF = re.compile(
+    r"^(?:this|the\s+following)\s+(?:section|part|chapter|appendix|schedule|table|document|procedure"
+    r"|guideline|guide|notice(?:\s+to\s+market)?)s?\s+(?:lists|sets\s+out|describes|outlines|explains"
+    r"|summari[sz]es|details|covers|presents|introduces)\b",
+    re.I,
+)
 #: One-word subjects that bind nobody: pronouns for things, and the document's own reader
 #: ("readers should be familiar with …" says who the text is for).
 _PRONOUN_THINGS = frozenset("this that it these those there which what reader readers".split())
@@ -461,6 +469,8 @@ def read_clause(text: str, defined: dict[str, str] | None = None) -> list[Readin
     out: list[Reading] = []
     previous_end = 0
     opening = LIST_MARKER.sub("", text, count=1)
+    if _DESCRIBES_ITSELF.match(opening.strip()):
+        return out  # the document describing itself binds nobody (_DESCRIBES_ITSELF)
     for match in binding_modals(text):
         modality = _modality(match, text)
         if modality is None:

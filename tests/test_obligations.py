@@ -159,6 +159,10 @@ def test_binding_modals_and_their_modality(sentence: str, modality: str) -> None
         "The figures show the operating limits that a scheduled resource must operate within.",
         "For example, if the unit is on, the participant must rebid.",
         "Nonfederal organizations may not have the necessary resources.",
+        # the document saying what it contains (the labels' "section intros")
+        "This section lists requirements that retailers and installers, systems and products "
+        "must satisfy to be eligible.",
+        "This procedure sets out what a Market Participant must do when a unit trips.",
     ],
 )
 def test_what_binds_nobody(sentence: str) -> None:
