@@ -16,7 +16,12 @@ from kb_mcp.links import Links
 from kb_mcp.schemas import ChangeRef, ChangeSideRef, CompareVersionsOutput
 from kb_shared.changes import Change, Side
 from kb_shared.quotes import heading_label
-from kb_shared.stores.catalog import CatalogReader, DocumentRow, DocumentVersionRow
+from kb_shared.stores.catalog import (
+    CatalogReader,
+    DocumentRow,
+    DocumentVersionRow,
+    VersionStatus,
+)
 from kb_shared.stores.catalog.changes import StoredChangeSet
 from kb_shared.stores.catalog.versions import serving_version
 
@@ -102,7 +107,7 @@ def find_comparison(
             current = _version(catalog, newer, None)
             previous = catalog.previous_issue(newer.doc_id, current.version)
             if previous is not None and previous[0] == older.doc_id:
-                return _stored(catalog, newer, current.version, previous)
+                return _stored(catalog, newer, current, previous)
         raise ToolProblem(
             f"{row.name!r} and {other.name!r} are not consecutive editions of one series: kb "
             "compares an edition with the one it follows (list_documents shows each series)"
@@ -132,12 +137,16 @@ def find_comparison(
             f"kb compares each issue with the one before it: version {current.version} of "
             f"{row.name!r} was compared with {was}, not version {from_version}"
         )
-    return _stored(catalog, row, current.version, previous)
+    return _stored(catalog, row, current, previous)
 
 
 def _stored(
-    catalog: CatalogReader, row: DocumentRow, version: int, previous: tuple[str, int]
+    catalog: CatalogReader,
+    row: DocumentRow,
+    current: DocumentVersionRow,
+    previous: tuple[str, int],
 ) -> Comparison:
+    version = current.version  # the version row the caller read: not read again
     stored = catalog.change_set(row.doc_id, version)
     if stored is None or (stored.previous_doc_id, stored.previous_version) != previous:
         raise ToolProblem(
@@ -145,7 +154,7 @@ def _stored(
             f"been built yet; the operator runs `kb rebuild changes {row.doc_id}` (or the "
             "previous issue was built before kb kept the text it compares)"
         )
-    after = Issue(row, _version(catalog, row, version), f"v{version}")
+    after = Issue(row, current, f"v{version}")
     before = _issue(catalog, previous[0], previous[1], row.doc_id)
     return Comparison(before, after, stored)
 
@@ -201,7 +210,7 @@ def _section(path: str | None) -> str | None:
 
 def _side_url(side: Side, issue: Issue, links: Links) -> str | None:
     # a superseded version's file is served to a "before" link only (``Links.page``)
-    before = issue.version.status != "serving"
+    before = issue.version.status != VersionStatus.SERVING
     return links.page(issue.version.blob_key, side.pages[0] if side.pages else None,
                       before=before)
 
