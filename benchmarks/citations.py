@@ -3,7 +3,7 @@
 Asks every answerable question of each eval set through the ``search_docs`` tool's own body
 (``kb_mcp.tools.search_docs.answer_search``, top 5, as a client gets it) over a built
 ``KB_HOME``, then checks each text or table result against PyMuPDF's plain text of the PDF
-the index stores (issue 25, "The rule kb is measured by"; ``kb_shared.page_location``):
+the index stores (issue 25, "The rule kb is measured by"; ``kb_shared.ingest.page_location``):
 
 * the shown passage is the result's block of the text content without its ``[n]`` header
   line and its link lines; the cited pages are the structured result's ``page_start`` ..
@@ -12,7 +12,7 @@ the index stores (issue 25, "The rule kb is measured by"; ``kb_shared.page_locat
 * **verified**: the passage passes ``page_location.verified`` on the cited pages;
 * **wrong page**: not verified there, but verified on another single page of the same PDF;
 * the **quote** (when the result carries one) is verified on its ``quote_page``;
-* ranking: Recall@1/@5 and MRR by the shared corpus's hit rule (``kb_shared.evaluation``).
+* ranking: Recall@1/@5 and MRR by the shared corpus's hit rule (``kb_shared.search.evaluation``).
 
 Usage::
 
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import DEFAULT_CORPUS, Report, kb_environment, log
-from kb_shared import evaluation
-from kb_shared.evaluation import Retrieved
+from kb_shared.search import evaluation
+from kb_shared.search.evaluation import Retrieved
 
 #: Results checked per question (issue 25: "in the top 5 results").
 TOP = 5
@@ -104,7 +104,7 @@ def run_set(name: str, home: Path, eval_dir: Path, outcome: SetOutcome) -> None:
     from kb_mcp.links import Links  # noqa: PLC0415
     from kb_mcp.state import open_state  # noqa: PLC0415
     from kb_mcp.tools.search_docs import answer_search  # noqa: PLC0415
-    from kb_shared.page_location import PageText, verified  # noqa: PLC0415
+    from kb_shared.ingest.page_location import PageText, verified  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
     questions = evaluation.load_questions(eval_dir / "questions.jsonl")
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.text(
         "Each answerable question asked through search_docs (top 5); every text/table result's "
         "shown passage checked on its cited pages by issue 25's rule "
-        "(`kb_shared.page_location.verified`). Wrong page: verified only on another page.")
+        "(`kb_shared.ingest.page_location.verified`). Wrong page: verified only on another page.")
     rows = ["| set | questions | R@1 | R@5 | MRR | results | verified | wrong page | mean span "
             "| quotes verified |", "|---|---|---|---|---|---|---|---|---|---|"]
     failed = False

@@ -56,7 +56,7 @@ HOME = WORK_DIR / "cli-timing"
 PYCACHE = WORK_DIR / "pycache"
 #: ``--bytecode`` choices (module docstring).
 BYTECODE_MODES = ("none", "cached")
-#: A URL ``kb_shared.fetch`` refuses by its address (loopback) before connecting.
+#: A URL ``kb_shared.fetch.fetcher`` refuses by its address (loopback) before connecting.
 REFUSED_URL = "https://127.0.0.1/report.pdf"
 
 

@@ -726,14 +726,14 @@ def positive_counts(text: str, option: str, example: str) -> list[int]:
 def served_questions(home: Path, eval_folder: Path) -> tuple[Path, list[str]]:
     """What a serving benchmark starts from: ``home`` resolved, once it holds a built corpus
     (``kb.sqlite`` or ``vectors.sqlite``), and the questions of ``eval_folder/questions.jsonl``
-    in file order (``kb_shared.evaluation.load_questions``, either format).
+    in file order (``kb_shared.search.evaluation.load_questions``, either format).
 
     Raises:
         SystemExit: ``home`` holds no built corpus (run ``benchmarks.ingest`` first).
         FileNotFoundError: no ``questions.jsonl`` in ``eval_folder``.
         ValueError: a line in neither format (with its line number).
     """
-    from kb_shared.evaluation import load_questions  # noqa: PLC0415
+    from kb_shared.search.evaluation import load_questions  # noqa: PLC0415
 
     home = home.resolve()
     if not (home / "vectors.sqlite").exists() and not (home / "kb.sqlite").exists():

@@ -6,7 +6,7 @@
 ``table``; figures keep their vectors) with the variant's text through the vector index's own
 ``upsert`` (dense vector and sparse text, as the embeddings asset writes them), then asks every
 answerable question of the set through ``benchmarks.retrieval_levers.run`` (search_docs, top
-10, the hit rule of ``kb_shared.evaluation``) and prints R@1 / R@5 / R@10 / MRR overall, per
+10, the hit rule of ``kb_shared.search.evaluation``) and prints R@1 / R@5 / R@10 / MRR overall, per
 kind and per even / odd half, and every question whose rank differs from the first variant's.
 The homes themselves are never written.
 
@@ -31,9 +31,9 @@ from typing import Any
 
 from benchmarks.common import fmt_duration, kb_environment, load_average, log
 from benchmarks.retrieval_levers import DEFAULT_EVAL, run, summary
-from kb_shared import evaluation
-from kb_shared.contextual import stored_embedding_text
-from kb_shared.citations import PATH_SEPARATOR, PointPayload
+from kb_shared.search import evaluation
+from kb_shared.ingest.contextual import stored_embedding_text
+from kb_shared.search.citations import PATH_SEPARATOR, PointPayload
 
 #: What each variant puts in front of the chunk text (a blank line between prefix and text).
 VARIANTS = {
@@ -60,7 +60,7 @@ def variant_text(variant: str, text: str, payload: PointPayload) -> str:
     """The text variant ``variant`` (a key of ``VARIANTS``) embeds for a chunk point with
     ``text`` and ``payload``.
 
-    ``C`` is ``kb_shared.contextual.stored_embedding_text`` (what the pipeline embeds); ``B`` the
+    ``C`` is ``kb_shared.ingest.contextual.stored_embedding_text`` (what the pipeline embeds); ``B`` the
     same without the title; ``D`` writes the payload's ``version`` after the title as
     ``"Title (version V)"`` (``C`` when the version is empty); ``A`` is ``text``.
 

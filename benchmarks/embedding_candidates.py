@@ -40,7 +40,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb_shared.evaluation import (
+from kb_shared.search.evaluation import (
     Question,
     Retrieved,
     load_questions,

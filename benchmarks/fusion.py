@@ -2,7 +2,7 @@
 
 search_docs fuses three ranked lists with weighted reciprocal rank fusion,
 ``score(d) = sum_i w_i / (k + rank_i(d))`` (``kb_shared.stores.vectors.RRF_K``,
-``DENSE_WEIGHT``, ``SPARSE_WEIGHT``; ``kb_shared.retrieval.EXACT_WEIGHT``). The lists do not depend
+``DENSE_WEIGHT``, ``SPARSE_WEIGHT``; ``kb_shared.search.retrieval.EXACT_WEIGHT``). The lists do not depend
 on the constants, so each question's lists are fetched once, exactly as search_docs fetches
 them (same depth, same exact-identifier matches), and every grid point is fused from them in
 pure Python: the sweep costs one search_docs call per question, whatever the grid's size.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kb_shared.evaluation import mean_reciprocal_rank, recall_at_k
+from kb_shared.search.evaluation import mean_reciprocal_rank, recall_at_k
 
 #: RRF constants tried. 60 is Cormack et al.'s default (SIGIR 2009); Bruch et al. (ACM TOIS
 #: 2023) found small k better when the first ranks of each list carry the signal.
@@ -56,8 +56,8 @@ class Params:
 def collect(index: Any, embedder: Any, query: str) -> Lists:
     """Fetch the lists search_docs would fuse for ``query`` over the whole index: dense and
     sparse candidates at the depth ``VectorIndex.hybrid_search`` uses for search_docs'
-    request, plus the exact-identifier matches (``kb_shared.retrieval.exact_identifier_matches``)."""
-    from kb_shared.retrieval import RERANK_CANDIDATES, exact_identifier_matches  # noqa: PLC0415
+    request, plus the exact-identifier matches (``kb_shared.search.retrieval.exact_identifier_matches``)."""
+    from kb_shared.search.retrieval import RERANK_CANDIDATES, exact_identifier_matches  # noqa: PLC0415
     from kb_shared.stores.vectors import CANDIDATE_FACTOR, MIN_CANDIDATES  # noqa: PLC0415
 
     depth = max(MIN_CANDIDATES, CANDIDATE_FACTOR * RERANK_CANDIDATES)

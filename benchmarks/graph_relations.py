@@ -118,7 +118,7 @@ def run(home: Path, hops: int, top_k: int) -> list[tuple[RelationalQuestion, int
     """Ask every question through ``kb_mcp.graph_search.search_graph`` on ``home``."""
     from kb_mcp.graph_search import search_graph  # noqa: PLC0415 - loads models
     from kb_mcp.state import open_state  # noqa: PLC0415
-    from kb_shared.citations import PointPayload  # noqa: PLC0415
+    from kb_shared.search.citations import PointPayload  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
     outcomes = []

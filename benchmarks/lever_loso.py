@@ -6,7 +6,7 @@ Usage::
     python -m benchmarks.lever_loso --set regulatory=HOME --set financebench=HOME \\
         --set financebench-dev=HOME [--tuned regulatory,financebench]
 
-For each set, the questions are asked through ``kb_shared.retrieval.search_docs`` (top 10, as
+For each set, the questions are asked through ``kb_shared.search.retrieval.search_docs`` (top 10, as
 ``benchmarks.retrieval_levers``, whose ``run`` it uses) with every lever on, then with each
 lever of ``LEVERS`` off alone. A lever's effect on a set is MRR with it minus MRR without it.
 **Leave one set out** (issue 25): a lever is kept only when, on every set it was not tuned
@@ -27,10 +27,10 @@ from pathlib import Path
 
 from benchmarks.common import Report, log
 from benchmarks.retrieval_levers import DEFAULT_EVAL, run
-from kb_shared import acronyms, evaluation, retrieval_features
+from kb_shared.search import acronyms, evaluation, retrieval_features
 
 #: Levers and how each is switched off: a ``FeatureWeights`` field set to its "off" value, a
-#: pull-in of ``kb_shared.retrieval`` replaced by one that adds nothing, or the acronym switch.
+#: pull-in of ``kb_shared.search.retrieval`` replaced by one that adds nothing, or the acronym switch.
 #: (Removed after levers-loso-2026-12-06-baseline.md: the best-unit share bonus, routing by
 #: other documents' text and the row pull-in.)
 LEVERS: dict[str, tuple[str, str]] = {
@@ -50,7 +50,7 @@ LEVERS: dict[str, tuple[str, str]] = {
 @contextmanager
 def lever_off(name: str) -> Iterator[None]:
     """Switch lever ``name`` (``LEVERS``) off for the duration."""
-    from kb_shared import retrieval  # noqa: PLC0415
+    from kb_shared.search import retrieval  # noqa: PLC0415
 
     how, what = LEVERS[name]
     saved_weights = retrieval_features.DEFAULT_FEATURES

@@ -46,7 +46,7 @@ DEPTHS = (10, 20, 50, 100, 200, 400, 1000)
 def legacy_sparse_search(self: Any, text: str, limit: int, filters: Any) -> list[Any]:
     """The SQLite scorer before issue 15: FTS5 ``bm25()`` itself, ``Hit.score = -bm25``,
     ties by id (kept here only to measure against)."""
-    from kb_shared.sparse import fts_query  # noqa: PLC0415
+    from kb_shared.search.sparse import fts_query  # noqa: PLC0415
     from kb_shared.stores.vectors import Hit  # noqa: PLC0415
     from kb_shared.stores.vectors_sqlite import _in_filters, _stored  # noqa: PLC0415
 
@@ -133,8 +133,8 @@ def regulatory(args: argparse.Namespace) -> dict[str, Any]:
 
     from benchmarks.retrieval import judge, load_eval_set, score  # noqa: PLC0415
     from kb_mcp.state import open_state  # noqa: PLC0415
-    from kb_shared.evaluation import Retrieved, relevant  # noqa: PLC0415
-    from kb_shared.retrieval import search_docs  # noqa: PLC0415
+    from kb_shared.search.evaluation import Retrieved, relevant  # noqa: PLC0415
+    from kb_shared.search.retrieval import search_docs  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
     from kb_shared.stores.migrate import MigrationTargets, migrate  # noqa: PLC0415
     from kb_shared.stores.vectors_qdrant import QdrantVectorIndex  # noqa: PLC0415
@@ -246,7 +246,7 @@ def build_scale_index(path: Path, points: int) -> None:
 def scale(args: argparse.Namespace) -> dict[str, Any]:
     """The ``scale`` subcommand (module docstring)."""
     from benchmarks.scale_corpus import SyntheticCorpus  # noqa: PLC0415
-    from kb_shared.retrieval import RARE_TERM_MAX_POINTS  # noqa: PLC0415
+    from kb_shared.search.retrieval import RARE_TERM_MAX_POINTS  # noqa: PLC0415
     from kb_shared.stores.vectors_sqlite import SqliteVectorIndex  # noqa: PLC0415
 
     path = args.work / f"scorer-{args.points}" / "vectors.sqlite"

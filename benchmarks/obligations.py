@@ -1,4 +1,4 @@
-"""The obligation detector (``kb_shared.obligations``) against hand labels (issue 26, "How it
+"""The obligation detector (``kb_shared.compliance.obligations``) against hand labels (issue 26, "How it
 is judged"): precision and recall for must / must not and for should / should not, party
 accuracy and page accuracy per labelled document, the count of obligations of every shared
 regulatory PDF, and the detector's time per document.
@@ -201,7 +201,7 @@ def _fmt(value: object) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure, print a summary and write the report."""
-    from kb_shared.obligations import find_obligations  # noqa: PLC0415
+    from kb_shared.compliance.obligations import find_obligations  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)

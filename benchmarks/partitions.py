@@ -57,7 +57,7 @@ from benchmarks.common import (
     log,
     peak_rss_bytes,
 )
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.providers.base import (
     Contextualiser,
     Embedder,
@@ -150,7 +150,7 @@ def bench_definitions() -> Any:
     import dagster as dg  # noqa: PLC0415
 
     from kb_assets.assets import CORPUS_ASSETS  # noqa: PLC0415
-    from kb_assets.definitions import kb_resources  # noqa: PLC0415
+    from kb_assets.jobs import kb_resources  # noqa: PLC0415
     from kb_assets.jobs import build_documents_job  # noqa: PLC0415
     from kb_assets.resources import StoresResource  # noqa: PLC0415
 

@@ -20,7 +20,7 @@ the FinanceBench one (``doc_name`` without ``.pdf``, ``evidence: [{page_index0}]
 ``doc``, its page span overlaps ``pages`` and its text reduced to ``[0-9a-z]`` words contains
 the first 8 such words of the ``quote``. FinanceBench: right document and a page span that
 contains ``page_index0 + 1``. A question is answered at the rank of its first hit. Loading,
-hit rule and metrics are ``kb_shared.evaluation``, the module the retrieval test uses.
+hit rule and metrics are ``kb_shared.search.evaluation``, the module the retrieval test uses.
 
 **Corpus.** Each set is searched in a KB_HOME built by the real pipeline: ``--home DIR`` when
 every document the set cites is ready there (``make bench`` passes the ingest benchmark's
@@ -32,13 +32,13 @@ embedding model, the chunk budget or the vector layout changed (``build_stamp``)
 **Configurations**, all over the same stored points, top 10 each:
 
 * ``dense`` — ``VectorIndex.dense_search`` of the query embedding (cosine, sqlite-vec);
-* ``sparse`` — ``VectorIndex.sparse_search``: our tokenizer (``kb_shared.sparse``) + FTS5 BM25;
+* ``sparse`` — ``VectorIndex.sparse_search``: our tokenizer (``kb_shared.search.sparse``) + FTS5 BM25;
 * ``bm25-plain`` — the baseline a plain keyword docs server gives: an in-memory FTS5 table of
   the same points' text with FTS5's default ``unicode61`` tokenizer, queried with the query's
   words OR-joined (``KeywordBaseline``), as ``../shared/corpus/README.md`` describes;
 * ``hybrid-rrf60`` — dense and sparse lists (50 deep, ``MIN_CANDIDATES``) fused by classic
   equal-weight reciprocal rank fusion, k = 60 (Cormack, Clarke & Büttcher, SIGIR 2009);
-* ``search_docs`` — ``kb_shared.retrieval.search_docs`` as shipped (weighted RRF of dense, sparse
+* ``search_docs`` — ``kb_shared.search.retrieval.search_docs`` as shipped (weighted RRF of dense, sparse
   and the exact-identifier list; ``kb_shared.stores.vectors.RRF_K`` and weights);
 * per embedding candidate (``kb_shared.models.LOCAL_MODELS``), ``dense`` and ``search_docs``
   again over a second ``SqliteVectorIndex`` holding the same points embedded by that model
@@ -55,7 +55,7 @@ share of questions whose top-1 result is from an evidence document and its page 
 that evidence's pages — the citation is on the right page even when the quote rule fails; for
 FinanceBench it equals Recall@1), per question kind. ``absent`` questions: the share flagged
 — ``search_docs``'s ``low_confidence``; for ``dense`` and ``hybrid-rrf60`` the best dense cosine
-below ``kb_shared.retrieval.NOTHING_FOUND_SIMILARITY``; keyword configurations have no threshold
+below ``kb_shared.search.retrieval.NOTHING_FOUND_SIMILARITY``; keyword configurations have no threshold
 (only an empty result counts). In-process latency per configuration: every question
 ``--repeat`` times (default 3), the configurations interleaved per question so load changes
 hit them alike; the query embedding is inside the timed call.
@@ -129,7 +129,7 @@ from benchmarks.retrieval_report import (
     scores_of,
     winner_lines,
 )
-from kb_shared.evaluation import Question, Retrieved, relevant
+from kb_shared.search.evaluation import Question, Retrieved, relevant
 
 #: The two shared eval sets (``../shared/corpus/README.md``) and their PDF folders.
 DEFAULT_SETS = (
@@ -217,7 +217,7 @@ Search = Callable[[str], Answer]
 
 def dense_config(index: Any, embedder: Any) -> Search:
     """Dense only; flagged when the best cosine is below ``NOTHING_FOUND_SIMILARITY``."""
-    from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
+    from kb_shared.search.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
 
     def run(query: str) -> Answer:
         found = index.dense_search(embedder.embed_query(query), TOP_K)
@@ -250,7 +250,7 @@ def plain_config(baseline: KeywordBaseline) -> Search:
 def rrf60_config(index: Any, embedder: Any) -> Search:
     """Dense + sparse (``RRF60_DEPTH`` each) fused by equal-weight RRF with k = 60; flagged
     when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``."""
-    from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
+    from kb_shared.search.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
     from kb_shared.stores.vectors import reciprocal_rank_fusion  # noqa: PLC0415
 
     def run(query: str) -> Answer:
@@ -270,11 +270,11 @@ def rrf60_config(index: Any, embedder: Any) -> Search:
 def shipped_config(
     index: Any, embedder: Any, reranker: Any = None, acronyms: Any = None
 ) -> Search:
-    """``kb_shared.retrieval.search_docs`` with the server's defaults (no reranker offline;
+    """``kb_shared.search.retrieval.search_docs`` with the server's defaults (no reranker offline;
     ``reranker`` given, e.g. Cohere, it orders the fused candidates), top 10; flagged = its
     ``low_confidence``. ``acronyms``: the corpus's pairs as the MCP tool passes them
-    (``kb_shared.acronyms.acronyms_for``)."""
-    from kb_shared.retrieval import search_docs  # noqa: PLC0415
+    (``kb_shared.search.acronyms.acronyms_for``)."""
+    from kb_shared.search.retrieval import search_docs  # noqa: PLC0415
 
     options: dict[str, Any] = {} if reranker is None else {"reranker": reranker}
     options["acronyms"] = acronyms
@@ -294,13 +294,13 @@ def embedding_inputs(points: Sequence[Any]) -> list[tuple[str, str | None, str]]
     """For each stored point, what the pipeline embedded and indexed for it:
     ``(text to embed, sparse text, title)``.
 
-    Chunks (``text``/``table``): ``kb_shared.contextual.stored_embedding_text`` of the point's
+    Chunks (``text``/``table``): ``kb_shared.ingest.contextual.stored_embedding_text`` of the point's
     text and ``PointPayload`` (the ``embedding_text`` the embeddings asset embeds, offline
     contexts being empty); that text is also the sparse text. Figures: their text alone, no
     sparse text (``Embedder.embed_figures`` default; the figures asset passes none).
     """
-    from kb_shared.contextual import stored_embedding_text  # noqa: PLC0415
-    from kb_shared.citations import PointPayload  # noqa: PLC0415
+    from kb_shared.ingest.contextual import stored_embedding_text  # noqa: PLC0415
+    from kb_shared.search.citations import PointPayload  # noqa: PLC0415
     from kb_shared.stores.vectors import KIND_FIGURE  # noqa: PLC0415
 
     inputs: list[tuple[str, str | None, str]] = []
@@ -529,7 +529,7 @@ def run_set(
         f"{len(eval_set.questions)} questions")
 
     baseline = KeywordBaseline(points)
-    from kb_shared.acronyms import acronyms_for  # noqa: PLC0415
+    from kb_shared.search.acronyms import acronyms_for  # noqa: PLC0415
 
     pairs = acronyms_for(state.graph)  # what the MCP tool passes (kb_mcp.state.acronyms)
     searches: dict[str, tuple[str, Search]] = {
@@ -550,7 +550,7 @@ def run_set(
         index_path = Path(str(getattr(index, "path", "")))
         if index_path.is_file():
             stored = stored_sparse_terms(index_path, getattr(index, "name", "chunks"))
-            from kb_shared.sparse import fts_document  # noqa: PLC0415
+            from kb_shared.search.sparse import fts_document  # noqa: PLC0415
 
             mismatches = sum(
                 1 for p, (_, sparse, _) in zip(points, inputs, strict=True)

@@ -26,8 +26,8 @@ from benchmarks.common import (
     open_corpus,
     pdf_page_count,
 )
-from kb_shared import evaluation
-from kb_shared.evaluation import Question
+from kb_shared.search import evaluation
+from kb_shared.search.evaluation import Question
 
 #: Name of the stamp file a cached build leaves in its KB_HOME.
 STAMP_FILE = "bench-build.json"
@@ -62,7 +62,7 @@ class EvalSet:
 
 
 def load_eval_set(folder: Path, pdfs_dir: Path | None = None, name: str | None = None) -> EvalSet:
-    """Read ``folder/questions.jsonl`` (``kb_shared.evaluation.load_questions``).
+    """Read ``folder/questions.jsonl`` (``kb_shared.search.evaluation.load_questions``).
 
     Args:
         pdfs_dir: the PDFs the questions cite; default ``folder/pdfs`` when it exists, else

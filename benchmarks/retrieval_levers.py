@@ -3,7 +3,7 @@
 ``python -m benchmarks.retrieval_levers --set regulatory=HOME[:EVAL] --set financebench=HOME
 [options]`` opens each ``KB_HOME`` (copy it to /tmp first: the SQLite reader may write a
 journal), asks every answerable question of its eval set through
-``kb_shared.retrieval.search_docs`` (top ``TOP_K``, no reranker, local models; chunk spans
+``kb_shared.search.retrieval.search_docs`` (top ``TOP_K``, no reranker, local models; chunk spans
 cited, no Markdown: as ``benchmarks.retrieval``'s ``search_docs`` row) and prints R@1 / R@5 /
 MRR overall, per kind and over the even / odd halves of the question ids (each half is the
 other's held-out split; ids end in a number), the first-hit rank of every question and the
@@ -13,8 +13,8 @@ Options, each measuring search_docs without (or with another setting of) one lev
 ``--off NAME`` zeroes a ``retrieval_features.FeatureWeights`` field, ``--weight NAME=VALUE``
 sets one, ``--skip FUNCTION`` turns off one of the pool's pull-ins (``PULL_INS``),
 ``--old-routing`` names documents by round 2's rule (``_alphabetic_words``),
-``--definition-search N`` sets ``kb_shared.retrieval.DEFINITION_SEARCH``, ``--acronyms on|off``
-expands the graph's abbreviation pairs on the sparse side (``kb_shared.acronyms``; default:
+``--definition-search N`` sets ``kb_shared.search.retrieval.DEFINITION_SEARCH``, ``--acronyms on|off``
+expands the graph's abbreviation pairs on the sparse side (``kb_shared.search.acronyms``; default:
 ``ACRONYM_EXPANSION``, as the MCP tool); ``--cpu-passes N``
 times each question N times (default 3, 0: untimed); ``--show`` prints
 the top 3 results of each question not answered at rank 1. The report this fed:
@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.common import kb_environment
-from kb_shared import evaluation, retrieval_features
-from kb_shared.evaluation import Question, Retrieved
+from kb_shared.search import evaluation, retrieval_features
+from kb_shared.search.evaluation import Question, Retrieved
 
 #: Results judged per question (the retrieval benchmark's ``TOP_K``).
 TOP_K = 10
@@ -44,7 +44,7 @@ TOP_K = 10
 #: Where the shared eval sets live when a ``--set`` names none.
 DEFAULT_EVAL = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "eval"
 
-#: ``kb_shared.retrieval`` functions that add candidates to the pool; ``--skip`` one to
+#: ``kb_shared.search.retrieval`` functions that add candidates to the pool; ``--skip`` one to
 #: measure search_docs without it.
 PULL_INS = ("definition_candidates", "statement_candidates")
 
@@ -54,7 +54,7 @@ _ID_NUMBER = re.compile(r"(\d+)$")
 def _alphabetic_words(question: str) -> frozenset[str]:
     """Round 2's document-naming words of a question: its alphabetic sparse terms only (no
     "3m", no glued "bestbuy", no years)."""
-    from kb_shared.sparse import tokenize  # noqa: PLC0415
+    from kb_shared.search.sparse import tokenize  # noqa: PLC0415
 
     return frozenset(t for t in tokenize(question) if t.isalpha())
 
@@ -94,8 +94,8 @@ def run(
     asked ``passes`` more times for its CPU time (0: not timed). ``acronyms``: expand the
     graph's abbreviation pairs (``None``: as the MCP tool, ``acronyms.ACRONYM_EXPANSION``)."""
     from kb_mcp.state import open_state  # noqa: PLC0415
-    from kb_shared import acronyms as acronym_pairs  # noqa: PLC0415
-    from kb_shared.retrieval import search_docs  # noqa: PLC0415
+    from kb_shared.search import acronyms as acronym_pairs  # noqa: PLC0415
+    from kb_shared.search.retrieval import search_docs  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
     with kb_environment(home):
@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     retrieval_features.DEFAULT_FEATURES = dataclasses.replace(
         retrieval_features.DEFAULT_FEATURES, **weights
     )
-    from kb_shared import retrieval  # noqa: PLC0415
+    from kb_shared.search import retrieval  # noqa: PLC0415
 
     for name in args.skip:
         setattr(retrieval, name, lambda *_args, **_kwargs: [])

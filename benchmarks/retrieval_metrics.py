@@ -9,8 +9,8 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kb_shared import evaluation
-from kb_shared.evaluation import Question, Retrieved, pages_overlap, relevant
+from kb_shared.search import evaluation
+from kb_shared.search.evaluation import Question, Retrieved, pages_overlap, relevant
 
 #: Results kept per question (Recall@10, MRR@10, nDCG@10).
 TOP_K = 10
@@ -78,7 +78,7 @@ def score(
     outcomes: Sequence[QuestionOutcome], relevant_counts: Sequence[int]
 ) -> Scores:
     """Aggregate per-question outcomes (answerable questions only) with
-    ``kb_shared.evaluation``'s metrics.
+    ``kb_shared.search.evaluation``'s metrics.
 
     Raises:
         ValueError: no outcomes, or ``relevant_counts`` of another length.

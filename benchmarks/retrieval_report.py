@@ -108,7 +108,7 @@ def add_set_sections(report: Report, set_run: SetRun, main_labels: Sequence[str]
         report.table(("configuration", *(f"{k} (n={counts[k]})" for k in kinds)), kind_rows)
 
     report.heading("Nothing-found behaviour", 3)
-    from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
+    from kb_shared.search.retrieval import NOTHING_FOUND_SIMILARITY  # noqa: PLC0415
 
     absent_rows = []
     for label, run in set_run.runs.items():
@@ -204,7 +204,7 @@ def add_candidate_section(report: Report, set_runs: Sequence[SetRun],
     report.text(
         "Each candidate searches a second SQLite vector index holding the same points (same "
         "ids, payloads and sparse terms) embedded by that model from the text the pipeline "
-        "embeds (`kb_shared.contextual.embedding_text` with the document title; figures by their "
+        "embeds (`kb_shared.ingest.contextual.embedding_text` with the document title; figures by their "
         "text). Embedding speed is from the run that made the index (date shown); the machine "
         "load then is not in this report's header."
     )
@@ -219,7 +219,7 @@ def add_fusion_section(report: Report, set_runs: Sequence[SetRun]) -> list[str]:
     """The fusion sweep (``benchmarks.fusion``) over every set: the best grid points by mean
     MRR across the sets, and where the shipped constants rank. Returns console lines."""
     from benchmarks.fusion import GRID_DENSE, GRID_EXACT, GRID_K, Params, sweep  # noqa: PLC0415
-    from kb_shared.retrieval import EXACT_WEIGHT  # noqa: PLC0415
+    from kb_shared.search.retrieval import EXACT_WEIGHT  # noqa: PLC0415
     from kb_shared.stores.vectors import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT  # noqa: PLC0415
 
     per_set = {r.eval_set.name: r.fusion_lists for r in set_runs if r.fusion_lists}
@@ -285,7 +285,7 @@ def definitions(report: Report) -> None:
     report.text(
         "- Hit rule (../shared/corpus/README.md): regulatory — same document, overlapping page "
         "span, and the chunk's `[0-9a-z]` words contain the first 8 of the quote "
-        "(`kb_shared.evaluation.hits`); FinanceBench — same document and a page span containing "
+        "(`kb_shared.search.evaluation.hits`); FinanceBench — same document and a page span containing "
         "`page_index0 + 1`.\n"
         "- Recall@k: share of answerable questions with a hit in the top k. MRR: mean of 1/rank "
         "of the first hit in the top 10 (0 when none). nDCG@10: binary gains (hit = 1), ideal "

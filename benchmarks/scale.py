@@ -300,7 +300,7 @@ def profile_stages(folder: Path, dimension: int, queries: int) -> str:
     import io  # noqa: PLC0415
     import pstats  # noqa: PLC0415
 
-    from kb_shared.sparse import tokenize  # noqa: PLC0415
+    from kb_shared.search.sparse import tokenize  # noqa: PLC0415
     from kb_shared.stores.vectors_sparse import match_expression, query_terms  # noqa: PLC0415
 
     corpus_queries = SyntheticCorpus(dimension).queries(queries + WARMUP)

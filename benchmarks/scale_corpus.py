@@ -7,7 +7,7 @@ document, one in ten a pipe table, 120-300 words drawn from a Zipf distribution 
 frequency proportional to 1/rank, Zipf 1949) over a vocabulary that starts with English
 function words and regulatory terms and continues with generated rare words, plus codes
 such as ``IN008-24`` and clause numbers such as ``3.2.1``; a citation payload built with
-``kb_shared.citations.citation_payload`` and a SHA-256 fingerprint like the embeddings
+``kb_shared.search.citations.citation_payload`` and a SHA-256 fingerprint like the embeddings
 asset stores. Dense vectors are unit vectors, each document scattered around one of 64
 random topic centroids (cosine to its centroid about 0.6) so nearest neighbours are not
 uniform noise. Everything is generated in batches from a fixed seed, so memory stays
@@ -156,7 +156,7 @@ class SyntheticCorpus:
         """Points ``start`` .. ``start + count - 1`` (``kb_shared.stores.vectors.Point``)."""
         import numpy as np  # noqa: PLC0415
 
-        from kb_shared import citations  # noqa: PLC0415
+        from kb_shared.search import citations  # noqa: PLC0415
         from kb_shared.identity import chunk_id  # noqa: PLC0415
         from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, Point  # noqa: PLC0415
 

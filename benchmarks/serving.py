@@ -296,7 +296,7 @@ class Profile:
 
 def profile_search_docs(home: Path, questions: Sequence[str], rounds: int = 2) -> Profile:
     """Run the body of the ``search_docs`` tool (``kb_mcp.tools.search_docs.answer_search``:
-    scope, ``kb_shared.retrieval.search_docs`` with the server's Markdown pages and acronym
+    scope, ``kb_shared.search.retrieval.search_docs`` with the server's Markdown pages and acronym
     table, figure images, render) in this process, without HTTP or MCP: one untimed pass over
     ``questions``, then ``rounds`` timed passes without the profiler and one under
     ``cProfile`` on the calling thread's CPU; the query embedding, which runs on a worker

@@ -25,7 +25,7 @@ Run from the repository root; each subcommand prints JSON (and writes it to ``--
   build you must keep: ``--delta`` writes, so work on a copy (``--copy-from`` makes one
   with SQLite's backup API, reading the source read-only).
 * ``search-docs`` copies a built KB_HOME to a temporary folder and times
-  ``kb_shared.retrieval.search_docs`` in process (local models, fusion order, top 8) for
+  ``kb_shared.search.retrieval.search_docs`` in process (local models, fusion order, top 8) for
   every question of ``--eval``, interleaved with the index on each sparse path (with
   ``--compare dense``: on each exact dense path, the float copy against vec0), comparing
   the answers' point ids.
@@ -52,7 +52,7 @@ from typing import Any
 from benchmarks.common import current_rss_bytes, latency_summary, load_average, log
 
 #: search_docs' sparse calls per question: hybrid candidates, definition terms, exact codes
-#: (``kb_shared.retrieval``; serving-2026-12-01-latency.md counts them).
+#: (``kb_shared.search.retrieval``; serving-2026-12-01-latency.md counts them).
 SEARCH_DOCS_LIMITS = (200, 30, 9)
 #: Untimed calls per way before timing (page cache, the copy's first load).
 WARMUP = 3
@@ -195,7 +195,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 #: ``dense`` subcommand calls: (label, limit, kinds, documents to keep) — search_docs' dense
-#: calls (``kb_shared.retrieval``: 200 hybrid candidates and the rank-1 check over the three
+#: calls (``kb_shared.search.retrieval``: 200 hybrid candidates and the rank-1 check over the three
 #: searchable kinds, sometimes within named documents) and a plain k = 10.
 DENSE_CALLS = (
     ("k=200 kinds", 200, ("text", "table", "figure"), 0),
@@ -352,7 +352,7 @@ def search_docs_timing(args: argparse.Namespace) -> dict[str, Any]:
 
     from benchmarks.common import kb_environment  # noqa: PLC0415
     from kb_mcp.state import open_state  # noqa: PLC0415
-    from kb_shared.retrieval import search_docs  # noqa: PLC0415
+    from kb_shared.search.retrieval import search_docs  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 
     scratch = Path(tempfile.mkdtemp(prefix="kb-resident-"))

@@ -23,7 +23,7 @@ import pymupdf
 import typer
 
 from kb_assets.sample_pdf import FIGURE_CAPTION, FIGURE_PAGE, sample_pdf_bytes
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.providers.base import FigureRegion
 from kb_shared.settings import Settings
 

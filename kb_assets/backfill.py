@@ -16,9 +16,6 @@ that planned it failed (``dagster/_core/storage/partition_status_cache.py``,
 ``build_failed_and_in_progress_partition_subset``); there is no per-partition failure inside a
 range run (dagster-io/dagster#17836, open). So a document failed inside a batch shows
 materialised until a single-partition run of it fails (or succeeds: a passing failure heals).
-
-Imports of ``kb_assets.operations`` are made inside the functions: it imports the code location
-(``kb_assets.definitions``), which imports this module for the sensor.
 """
 
 from __future__ import annotations
@@ -27,19 +24,29 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from kb_assets.constants import BUILD_JOB, CORPUS_ASSETS, DOCUMENTS, DocumentStatus
 from kb_assets.io_manager import RANGE_START_TAG, StepRecords
-from kb_assets.jobs import build_documents_job
+from kb_assets.jobs import build_documents_job, build_job
+from kb_assets.operations import (
+    PROCESS_TAG,
+    STOP_GRACE_SECONDS,
+    STOPPED_REASON,
+    BuildOutcome,
+    build_documents,
+    build_one,
+    close_abandoned_runs,
+    outcome_of,
+    run_config_for,
+    stop_guard,
+    this_process,
+    was_interrupted,
+)
 from kb_assets.partitions import partition_set_snapshot
 from kb_assets.resources import SettingsResource, StoresResource
 from kb_shared.errors import StoreError
-
-if TYPE_CHECKING:
-    from kb_assets.operations import BuildOutcome
 
 #: Dagster's run tag of the last partition of a range run (``dagster._core.storage.tags``).
 RANGE_END_TAG = "dagster/asset_partition_range_end"
@@ -52,10 +59,7 @@ SENSOR_RUNS_PER_TICK = 100
 
 
 def default_job() -> dg.JobDefinition:
-    """The code location's build job (``kb_assets.definitions.build_job``), imported when first
-    needed (module docstring)."""
-    from kb_assets.definitions import build_job  # noqa: PLC0415 - import cycle
-
+    """The resolved build job (``kb_assets.jobs.build_job``)."""
     return build_job()
 
 
@@ -74,7 +78,6 @@ def run_batch_build(
     backfill with ``BackfillPolicy.multi_run`` launches (tags ``RANGE_START_TAG`` and
     ``RANGE_END_TAG``). Each document's failure is its own (``kb_assets.assets.batch``).
     Arguments as ``run_build``."""
-    from kb_assets.operations import PROCESS_TAG, run_config_for, this_process  # noqa: PLC0415
 
     selected = list(assets or CORPUS_ASSETS)
     # Dagster checks the range against the whole partition set many times a run: one read
@@ -138,14 +141,6 @@ def build_batches(
     SIGTERM/SIGINT: as ``build_documents``. ``job``: as ``build_documents`` (``None``:
     ``run_build``'s default; a batch run: ``default_job``).
     """
-    from kb_assets.operations import (  # noqa: PLC0415 - import cycle (module docstring)
-        STOP_GRACE_SECONDS,
-        STOPPED_REASON,
-        build_documents,
-        build_one,
-        close_abandoned_runs,
-        stop_guard,
-    )
 
     chosen = {} if job is None else {"job": job}
     order = instance.get_dynamic_partitions(DOCUMENTS)
@@ -183,13 +178,6 @@ def _build_batch(
     force: tuple[str, ...],
     job: Callable[[], dg.JobDefinition] | None,
 ) -> list[BuildOutcome]:
-    from kb_assets.operations import (  # noqa: PLC0415 - import cycle (module docstring)
-        STOPPED_REASON,
-        BuildOutcome,
-        build_one,
-        outcome_of,
-        was_interrupted,
-    )
 
     chosen = {} if job is None else {"job": job}
     started = time.perf_counter()
@@ -218,7 +206,6 @@ def _build_batch(
 def is_daemon_batch_run(run: dg.DagsterRun) -> bool:
     """Whether ``run`` is a range run a backfill launched (range tags) and no ``kb`` process
     started (no ``operations.PROCESS_TAG``: ``build_batches`` settles those itself)."""
-    from kb_assets.operations import PROCESS_TAG  # noqa: PLC0415 - import cycle
 
     return RANGE_START_TAG in run.tags and PROCESS_TAG not in run.tags
 

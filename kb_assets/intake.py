@@ -32,7 +32,7 @@ added file gets its Dagster partition in one call. If that call fails, the batch
 blobs are removed again and nothing is added.
 
 URLs (issue 12, "Adding documents by URL"): every URL of a batch is downloaded before anything
-is written, through ``kb_shared.fetch`` (https only, every resolved address public, redirects
+is written, through ``kb_shared.fetch.fetcher`` (https only, every resolved address public, redirects
 re-checked, PDF type and magic bytes, size capped at ``KB_MAX_UPLOAD_BYTES``). The document's
 name is the one given, else the download's (``Content-Disposition``, else the URL's last path
 segment), with ``.pdf`` added when it has no suffix; then the bytes meet the same rules as a
@@ -71,7 +71,7 @@ from kb_shared.errors import (
     IntakeError,
     StoreError,
 )
-from kb_shared.fetch import Expectation, Fetched, FetchPolicy, fetch
+from kb_shared.fetch.fetcher import Expectation, Fetched, FetchPolicy, fetch
 from kb_shared.identity import (
     IdentityError,
     check_file_name,
@@ -675,7 +675,7 @@ def is_url(source: str | Path) -> bool:
 
 
 def safe_fetcher(settings: Settings) -> UrlFetcher:
-    """The production downloader: ``kb_shared.fetch.fetch`` of a PDF under
+    """The production downloader: ``kb_shared.fetch.fetcher.fetch`` of a PDF under
     ``FetchPolicy.from_settings(settings)`` (no address is ever exempt)."""
     return partial(fetch, expect=Expectation.PDF, policy=FetchPolicy.from_settings(settings))
 

@@ -33,7 +33,7 @@ from kb_assets.constants import CHUNKS, CORPUS_ASSETS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import StoresResource
 from kb_shared import layout
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.stores.blobs import BlobStore
 
 #: The pseudo-asset name under which a batched run's failed documents are stored (one JSON

@@ -1,17 +1,24 @@
-"""Jobs: the per-document build (with the failure hook, the one writer of a failure reason)
-and the intake run (``add_documents``: the Launchpad, and the inbox sensor's requests)."""
+"""Jobs: the per-document build (with the failure hook, the one writer of a failure reason),
+the intake run (``add_documents``: the Launchpad, and the inbox sensor's requests), the
+resource set every job runs on (``kb_resources``) and ``build_job``, the build job resolved
+for runs the CLI, the upload page and batches start (``dagster.reconstructable``).
+
+``kb_assets.definitions`` assembles the code location from these; nothing imports it."""
 
 # No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
 # parameter annotations as classes when it decorates them, to find config and resources.
 
+import functools
 import shutil
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from kb_assets.constants import (
     ADD_JOB,
+    BLOB_IO,
     BUILD_JOB,
     CORPUS_GROUP,
     INBOX_ADDED,
@@ -25,20 +32,12 @@ from kb_assets.intake import (
     is_url,
     previous_edition,
 )
-from kb_assets.resources import StoresResource
+from kb_assets.assets import CORPUS_ASSETS
+from kb_assets.assets.common import failure_text
+from kb_assets.io_manager import BlobIOManager
+from kb_assets.market.resources import NotionResource
+from kb_assets.resources import Providers, ProvidersResource, StoresResource
 from kb_shared.stores.catalog.documents import normalize_category
-
-
-def failure_text(step_key: str, error: BaseException | None) -> str:
-    """The reason a build stopped, as ``kb status`` and ``list_documents`` show it:
-    ``"<step>: <message>"`` — a ``dagster.Failure``'s description (the converter's reason),
-    else ``"<ExceptionType>: <message>"``."""
-    if isinstance(error, dg.Failure) and error.description:
-        return f"{step_key}: {error.description}"
-    if error is None:
-        return f"{step_key}: failed (see the run's event log in the Dagster UI)"
-    message = str(error).strip()
-    return f"{step_key}: {type(error).__name__}" + (f": {message}" if message else "")
 
 
 @dg.failure_hook(required_resource_keys={"stores"})
@@ -220,3 +219,38 @@ def file_away(path: Path, inbox: Path, outcome: IntakeOutcome) -> Path:
 def add_documents_job() -> None:
     """One op: ``add_documents_op``."""
     add_documents_op()
+
+
+def kb_resources(
+    stores: StoresResource, providers: Providers, notion: NotionResource | None = None
+) -> dict[str, Any]:
+    """The resource set of every job: ``stores``, ``providers``, ``blob_io`` on ``stores``
+    and ``notion`` (default: from the environment); tests pass configured stores and fake
+    providers here."""
+    return {
+        "stores": stores,
+        "providers": providers,
+        BLOB_IO: BlobIOManager(stores=stores),
+        "notion": notion if notion is not None else NotionResource(),
+    }
+
+
+@functools.cache
+def _build_definitions() -> dg.Definitions:
+    """The corpus assets and the build job on the environment's resources (``stores``
+    configured at launch, as in the code location), once per process."""
+    return dg.Definitions(
+        assets=CORPUS_ASSETS,
+        jobs=[build_documents_job],
+        resources=kb_resources(
+            StoresResource.configure_at_launch(), ProvidersResource(), NotionResource()
+        ),
+        executor=dg.in_process_executor,
+    )
+
+
+def build_job() -> dg.JobDefinition:
+    """The resolved build job; ``dagster.reconstructable(build_job)`` is what the CLI, the
+    upload page and batches run with ``execute_job`` so runs land in the instance and can be
+    re-executed from failure."""
+    return _build_definitions().resolve_job_def(BUILD_JOB)

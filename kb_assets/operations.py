@@ -210,7 +210,7 @@ def run_build(
             re-execution); ``None`` = the environment's. Secrets always come from the
             environment.
         job: module-level function returning the build job (tests pass one on fakes);
-            ``None``: ``kb_assets.definitions.build_job``.
+            ``None``: ``kb_assets.jobs.build_job``.
     """
     selected = list(assets or CORPUS_ASSETS)
     close_abandoned_runs(instance, doc_id)
@@ -224,9 +224,9 @@ def run_build(
 
 
 def _build_job() -> Callable[[], dg.JobDefinition]:
-    """``kb_assets.definitions.build_job``, imported when a build runs: the definitions load
-    every asset (PyMuPDF, the models' code), which ``kb status`` and ``kb add`` do not need."""
-    from kb_assets.definitions import build_job
+    """``kb_assets.jobs.build_job``, imported when a build runs: the jobs load every asset
+    (PyMuPDF, the models' code), which ``kb status`` and ``kb add`` do not need."""
+    from kb_assets.jobs import build_job  # noqa: PLC0415
 
     return build_job
 
@@ -342,7 +342,7 @@ def failure_reason(result: dg.JobExecutionResult) -> str:
                 message = cause.message.strip().splitlines()[-1]
                 qualified, _, text = message.partition(": ")
                 if cause.cls_name in kb_errors and qualified.endswith("." + cause.cls_name):
-                    message = f"{cause.cls_name}: {text}"  # as ``jobs.failure_text`` writes it
+                    message = f"{cause.cls_name}: {text}"  # as ``failure_text`` writes it
             return f"{event.step_key}: {message}"
     for check in result.get_asset_check_evaluations():
         if not check.passed and check.severity != dg.AssetCheckSeverity.WARN:

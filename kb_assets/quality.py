@@ -3,9 +3,9 @@ current corpus through search_docs' own code and records the figures, and the as
 ``retrieval_above_floors`` warns when one falls below its floor.
 
 * **Sets.** ``<eval dir>/<name>/questions.jsonl`` (``KB_EVAL_DIR``, default ``<home>/eval``;
-  format and hit rule in ``kb_shared.evaluation``). A question counts when every evidence
+  format and hit rule in ``kb_shared.search.evaluation``). A question counts when every evidence
   document is ready in the corpus, so a partial corpus is scored on what it holds.
-* **Search.** ``kb_shared.retrieval.search_docs`` with the reranker the MCP server would use
+* **Search.** ``kb_shared.search.retrieval.search_docs`` with the reranker the MCP server would use
   (``kb_shared.providers.factory.reranker``), top 10: the figures are what a user gets.
 * **Metadata** per set: ``<set>/recall_at_1|recall_at_5|recall_at_10|mrr`` and
   ``<set>/<kind>/mrr`` as floats (Dagster plots each across materialisations), question
@@ -28,8 +28,8 @@ import dagster as dg
 
 from kb_assets.constants import QUALITY_GROUP, RECORD, RETRIEVAL_EVAL
 from kb_assets.resources import Providers, StoresResource
-from kb_shared.acronyms import AcronymTable, acronyms_for
-from kb_shared.evaluation import (
+from kb_shared.search.acronyms import AcronymTable, acronyms_for
+from kb_shared.search.evaluation import (
     EvalSet,
     Retrieved,
     SetOutcome,
@@ -37,11 +37,11 @@ from kb_shared.evaluation import (
     run_eval_set,
 )
 from kb_shared.providers import factory
-from kb_shared.retrieval import search_docs
+from kb_shared.search.retrieval import search_docs
 from kb_shared.settings import Settings
 from kb_shared.stores.readers import VectorReader
 
-#: Results asked per question: Recall@10 and MRR over the top 10 (``kb_shared.evaluation``).
+#: Results asked per question: Recall@10 and MRR over the top 10 (``kb_shared.search.evaluation``).
 EVAL_TOP_K = 10
 
 #: The floors file (TOML: ``measured_on``, ``commit``, then ``[<set>]`` metric floors and
@@ -51,7 +51,7 @@ FLOORS_FILE = Path(__file__).with_name("retrieval_floors.toml")
 #: Name of the asset check.
 CHECK_FLOORS = "retrieval_above_floors"
 
-#: Set-level metrics recorded and checked (``kb_shared.evaluation.Scores`` fields).
+#: Set-level metrics recorded and checked (``kb_shared.search.evaluation.Scores`` fields).
 SET_METRICS = ("recall_at_1", "recall_at_5", "recall_at_10", "mrr")
 
 #: When the automation sensor requests a run: a document was recorded since the last
@@ -130,7 +130,7 @@ def retrieval_eval(
     if index is not None and ready and sets:
         reranker = factory.reranker(settings)
         try:
-            pairs = acronyms_for(stores.graph())  # as the MCP tool: kb_shared.acronyms
+            pairs = acronyms_for(stores.graph())  # as the MCP tool: kb_shared.search.acronyms
             search = _search(index, providers.embedder(), reranker, pairs)
             for eval_set in sets:
                 outcome = run_eval_set(eval_set, ready, search)

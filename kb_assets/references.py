@@ -6,7 +6,7 @@ never the page's text, so a queued page is registered without review: the job re
 pending request in ``reference_sources`` (status ``approved``) and upserts one point of kind
 ``reference`` per page (id ``identity.reference_id(n)``, document ``REFERENCE_DOCUMENT``).
 Nothing is downloaded. An operator removes a page with ``kb references remove ID``
-(``kb_assets.cli_references``). Each run also re-indexes a registered page whose point is
+(``kb_assets.cli.references``). Each run also re-indexes a registered page whose point is
 missing (after ``kb rebuild embeddings --all --reset``) and deletes a point whose page is gone,
 so the index holds exactly one point per registered page. Issue 12, "find_reference /
 add_reference".

@@ -1,5 +1,5 @@
 """Reviewing the document-request queue (MCP tool ``request_document``): approve or reject a
-request, from ``kb requests`` (``kb_assets.cli_requests``) or as the
+request, from ``kb requests`` (``kb_assets.cli.requests``) or as the
 ``approve_document_request`` job from the Launchpad.
 
 Approving is the only thing that downloads, and it re-derives everything instead of trusting

@@ -23,6 +23,7 @@ from kb_assets.constants import ADD_JOB, BUILD_JOB, DOCUMENTS, DocumentStatus
 from kb_assets.intake import is_document_file
 from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.live_runs import builds_in_progress
+from kb_assets.operations import recover_interrupted
 from kb_assets.resources import StoresResource
 from kb_shared.errors import StoreError
 from kb_shared.stores.catalog import new_version_waits
@@ -60,9 +61,6 @@ def recover(context: dg.SensorEvaluationContext, stores: StoresResource) -> None
     read and a walk of a local blob store: ~0.16 s at 1,000 documents on a busy machine
     (benchmarks/results/sensor-recovery-2026-12-01.md). A store that fails is logged and left
     for the next tick; the intake goes on."""
-    # imported here: operations imports the definitions, which import this module
-    from kb_assets.operations import recover_interrupted
-
     try:
         closed = recover_interrupted(
             stores, context.instance, delete_grace_seconds=DELETE_GRACE_SECONDS

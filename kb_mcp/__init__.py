@@ -1,7 +1,7 @@
 """kb_mcp: the read-only MCP server of kb (``kb-mcp serve``).
 
 It answers questions over the corpus that ``kb_assets`` built, reading the stores through
-``kb_shared`` only (it never imports ``kb_assets``; passage ranking is ``kb_shared.retrieval``):
+``kb_shared`` only (it never imports ``kb_assets``; passage ranking is ``kb_shared.search.retrieval``):
 
 * ``server`` (``build_server`` and its lifespan), ``tools/`` (one module per tool),
   ``prompts``, ``resources``;

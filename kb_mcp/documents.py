@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from kb_mcp.errors import ToolProblem
 from kb_shared.errors import EmptyCorpusError, IdentityError, SchemaMissingError
 from kb_shared.identity import chunk_id, normalize_name
-from kb_shared.retrieval import Passage
+from kb_shared.search.retrieval import Passage
 from kb_shared.stores.catalog import (
     DocumentRow,
     DocumentStatus,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from kb_mcp.errors import ToolProblem
 from kb_shared.errors import EmbeddingMismatchError, IdentityError
 from kb_shared.graph_model import Relationship
-from kb_shared.graph_relevance import (
+from kb_shared.search.graph_relevance import (
     RelationIntent,
     asked_types,
     name_candidates,
@@ -23,7 +23,7 @@ from kb_shared.graph_relevance import (
 )
 from kb_shared.identity import chunk_index
 from kb_shared.providers.base import Embedder
-from kb_shared.retrieval import Passage
+from kb_shared.search.retrieval import Passage
 from kb_shared.stores.graph import EdgeFilter, EntityHit, GraphPath
 from kb_shared.stores.readers import GraphReader, VectorReader
 

@@ -5,10 +5,10 @@ Rules (mcp-utilities README, "What a response costs" and "Figures"; issue 4):
 
 * A result's text is rendered once, in the text content. ``structuredContent``
   (``kb_mcp.schemas``) carries ids, citation fields, scores and URLs only.
-* Every result starts with the numbered citation header of ``kb_shared.citations``
+* Every result starts with the numbered citation header of ``kb_shared.search.citations``
   (``[1] Title — Version — pp. 12–13 (answer on p. 13) — Section``: every page its passage is
   on, and its quote's page), the passage, then a ``Quote, [p. 13](….pdf#page=13): “…”`` line
-  (``kb_shared.quotes``); a search ends with a deduplicated source list, one line per document
+  (``kb_shared.search.quotes``); a search ends with a deduplicated source list, one line per document
   with its file URL. A result's page link opens its quote's page.
 * A figure result carries a line ``[Open figure](….png) · [Source page N](….pdf#page=N)``
   (no ``#page=`` when the page is unknown). Each inline image (``kb_mcp.images``) follows the
@@ -40,11 +40,11 @@ from kb_mcp.schemas import (
     SeedRef,
     SourceRef,
 )
-from kb_shared import citations
-from kb_shared.citations import Citation
+from kb_shared.search import citations
+from kb_shared.search.citations import Citation
 from kb_shared.identity import split_version_key
-from kb_shared.quotes import Quote
-from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY, DocsAnswer, Passage
+from kb_shared.search.quotes import Quote
+from kb_shared.search.retrieval import NOTHING_FOUND_SIMILARITY, DocsAnswer, Passage
 from kb_shared.stores.catalog import DocumentRow
 
 #: How many closest matches a low-confidence answer still shows (clearly labelled).
@@ -177,7 +177,7 @@ def render_passage(passage: Passage, links: Links) -> str:
 
 
 def sources(passages: Iterable[Passage], links: Links) -> tuple[list[str], list[SourceRef]]:
-    """The deduplicated source list (``kb_shared.citations.source_list`` lines) and its
+    """The deduplicated source list (``kb_shared.search.citations.source_list`` lines) and its
     structured form, in first-cited order."""
     items = list(passages)
     pdf_key = {p.citation.doc_id: p.payload.pdf_key for p in reversed(items)}

@@ -14,8 +14,8 @@ from kb_mcp.documents import resolve_document
 from kb_mcp.errors import ToolProblem
 from kb_mcp.links import Links
 from kb_mcp.schemas import ChangeRef, ChangeSideRef, CompareVersionsOutput
-from kb_shared.changes import Change, Side
-from kb_shared.quotes import heading_label
+from kb_shared.compliance.changes import Change, Side
+from kb_shared.search.quotes import heading_label
 from kb_shared.stores.catalog import (
     CatalogReader,
     DocumentRow,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kb_mcp.errors import ToolProblem
-from kb_shared.acronyms import AcronymCache, AcronymTable, acronyms_enabled, load_table
+from kb_shared.search.acronyms import AcronymCache, AcronymTable, acronyms_enabled, load_table
 from kb_shared.errors import EmptyCorpusError, StoreError
 from kb_shared.providers import factory as providers
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Provider, Reranker
@@ -111,7 +111,7 @@ class ServerState:
         self._acronyms = AcronymCache(lambda: load_table(self.graph))
 
     def acronyms(self, states: Sequence[ServingState] | None = None) -> AcronymTable | None:
-        """The graph's abbreviation pairs for search_docs (``kb_shared.acronyms``), or ``None``
+        """The graph's abbreviation pairs for search_docs (``kb_shared.search.acronyms``), or ``None``
         when ``ACRONYM_EXPANSION`` is off or the catalog or graph cannot be read (the search
         then runs without them; logged).
 

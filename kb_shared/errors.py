@@ -179,7 +179,7 @@ class AerReleasePageError(KbError, ValueError):
 
 
 class FetchError(KbError):
-    """A URL download that did not produce a document (``kb_shared.fetch``). Nothing was
+    """A URL download that did not produce a document (``kb_shared.fetch.fetcher``). Nothing was
     written anywhere: the fetcher only ever returns bytes.
 
     Attributes:
@@ -264,6 +264,6 @@ class EditionLinkError(KbError, ValueError):
 
 
 class ChangeSnapshotError(KbError, ValueError):
-    """A stored snapshot of a document version (``kb_shared.changes.Snapshot.from_json``)
+    """A stored snapshot of a document version (``kb_shared.compliance.changes.Snapshot.from_json``)
     that is not the JSON layout this kb writes; the message says what is wrong and that
     rebuilding the document's ``changes`` asset writes it again."""

@@ -10,7 +10,7 @@ each version keeps its own files; step outputs are per ``doc_id`` (the Dagster p
     chunks/{doc}.parquet             the chunks asset's output
     assets/{asset}/{doc}.json        other assets' step summaries
     figures/{doc}/figure-{n}.png     a figure crop (served), plus .inline.png and .embed.png
-    snapshots/{doc}.json             a version's sections and sentences (``kb_shared.changes``),
+    snapshots/{doc}.json             a version's sections and sentences (``kb_shared.compliance.changes``),
                                      kept after the version is superseded, for "what changed"
 """
 
@@ -57,7 +57,7 @@ def asset_output_key(asset: str, doc: str) -> str:
 
 
 def snapshot_key(doc: str) -> str:
-    """Key of one version's change snapshot (``kb_shared.changes.Snapshot``; ``doc`` is the
+    """Key of one version's change snapshot (``kb_shared.compliance.changes.Snapshot``; ``doc`` is the
     version's key). It outlives the version's other data: the next issue is compared with it."""
     return f"{SNAPSHOTS}{doc}.json"
 

@@ -134,25 +134,25 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(100 * 1024 * 1024, ge=1)
     max_query_chars: int = Field(2000, ge=1)
     pdf_max_pages: int = Field(
-        5000, ge=1, description="Pages a PDF may have (kb_shared.pdf.check_limits)."
+        5000, ge=1, description="Pages a PDF may have (kb_shared.ingest.pdf.check_limits)."
     )
     pdf_max_page_characters: int = Field(
         100_000,
         ge=1000,
         description=(
-            "Non-space text characters one PDF page may hold (kb_shared.pdf.check_limits); "
+            "Non-space text characters one PDF page may hold (kb_shared.ingest.pdf.check_limits); "
             "layout time grows with their square: benchmarks/results/pdf-limits-2026-12-01.md."
         ),
     )
     pdf_max_stream_bytes: int = Field(
         64 * 1024 * 1024,
         ge=1024 * 1024,
-        description="Bytes one PDF stream may inflate to (decompression bombs; kb_shared.pdf).",
+        description="Bytes one PDF stream may inflate to (decompression bombs; kb_shared.ingest.pdf).",
     )
     pdf_max_inflated_bytes: int = Field(
         512 * 1024 * 1024,
         ge=1024 * 1024,
-        description="Bytes a PDF's non-image streams may inflate to in all (kb_shared.pdf).",
+        description="Bytes a PDF's non-image streams may inflate to in all (kb_shared.ingest.pdf).",
     )
     provider_concurrency: int = Field(4, ge=1, le=64)
     provider_max_retries: int = Field(5, ge=0, le=20)
@@ -203,7 +203,7 @@ class Settings(BaseSettings):
     eval_dir: Path | None = Field(
         None,
         description=(
-            "Folder of eval sets (<name>/questions.jsonl, kb_shared.evaluation) that the "
+            "Folder of eval sets (<name>/questions.jsonl, kb_shared.search.evaluation) that the "
             "retrieval_eval asset runs on the corpus; unset = <home>/eval."
         ),
     )
@@ -230,7 +230,7 @@ class Settings(BaseSettings):
         "https://api.notion.com", description="Notion API root (tests and mirrors set another)."
     )
 
-    # --- downloading URLs (kb_shared/fetch.py) -----------------------------------------
+    # --- downloading URLs (kb_shared/fetch/fetcher.py) -----------------------------------------
     fetch_allow_http_hosts: str | None = Field(
         None, description="Comma-separated hosts that may be fetched over plain http; unset = none."
     )

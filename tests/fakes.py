@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pymupdf
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.errors import ConversionError
 from kb_shared.graph_model import Entity, Relationship, entity_key
 from kb_shared.providers.base import (
@@ -33,7 +33,7 @@ from kb_shared.providers.base import (
     GraphExtractor,
     MarkdownConverter,
 )
-from kb_shared.sparse import tokenize
+from kb_shared.search.sparse import tokenize
 
 
 class HashingEmbedder(Embedder):

@@ -1,4 +1,4 @@
-"""The acronym lever (``kb_shared.acronyms``): the graph's abbreviation pairs expand the sparse
+"""The acronym lever (``kb_shared.search.acronyms``): the graph's abbreviation pairs expand the sparse
 side of a query both ways, ordinary words never expand, the server reloads the pairs when
 the catalog's serving states change, and search_docs puts the passage that spells an
 abbreviation out first."""
@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from kb_mcp.state import open_state
-from kb_shared import acronyms as acronyms_module
-from kb_shared.acronyms import AcronymCache, AcronymTable, acronyms_for, asks_about, is_short_form
-from kb_shared.citations import PointPayload
+from kb_shared.search import acronyms as acronyms_module
+from kb_shared.search.acronyms import AcronymCache, AcronymTable, acronyms_for, asks_about, is_short_form
+from kb_shared.search.citations import PointPayload
 from kb_shared.graph_model import Entity, Relationship, entity_key
 from kb_shared.identity import chunk_id, doc_id, sha256_bytes
 from kb_shared.providers.graph_vocabulary import DEFINED_AS
-from kb_shared.retrieval import search_docs
+from kb_shared.search.retrieval import search_docs
 from kb_shared.stores import factory
 from kb_shared.stores.vectors import KIND_TEXT, Point
 from kb_shared import layout

@@ -182,7 +182,7 @@ def missing_names(text: str) -> tuple[list[str], list[str]]:
 
 def test_every_path_the_map_names_exists() -> None:
     checked, missing = missing_paths(DOC.read_text(encoding="utf-8"))
-    assert "../kb_shared/retrieval.py" in checked and "catalog/documents.py" in checked
+    assert "../kb_shared/search/retrieval.py" in checked and "catalog/documents.py" in checked
     assert missing == []
 
 

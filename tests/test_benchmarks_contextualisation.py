@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.contextualisation import parse_variant, variant_text
-from kb_shared.contextual import stored_embedding_text
-from kb_shared.citations import PointPayload
+from kb_shared.ingest.contextual import stored_embedding_text
+from kb_shared.search.citations import PointPayload
 
 TEXT = "Each bid has ten price bands."
 

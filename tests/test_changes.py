@@ -1,4 +1,4 @@
-"""What changed between two issues of a document (``kb_shared.changes``, issue 27): sections
+"""What changed between two issues of a document (``kb_shared.compliance.changes``, issue 27): sections
 matched by path and by content, clause-level differences with pages on both sides, obligations
 and changed figures flagged; and the issue's synthetic test on a real PDF edited in three
 places."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from kb_shared.changes import (
+from kb_shared.compliance.changes import (
     ADDED,
     CHANGED,
     MOVED,
@@ -24,7 +24,7 @@ from kb_shared.changes import (
     compare,
     figures,
 )
-from kb_shared.chunking import Chunk, chunk_markdown
+from kb_shared.ingest.chunking import Chunk, chunk_markdown
 from kb_shared.errors import ChangeSnapshotError
 
 
@@ -353,7 +353,7 @@ def edited_copy(pdf: bytes) -> bytes:
 
 def built_snapshot(pdf: bytes, version: int) -> Snapshot:
     """The snapshot of ``pdf`` through kb's own converter, chunker and page location."""
-    from kb_shared.page_location import PageText, locate_chunks  # noqa: PLC0415
+    from kb_shared.ingest.page_location import PageText, locate_chunks  # noqa: PLC0415
     from kb_shared.providers.local_markdown import PymupdfMarkdownConverter  # noqa: PLC0415
     from kb_shared.settings import Settings  # noqa: PLC0415
 

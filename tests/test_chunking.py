@@ -1,5 +1,5 @@
-"""Tests of ``kb_shared.chunking``: chunk boundaries, heading paths, page spans, table parts
-and ids (rules in the module docstring of ``kb_shared/chunking.py``)."""
+"""Tests of ``kb_shared.ingest.chunking``: chunk boundaries, heading paths, page spans, table parts
+and ids (rules in the module docstring of ``kb_shared/ingest/chunking.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kb_shared.chunking import (
+from kb_shared.ingest.chunking import (
     KIND_TABLE,
     KIND_TEXT,
     Chunk,
@@ -20,8 +20,8 @@ from kb_shared.chunking import (
     markdown_headings,
     section_label,
 )
-from kb_shared.citations import PointPayload
-from kb_shared.contextual import embedding_text, stored_embedding_text
+from kb_shared.search.citations import PointPayload
+from kb_shared.ingest.contextual import embedding_text, stored_embedding_text
 from tests.conftest import corpus_dir
 
 

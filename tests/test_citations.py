@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kb_shared.citations import Citation, citation_payload, format_pages, source_list
+from kb_shared.search.citations import Citation, citation_payload, format_pages, source_list
 
 
 def payload(**overrides):

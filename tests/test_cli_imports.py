@@ -49,7 +49,7 @@ def _kb(args: list[str]) -> str:
     return (
         "import sys\n"
         f"sys.argv = ['kb', *{args!r}]\n"
-        "from kb_assets.cli import main\n"
+        "from kb_assets.cli.main import main\n"
         "try:\n    main()\n    status = 0\n"
         "except SystemExit as stop:\n    status = stop.code\n"
         "print('exit', status)\n"
@@ -57,7 +57,7 @@ def _kb(args: list[str]) -> str:
 
 
 def test_importing_the_cli_loads_no_heavy_package(tmp_path: Path) -> None:
-    done = _run("import kb_assets.cli\n", tmp_path)
+    done = _run("import kb_assets.cli.main\n", tmp_path)
     assert done.returncode == 0, done.stderr
     assert _loaded(done) == []
 

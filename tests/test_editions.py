@@ -1,11 +1,11 @@
-"""Version-aware "not in the corpus" (``kb_shared.editions``): edition markers and when a
+"""Version-aware "not in the corpus" (``kb_shared.search.editions``): edition markers and when a
 question's edition is missing from the documents it would be answered from."""
 
 from __future__ import annotations
 
 import pytest
 
-from kb_shared.editions import (
+from kb_shared.search.editions import (
     FINANCIAL_YEAR,
     VERSION,
     Edition,

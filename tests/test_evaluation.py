@@ -1,4 +1,4 @@
-"""``kb_shared.evaluation``: the two questions.jsonl formats, the README hit rule and the
+"""``kb_shared.search.evaluation``: the two questions.jsonl formats, the README hit rule and the
 ranking metrics, with values worked out by hand."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_shared.citations import PointPayload
-from kb_shared.evaluation import (
+from kb_shared.search.citations import PointPayload
+from kb_shared.search.evaluation import (
     Evidence,
     Question,
     Retrieved,

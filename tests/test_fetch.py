@@ -1,4 +1,4 @@
-"""The safe fetcher (kb_shared/fetch*.py, issue 12): a table of hostile cases, each refused
+"""The safe fetcher (kb_shared/fetch/, issue 12): a table of hostile cases, each refused
 with its own message, and happy paths over a real local TLS connection.
 
 Every host name goes through an injected resolver (a dict), so nothing here needs a network;
@@ -24,10 +24,10 @@ import httpx
 import pytest
 
 from kb_shared.errors import FetchFailedError, FetchRefusedError, SettingsError
-from kb_shared.fetch import MAX_REDIRECTS, Expectation, FetchPolicy, Fetched, fetch
-from kb_shared.fetch_addresses import parse_address, refusal
-from kb_shared.fetch_content import XLSM_CONTENT_TYPE, XLSX_CONTENT_TYPE, file_name
-from kb_shared.fetch_transport import Deadline, PinnedBackend
+from kb_shared.fetch.fetcher import MAX_REDIRECTS, Expectation, FetchPolicy, Fetched, fetch
+from kb_shared.fetch.addresses import parse_address, refusal
+from kb_shared.fetch.content import XLSM_CONTENT_TYPE, XLSX_CONTENT_TYPE, file_name
+from kb_shared.fetch.transport import Deadline, PinnedBackend
 from kb_shared.settings import Settings
 from tests.fetch_server import (
     CHUNK,

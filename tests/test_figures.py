@@ -1,4 +1,4 @@
-"""Crop geometry, rendering and figure text (kb_shared.figures).
+"""Crop geometry, rendering and figure text (kb_shared.ingest.figures).
 
 Geometry is checked arithmetically; rendering through mupdf against a synthetic page whose
 drawn rectangles are at known coordinates, so the crop can be checked pixel by pixel.
@@ -10,7 +10,7 @@ import numpy as np
 import pymupdf
 import pytest
 
-from kb_shared.figures import (
+from kb_shared.ingest.figures import (
     EMBED_EDGE_PX,
     FIGURE_TEXT_MAX_CHARS,
     INLINE_EDGE_PX,

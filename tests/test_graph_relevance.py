@@ -1,4 +1,4 @@
-"""search_graph's relation ranking (``kb_shared.graph_relevance``, ``kb_mcp.graph_search``):
+"""search_graph's relation ranking (``kb_shared.search.graph_relevance``, ``kb_mcp.graph_search``):
 the question's intent, the type and word scores, named seeds, and the order they give."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from benchmarks.graph_relations import Found, RelationalQuestion, first_answer, load_relational
 from kb_mcp import graph_search
 from kb_shared.graph_model import Entity, Relationship
-from kb_shared.graph_relevance import (
+from kb_shared.search.graph_relevance import (
     fold,
     name_candidates,
     relation_intent,

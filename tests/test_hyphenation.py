@@ -12,7 +12,7 @@ import numpy as np
 import pymupdf
 import pytest
 
-from kb_shared.chunking import chunk_markdown
+from kb_shared.ingest.chunking import chunk_markdown
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
 from kb_shared.providers.hyphenation import (
     break_words,
@@ -21,7 +21,7 @@ from kb_shared.providers.hyphenation import (
     line_breaks,
     resolve_break,
 )
-from kb_shared.sparse import tokenize
+from kb_shared.search.sparse import tokenize
 from kb_shared.stores.vectors import KIND_TEXT, Point
 from kb_shared.stores.vectors_sqlite import SqliteVectorIndex
 

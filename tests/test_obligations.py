@@ -1,4 +1,4 @@
-"""The obligation detector (``kb_shared.obligations``, issue 26): party, role, modality,
+"""The obligation detector (``kb_shared.compliance.obligations``, issue 26): party, role, modality,
 deadline, reference and page of crafted sentences, what is not an obligation, and recall on
 the hand-labelled AEMO dispatch procedure."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_shared.chunking import Chunk
-from kb_shared.obligations import (
+from kb_shared.ingest.chunking import Chunk
+from kb_shared.compliance.obligations import (
     MODALITIES,
     Obligation,
     find_obligations,

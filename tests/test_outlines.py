@@ -7,7 +7,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from kb_shared.chunking import chunk_markdown, markdown_headings
+from kb_shared.ingest.chunking import chunk_markdown, markdown_headings
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
 from kb_shared.providers.markdown_cleanup import (
     Block,

@@ -11,10 +11,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from kb_shared.chunking import chunk_markdown, page_marker
-from kb_shared.citations import Citation, PointPayload, format_pages
+from kb_shared.ingest.chunking import chunk_markdown, page_marker
+from kb_shared.search.citations import Citation, PointPayload, format_pages
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter, page_labels
-from kb_shared.retrieval import Passage
+from kb_shared.search.retrieval import Passage
 from kb_shared.stores.vectors import KIND_TEXT, StoredPoint
 
 #: The printed label of each physical page 1..20 of ``labelled_pdf``.

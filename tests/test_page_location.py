@@ -1,12 +1,12 @@
-"""Passages located in the PDF's own text layer (``kb_shared.page_location``): the verification
+"""Passages located in the PDF's own text layer (``kb_shared.ingest.page_location``): the verification
 rule of issue 25, page runs of a passage across a page break, and the chunks asset's use."""
 
 from __future__ import annotations
 
 import pymupdf
 
-from kb_shared.chunking import chunk_markdown
-from kb_shared.page_location import (
+from kb_shared.ingest.chunking import chunk_markdown
+from kb_shared.ingest.page_location import (
     PageText,
     locate,
     locate_chunks,

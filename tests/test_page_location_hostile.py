@@ -1,4 +1,4 @@
-"""Hostile input for ``kb_shared.page_location``: PDFs built with PyMuPDF whose text repeats on
+"""Hostile input for ``kb_shared.ingest.page_location``: PDFs built with PyMuPDF whose text repeats on
 many pages, runs over page breaks, spells ligatures, uses other scripts, or has empty pages,
 and one real PDF of the shared corpus (issue 25, "Citations that are true to the page")."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from kb_shared.citations import PointPayload
-from kb_shared.page_location import (
+from kb_shared.search.citations import PointPayload
+from kb_shared.ingest.page_location import (
     MAX_CANDIDATES,
     PageText,
     locate,
@@ -18,8 +18,8 @@ from kb_shared.page_location import (
     passage_words,
     words_with_offsets,
 )
-from kb_shared.quotes import passage_quote
-from kb_shared.retrieval_features import UnitMatch, units
+from kb_shared.search.quotes import passage_quote
+from kb_shared.search.retrieval_features import UnitMatch, units
 
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 CORPUS = Path("/work/shared/corpus/pdfs")

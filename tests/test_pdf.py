@@ -1,4 +1,4 @@
-"""PDF inspection shared by both converters (``kb_shared.pdf``): opening, the text-layer
+"""PDF inspection shared by both converters (``kb_shared.ingest.pdf``): opening, the text-layer
 statistics behind the scanned/unmappable refusals, titles and versions.
 
 The refusal messages themselves are tested through the local converter in
@@ -12,7 +12,7 @@ import pymupdf
 import pytest
 
 from kb_shared.errors import ConversionError
-from kb_shared.pdf import (
+from kb_shared.ingest.pdf import (
     MIN_INVISIBLE_TEXT_CHARS,
     TextLayerStats,
     check_text_layer,

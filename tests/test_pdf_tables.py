@@ -10,7 +10,7 @@ from collections import Counter
 import pymupdf
 import pytest
 
-from kb_shared.chunking import KIND_TABLE, chunk_markdown
+from kb_shared.ingest.chunking import KIND_TABLE, chunk_markdown
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
 from kb_shared.providers.markdown_cleanup import Block, Page
 from kb_shared.providers.markdown_regions import join_split_tables

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from kb_shared import retrieval
+from kb_shared.search import retrieval
 from kb_shared.errors import EmbeddingError
 from tests.fakes import HashingEmbedder
 

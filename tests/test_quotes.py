@@ -1,11 +1,11 @@
-"""A search result's verbatim quote and its page (``kb_shared.quotes``), under hostile input:
+"""A search result's verbatim quote and its page (``kb_shared.search.quotes``), under hostile input:
 quotes too long, table rows of numbers, cells with line breaks, regex-special text, chunks
 whose pages were not found in the PDF (issue 25, "Citations that are true to the page")."""
 
 from __future__ import annotations
 
-from kb_shared.citations import PointPayload
-from kb_shared.quotes import (
+from kb_shared.search.citations import PointPayload
+from kb_shared.search.quotes import (
     QUOTE_CHARS,
     MarkdownPages,
     cut,
@@ -14,7 +14,7 @@ from kb_shared.quotes import (
     readable,
     unit_offset,
 )
-from kb_shared.retrieval_features import UnitMatch, units
+from kb_shared.search.retrieval_features import UnitMatch, units
 
 
 def payload(**fields: object) -> PointPayload:

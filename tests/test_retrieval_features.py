@@ -1,4 +1,4 @@
-"""The offline re-ordering signals of search_docs (``kb_shared.retrieval_features``)."""
+"""The offline re-ordering signals of search_docs (``kb_shared.search.retrieval_features``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kb_shared.citations import PointPayload
+from kb_shared.search.citations import PointPayload
 from kb_shared.providers.base import Reranker
-from kb_shared.quotes import MarkdownPages, markdown_pages, passage_quote
-from kb_shared.retrieval import search_docs
-from kb_shared.retrieval_features import (
+from kb_shared.search.quotes import MarkdownPages, markdown_pages, passage_quote
+from kb_shared.search.retrieval import search_docs
+from kb_shared.search.retrieval_features import (
     DEFAULT_FEATURES,
     PagedText,
     Unit,

@@ -1,4 +1,4 @@
-"""Round 3 of search_docs' offline re-ordering (``kb_shared.retrieval_features``): the financial
+"""Round 3 of search_docs' offline re-ordering (``kb_shared.search.retrieval_features``): the financial
 statement a question names, documents named by company, glued name or year, rows only of the
 named documents, and tables for a question about a table."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kb_shared import retrieval, retrieval_features
-from kb_shared.citations import PointPayload
-from kb_shared.retrieval import search_docs, statement_candidates
-from kb_shared.retrieval_features import (
+from kb_shared.search import retrieval, retrieval_features
+from kb_shared.search.citations import PointPayload
+from kb_shared.search.retrieval import search_docs, statement_candidates
+from kb_shared.search.retrieval_features import (
     DEFAULT_FEATURES,
     asks_for_table,
     bonuses,

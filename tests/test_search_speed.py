@@ -12,10 +12,10 @@ import pytest
 
 from benchmarks.common import served_questions
 from benchmarks.search_snapshot import differences
-from kb_shared.citations import PointPayload
-from kb_shared.retrieval import PayloadsOf, term_coverage, analyse, text_terms
-from kb_shared.retrieval_features import best_units
-from kb_shared.sparse import tokenize
+from kb_shared.search.citations import PointPayload
+from kb_shared.search.retrieval import PayloadsOf, term_coverage, analyse, text_terms
+from kb_shared.search.retrieval_features import best_units
+from kb_shared.search.sparse import tokenize
 from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, Point
 from kb_shared.stores.vectors_sqlite import SqliteVectorIndex
 

@@ -1,4 +1,4 @@
-"""Tests for kb_shared.sparse: the tokenizer that keeps regulatory codes whole, the sparse
+"""Tests for kb_shared.search.sparse: the tokenizer that keeps regulatory codes whole, the sparse
 vector it feeds Qdrant and the FTS5 strings it feeds SQLite.
 
 Example strings come from the regulatory eval set (../shared/corpus/eval/regulatory/
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kb_shared import sparse
-from kb_shared.sparse import (
+from kb_shared.search import sparse
+from kb_shared.search.sparse import (
     STOPWORDS,
     bm25_term_weight,
     fts_document,

@@ -26,8 +26,8 @@ from typing import Any
 
 import dagster as dg
 
+from kb_assets.assets.common import failure_text
 from kb_assets.io_manager import Batch, StepRecords
-from kb_assets.jobs import failure_text
 from kb_assets.partitions import partition_set_snapshot
 from kb_assets.resources import StoresResource
 from kb_shared.errors import StoreError
@@ -50,7 +50,7 @@ class BatchProgress:
 
     Attributes:
         outputs: doc_id -> the document's output (what a single run would have stored).
-        failed: doc_id -> reason (``jobs.failure_text`` form), for documents failed here.
+        failed: doc_id -> reason (``common.failure_text`` form), for documents failed here.
         skipped: documents left out because an earlier step of the run failed them.
         checks: check name -> doc_ids whose check did not pass.
         checked: check name -> number of documents checked.

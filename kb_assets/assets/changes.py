@@ -3,9 +3,9 @@ previous version, or for a first version the edition it is an edition of
 (``Catalog.previous_issue``).
 
 Each build stores the version's *snapshot* (its sections and sentences with their pages,
-``kb_shared.changes.Snapshot``) under ``layout.snapshot_key(version key)``; snapshots outlive
+``kb_shared.compliance.changes.Snapshot``) under ``layout.snapshot_key(version key)``; snapshots outlive
 their version (``record`` removes an old version's points and file, not its snapshot), so the
-next issue can be compared with it. The comparison (``kb_shared.changes.compare``) is filed in
+next issue can be compared with it. The comparison (``kb_shared.compliance.changes.compare``) is filed in
 the catalog (``catalog/changes.py``) for ``compare_versions`` and ``kb diff`` to read.
 
 A previous issue built before snapshots existed has none: an edition that is still served is
@@ -34,8 +34,8 @@ from kb_assets.io_manager import chunks_from_parquet
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import StoresResource
 from kb_shared import layout
-from kb_shared.changes import Snapshot, compare
-from kb_shared.chunking import Chunk
+from kb_shared.compliance.changes import Snapshot, compare
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.identity import version_key
 
 

@@ -1,6 +1,6 @@
 """The ``chunks`` asset: Markdown → chunks with heading paths and page spans
-(``kb_shared.chunking`` is the single source of truth for boundaries and ids), each located in
-the PDF's own text layer (``kb_shared.page_location``) so citations name the pages a reader
+(``kb_shared.ingest.chunking`` is the single source of truth for boundaries and ids), each located in
+the PDF's own text layer (``kb_shared.ingest.page_location``) so citations name the pages a reader
 sees the text on; the ``chunks_located_in_pdf`` check reports the share located."""
 
 # No `from __future__ import annotations` in asset, op and sensor modules: Dagster reads the
@@ -19,8 +19,8 @@ from kb_assets.constants import CHECK_CHUNKS_LOCATED, CHUNKS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
 from kb_assets.resources import StoresResource
 from kb_shared import layout
-from kb_shared.chunking import KIND_TABLE, Chunk, chunk_markdown
-from kb_shared.page_location import PageText, locate_chunks
+from kb_shared.ingest.chunking import KIND_TABLE, Chunk, chunk_markdown
+from kb_shared.ingest.page_location import PageText, locate_chunks
 from kb_shared.providers.text_markdown import is_text_document
 
 #: Least share of a PDF's chunks that must be found in its text layer for the located check

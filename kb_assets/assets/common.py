@@ -18,8 +18,8 @@ from kb_assets.partitions import documents_partitions
 from kb_assets.pools import ASSET_POOLS
 from kb_assets.resources import StoresResource
 from kb_shared import layout
-from kb_shared.chunking import Chunk
-from kb_shared.citations import PointPayload
+from kb_shared.ingest.chunking import Chunk
+from kb_shared.search.citations import PointPayload
 from kb_shared.errors import SettingsError
 from kb_shared.providers.base import Provider
 from kb_shared.settings import Settings
@@ -244,3 +244,15 @@ def timing(seconds: float, pages: int) -> dict[str, float]:
         "seconds": round(seconds, 3),
         "seconds_per_page": round(seconds / pages, 4) if pages else 0.0,
     }
+
+
+def failure_text(step_key: str, error: BaseException | None) -> str:
+    """The reason a build stopped, as ``kb status`` and ``list_documents`` show it:
+    ``"<step>: <message>"`` — a ``dagster.Failure``'s description (the converter's reason),
+    else ``"<ExceptionType>: <message>"``."""
+    if isinstance(error, dg.Failure) and error.description:
+        return f"{step_key}: {error.description}"
+    if error is None:
+        return f"{step_key}: failed (see the run's event log in the Dagster UI)"
+    message = str(error).strip()
+    return f"{step_key}: {type(error).__name__}" + (f": {message}" if message else "")

@@ -28,9 +28,9 @@ from kb_assets.assets.common import (
 from kb_assets.constants import CHECK_INDEX_MATCHES_CHUNKS, CHUNKS, EMBEDDINGS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import Providers, StoresResource
-from kb_shared.chunking import Chunk
-from kb_shared.contextual import embedding_text
-from kb_shared.citations import PointPayload
+from kb_shared.ingest.chunking import Chunk
+from kb_shared.ingest.contextual import embedding_text
+from kb_shared.search.citations import PointPayload
 from kb_shared.stores.catalog import DocumentVersionRow
 from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, Point, VectorIndex
 
@@ -41,7 +41,7 @@ class ChunkInput:
 
     Attributes:
         chunk: the chunk.
-        text: the text to embed (``kb_shared.contextual.embedding_text``: title and heading
+        text: the text to embed (``kb_shared.ingest.contextual.embedding_text``: title and heading
             path in front of the chunk).
         payload: its citation payload, ``fingerprint`` set.
     """

@@ -3,7 +3,7 @@
 
 Figure ids (``{doc_id}#figure-{n}``) live in their own namespace, so adding or removing
 figures never moves a chunk id. Each figure is rendered three times from the PDF (stored
-2048 px, inline 1024 px, embedding 768 px; see ``kb_shared.figures``). A ``.md``/``.txt``
+2048 px, inline 1024 px, embedding 768 px; see ``kb_shared.ingest.figures``). A ``.md``/``.txt``
 document has no figures: the step stores none (and removes any stale ones) without opening a
 PDF or calling the locator.
 """
@@ -32,12 +32,12 @@ from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import Providers, StoresResource
 from kb_shared import layout
-from kb_shared.citations import FigurePayload
-from kb_shared.figures import figure_text, render_all_sizes, text_near_box
+from kb_shared.search.citations import FigurePayload
+from kb_shared.ingest.figures import figure_text, render_all_sizes, text_near_box
 from kb_shared.identity import figure_id
 from kb_shared.providers.base import FigureBox, FigureInput
 from kb_shared.providers.text_markdown import is_text_document
-from kb_shared.retrieval_features import PagedText
+from kb_shared.search.retrieval_features import PagedText
 from kb_shared.stores.vectors import KIND_FIGURE, Point
 
 

@@ -30,7 +30,7 @@ from kb_assets.constants import CHECK_EDGES_RESOLVE, CHUNKS, EMBEDDINGS, GRAPH, 
 from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import Providers, StoresResource
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 
 
 @corpus_asset(

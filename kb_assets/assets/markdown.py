@@ -23,7 +23,7 @@ from kb_assets.outputs import MarkdownDocument
 from kb_assets.resources import Providers, StoresResource
 from kb_shared import layout
 from kb_shared.errors import ConversionError
-from kb_shared.pdf import PdfLimits, check_pdf
+from kb_shared.ingest.pdf import PdfLimits, check_pdf
 from kb_shared.providers.base import MarkdownConverter
 from kb_shared.providers.text_markdown import TextMarkdownConverter, is_text_document
 

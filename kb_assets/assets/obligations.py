@@ -1,6 +1,6 @@
 """The ``obligations`` asset: the document's obligations register (issue 26) — every
 must / must not / should sentence of its chunks with the bound party, deadline, clause and
-page (``kb_shared.obligations``), filed in the catalog under the version's key
+page (``kb_shared.compliance.obligations``), filed in the catalog under the version's key
 (``kb_shared.stores.catalog.obligations``).
 
 It reads only the chunks, so it can be rebuilt alone (``kb rebuild obligations``) and is
@@ -27,8 +27,8 @@ from kb_assets.assets.common import (
 from kb_assets.constants import CHUNKS, MARKDOWN, OBLIGATIONS
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import StoresResource
-from kb_shared.chunking import Chunk
-from kb_shared.obligations import find_obligations
+from kb_shared.ingest.chunking import Chunk
+from kb_shared.compliance.obligations import find_obligations
 
 
 @corpus_asset(

@@ -1,7 +1,10 @@
 """One job per market-data sync: the asset and its checks (what the schedules and
-``kb sync`` run)."""
+``kb sync`` run), and each resolved on the jobs' resources for runs ``kb sync`` starts
+(``dagster.reconstructable``)."""
 
 from __future__ import annotations
+
+import functools
 
 import dagster as dg
 
@@ -20,3 +23,37 @@ notion_sync_job = dg.define_asset_job(
     description="Sync the Notion compliance tracker into compliance_actions, then check the "
     "count.",
 )
+
+
+@functools.cache
+def _sync_definitions() -> dg.Definitions:
+    """The market assets, their checks and both sync jobs on the jobs' resources, once per
+    process (imported here, not at the top: ``kb_assets.market`` imports this module)."""
+    from kb_assets.jobs import kb_resources  # noqa: PLC0415
+    from kb_assets.market.assets import aer_performance, compliance_actions  # noqa: PLC0415
+    from kb_assets.market.checks import (  # noqa: PLC0415
+        aer_totals_match_their_parts,
+        compliance_count_matches_read,
+    )
+    from kb_assets.market.resources import NotionResource  # noqa: PLC0415
+    from kb_assets.resources import ProvidersResource, StoresResource  # noqa: PLC0415
+
+    return dg.Definitions(
+        assets=[aer_performance, compliance_actions],
+        asset_checks=[aer_totals_match_their_parts, compliance_count_matches_read],
+        jobs=[aer_sync_job, notion_sync_job],
+        resources=kb_resources(
+            StoresResource.configure_at_launch(), ProvidersResource(), NotionResource()
+        ),
+        executor=dg.in_process_executor,
+    )
+
+
+def resolved_aer_sync_job() -> dg.JobDefinition:
+    """The resolved AER sync job (``kb sync aer`` runs it like ``kb_assets.jobs.build_job``)."""
+    return _sync_definitions().resolve_job_def(AER_SYNC_JOB)
+
+
+def resolved_notion_sync_job() -> dg.JobDefinition:
+    """The resolved Notion sync job (``kb sync notion`` runs it like ``build_job``)."""
+    return _sync_definitions().resolve_job_def(NOTION_SYNC_JOB)

@@ -13,15 +13,15 @@ from typing import Any
 import dagster as dg
 
 from kb_assets.constants import AER_PERFORMANCE, COMPLIANCE_ACTIONS
-from kb_assets.definitions import aer_sync_job, notion_sync_job
 from kb_assets.market.assets import SKIPPED, SYNCED_AT
+from kb_assets.market.jobs import resolved_aer_sync_job, resolved_notion_sync_job
 from kb_assets.operations import QUIET_LOGGERS, failure_reason
 from kb_assets.resources import SettingsResource
 
 #: The job that syncs each market-data asset (module-level functions, for ``reconstructable``).
 SYNC_JOBS: dict[str, Callable[[], dg.JobDefinition]] = {
-    AER_PERFORMANCE: aer_sync_job,
-    COMPLIANCE_ACTIONS: notion_sync_job,
+    AER_PERFORMANCE: resolved_aer_sync_job,
+    COMPLIANCE_ACTIONS: resolved_notion_sync_job,
 }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import dagster as dg
 
 from kb_assets import operations, request_jobs
-from kb_assets.cli_requests import request_json
+from kb_assets.cli.requests import request_json
 from kb_assets.constants import (
     CHANGES,
     CORPUS_ASSETS,
@@ -31,7 +31,7 @@ from kb_assets.constants import (
     RECORD,
     DocumentStatus,
 )
-from kb_assets.definitions import build_job
+from kb_assets.jobs import build_job
 from kb_assets.intake import IntakeOutcome, IntakeStatus, admit, previous_edition
 from kb_assets.partitions import documents_partitions
 from kb_assets.resources import StoresResource

@@ -33,7 +33,7 @@ from kb_mcp.pages.style import BASE_STYLE
 from kb_mcp.state import ServerState, StateHolder
 from kb_mcp.tools import KbServer
 from kb_shared import layout
-from kb_shared.citations import PointPayload
+from kb_shared.search.citations import PointPayload
 from kb_shared.errors import EmptyCorpusError, KbError, SchemaMissingError
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import DocumentRow, DocumentStatus

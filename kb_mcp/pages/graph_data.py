@@ -19,7 +19,7 @@ from kb_mcp.documents import serving_keys
 from kb_mcp.links import Links
 from kb_mcp.state import ServerState
 from kb_shared import layout
-from kb_shared.citations import PointPayload, format_pages
+from kb_shared.search.citations import PointPayload, format_pages
 from kb_shared.errors import EmptyCorpusError, KbError
 from kb_shared.graph_model import Relationship, entity_key
 from kb_shared.stores.catalog import DocumentRow, DocumentStatus

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from kb_mcp.errors import ToolProblem, reported
 from kb_mcp.state import ServerState
-from kb_shared.retrieval import check_query
+from kb_shared.search.retrieval import check_query
 
 #: The kb server: its lifespan yields a ``ServerState``.
 KbServer: TypeAlias = MCPServer[ServerState]
@@ -155,7 +155,7 @@ QUERY_HINT = "pass the words, clause number or code to look for"
 def check_search_query(query: str, max_chars: int) -> str:
     """The stripped ``query`` when it has something to search for.
 
-    ``kb_shared.retrieval.check_query`` refuses an empty query and one over ``max_chars``;
+    ``kb_shared.search.retrieval.check_query`` refuses an empty query and one over ``max_chars``;
     this also refuses one made only of control or invisible characters (Unicode categories
     ``C*`` and whitespace) and one with no letter or digit (categories ``L*``/``N*``), which
     no index can match.

@@ -1,6 +1,6 @@
 """The ``display_process`` tool: figure search shown in an MCP App (issue 13).
 
-It runs search_docs' ranking (``kb_shared.retrieval.search_docs``, the same query embedding)
+It runs search_docs' ranking (``kb_shared.search.retrieval.search_docs``, the same query embedding)
 over figures only and is bound to the viewer ``UI_URI`` (``kb_mcp/ui/display_process.html``,
 served as ``text/html;profile=mcp-app`` through the SDK's ``mcp.server.apps``).
 
@@ -47,8 +47,8 @@ from kb_mcp.tools import (
     state_of,
 )
 from kb_mcp.tools.search_docs import MAX_DOCUMENT_FILTER
-from kb_shared import retrieval
-from kb_shared.retrieval import DocsAnswer, Passage
+from kb_shared.search import retrieval
+from kb_shared.search.retrieval import DocsAnswer, Passage
 from kb_shared.stores.vectors import KIND_FIGURE
 
 NAME = "display_process"

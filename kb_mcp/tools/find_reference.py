@@ -22,7 +22,7 @@ from kb_mcp.tools import (
     state_of,
 )
 from kb_shared.errors import EmptyCorpusError
-from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY
+from kb_shared.search.retrieval import NOTHING_FOUND_SIMILARITY
 from kb_shared.stores.vectors import KIND_REFERENCE, Hit
 
 #: Most pages one call returns (input schema ``maximum``).
@@ -80,7 +80,7 @@ def reference_pages(hits: list[Hit]) -> list[ReferencePage]:
 
 def is_low_confidence(pages: list[ReferencePage]) -> bool:
     """No page's description is close enough to the question: the best similarity is below
-    ``kb_shared.retrieval.NOTHING_FOUND_SIMILARITY`` (the calibrated "nothing relevant"
+    ``kb_shared.search.retrieval.NOTHING_FOUND_SIMILARITY`` (the calibrated "nothing relevant"
     threshold of search_docs, same embedding model)."""
     return bool(pages) and pages[0].similarity < NOTHING_FOUND_SIMILARITY
 

@@ -25,7 +25,7 @@ from kb_shared.errors import (
     QueueFullError,
     RequestNotFoundError,
 )
-from kb_shared.fetch import FetchPolicy, check_url
+from kb_shared.fetch.fetcher import FetchPolicy, check_url
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import (
     DEFAULT_MAX_PENDING,
@@ -70,7 +70,7 @@ QUEUE_WRITE = ToolAnnotations(
 
 
 def check_link(settings: Settings, url: str, refused: str) -> str:
-    """``url`` stripped, once ``kb_shared.fetch.check_url`` accepts its form (nothing is
+    """``url`` stripped, once ``kb_shared.fetch.fetcher.check_url`` accepts its form (nothing is
     fetched: the queue tools only record links).
 
     Raises:

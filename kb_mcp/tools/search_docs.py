@@ -1,5 +1,5 @@
 """The ``search_docs`` tool: hybrid passage search with page-level citations
-(``kb_shared.retrieval``), over the documents that may be served (``kb_mcp.documents``).
+(``kb_shared.search.retrieval``), over the documents that may be served (``kb_mcp.documents``).
 No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
 
 from typing import Annotated, Literal
@@ -24,7 +24,7 @@ from kb_mcp.tools import (
     query_type,
     state_of,
 )
-from kb_shared import quotes, retrieval
+from kb_shared.search import quotes, retrieval
 from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: Upper bounds of the arguments (input schema ``maximum``/``maxItems``).
@@ -98,12 +98,12 @@ def answer_search(
 ) -> CallToolResult:
     """The body of the ``search_docs`` tool for a checked query ``text`` and checked
     arguments: the query embedded on a worker thread while the catalog is read once (the
-    scope's and the acronym table's serving states), ``kb_shared.retrieval.search_docs``, then
+    scope's and the acronym table's serving states), ``kb_shared.search.retrieval.search_docs``, then
     the rendered result with its figure images. The serving benchmark profiles this very call.
 
     Raises:
         ToolProblem / EmptyCorpusError / store and provider errors: as ``search_scope`` and
-            ``kb_shared.retrieval.search_docs``.
+            ``kb_shared.search.retrieval.search_docs``.
     """
     vector = retrieval.start_query_embedding(state.embedder, text)  # while the catalog is read
     states = read_serving_states(state.catalog)  # the scope's and the acronyms' one read

@@ -4,7 +4,7 @@ may name the web page of a release, and the sync downloads the workbooks it link
 ``download_release(url, folder, settings=...)`` fetches the page, finds its workbook links,
 downloads each one, and writes them into ``folder`` under their own file names (the names
 carry the schedule and the quarter). Every request goes through the safe fetcher
-(``kb_shared.fetch``): the page as ``Expectation.HTML``, each workbook as
+(``kb_shared.fetch.fetcher``): the page as ``Expectation.HTML``, each workbook as
 ``Expectation.WORKBOOK``, so every link meets the same rules as a URL typed by hand (https,
 public addresses only, redirects re-checked, type and size checked). All downloads finish
 before the first file is written; any refusal or failure raises and writes nothing.
@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 import httpx
 
 from kb_shared.errors import AerReleasePageError
-from kb_shared.fetch import Expectation, Fetched, FetchPolicy, fetch
-from kb_shared.fetch_addresses import Resolver
-from kb_shared.fetch_content import file_name
+from kb_shared.fetch.fetcher import Expectation, Fetched, FetchPolicy, fetch
+from kb_shared.fetch.addresses import Resolver
+from kb_shared.fetch.content import file_name
 from kb_shared.market.aer_layout import WORKBOOK_SUFFIXES
 from kb_shared.settings import Settings
 
@@ -111,7 +111,7 @@ def download_release(
         folder: an existing, empty folder.
         settings: gives the fetch policy (``FetchPolicy.from_settings``) unless ``policy``
             is given.
-        policy, resolver: passed to ``kb_shared.fetch.fetch``; tests use them to reach a
+        policy, resolver: passed to ``kb_shared.fetch.fetcher.fetch``; tests use them to reach a
             local server (no setting can).
 
     Raises:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.graph_model import Entity, Relationship
 
 
@@ -179,7 +179,7 @@ class Contextualiser(Provider):
 class HeadingPathContextualiser(Contextualiser):
     """The offline contextualiser: the context is the heading path alone.
 
-    ``kb_shared.contextual.embedding_text`` already puts the title and heading path in front of
+    ``kb_shared.ingest.contextual.embedding_text`` already puts the title and heading path in front of
     every chunk, so this adds nothing: every context is ``""`` and no model is called.
     """
 
@@ -215,7 +215,7 @@ class GraphExtractor(Provider):
         Args:
             document: the ``doc_id``; every relationship's ``source_doc``.
             title: the document's title (the ``Document`` entity of the document itself).
-            chunks: the document's chunks in order (``kb_shared.chunking.chunk_markdown``).
+            chunks: the document's chunks in order (``kb_shared.ingest.chunking.chunk_markdown``).
 
         Returns:
             ``Extraction`` with the entities that are endpoints of a relationship (first-seen

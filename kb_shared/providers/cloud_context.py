@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.models import CLAUDE_CONTEXT_MODEL, GEMINI_CONTEXT_MODEL
 from kb_shared.providers.base import Contextualiser
 from kb_shared.providers.cloud_common import (

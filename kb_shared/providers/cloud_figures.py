@@ -8,14 +8,14 @@ with the captions expected there, and asks for every figure's box as **named fie
 transposed the way a positional ``[x0, y0, x1, y1]`` array silently can (reference README,
 "Figures").
 
-Each box is then checked, never trusted (geometry in ``kb_shared.figures``):
+Each box is then checked, never trusted (geometry in ``kb_shared.ingest.figures``):
 
 * ``box_from_1000_scale`` converts it to PDF points and sorts min and max on each axis;
 * ``usable_box`` clips it to the page. A box that is missing, not numeric or degenerate
   (nothing left after clipping) falls back to **the whole page**, logged as a warning with the
   raw numbers (a mislocated diagram is worth more than none, and the failure is otherwise
   invisible). A real box under ``MIN_FIGURE_AREA`` (3 %) of the page is **dropped** like a
-  decorative mark (the figure rule of ``kb_shared.figures``: a box that small is a logo,
+  decorative mark (the figure rule of ``kb_shared.ingest.figures``: a box that small is a logo,
   icon or header mark, not a figure), logged at INFO;
 * a figure the model marks ``decorative`` (logo, letterhead, signature, stamp, watermark,
   barcode, decorative photo) is **dropped** outright, never sent to the whole-page fallback;
@@ -35,7 +35,7 @@ from typing import Any
 import pymupdf
 
 from kb_shared.errors import ConversionError, ProviderError
-from kb_shared.figures import MIN_FIGURE_AREA, box_from_1000_scale, usable_box
+from kb_shared.ingest.figures import MIN_FIGURE_AREA, box_from_1000_scale, usable_box
 from kb_shared.models import GEMINI_VISION_MODEL
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
 from kb_shared.providers.cloud_common import CloudProvider, gemini_content, parse_json_object

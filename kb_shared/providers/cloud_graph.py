@@ -30,7 +30,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kb_shared.chunking import PATH_SEPARATOR, Chunk
+from kb_shared.ingest.chunking import PATH_SEPARATOR, Chunk
 from kb_shared.errors import ProviderError
 from kb_shared.graph_model import Relationship, entity_key
 from kb_shared.models import CLAUDE_GRAPH_MODEL

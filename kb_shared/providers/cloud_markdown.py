@@ -6,7 +6,7 @@
 is, pipe tables, no running headers or footers; a title and a version; one ``FigureRegion``
 (page known, ``bbox=None``) per figure marker, for the cloud figure locator to place. The
 PDF is opened, refused, titled and versioned by the local converter's own public helpers
-(``kb_shared.pdf.open_pdf``, ``extract_title``, ``extract_version``), so both converters
+(``kb_shared.ingest.pdf.open_pdf``, ``extract_title``, ``extract_version``), so both converters
 agree on those; the version falls back to the Markdown when the PDF has no text layer.
 
 **Page ranges.** A request carries at most 100 PDF pages and 32 MB (Anthropic API docs, "PDF
@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import pymupdf
 
-from kb_shared.chunking import page_marker
+from kb_shared.ingest.chunking import page_marker
 from kb_shared.errors import ConversionError, ProviderError
 from kb_shared.models import CLAUDE_DOCUMENT_MODEL
-from kb_shared.pdf import extract_title, extract_version, open_pdf
+from kb_shared.ingest.pdf import extract_title, extract_version, open_pdf
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
 from kb_shared.providers.cloud_common import (
     CloudProvider,
@@ -183,7 +183,7 @@ class ClaudeMarkdownConverter(CloudProvider, MarkdownConverter):
             the ``[Figure: …]`` markers (``bbox=None``), ``converter`` = ``"claude:<model>"``.
 
         Raises:
-            ConversionError: refused by ``kb_shared.pdf.open_pdf`` (empty, not a PDF,
+            ConversionError: refused by ``kb_shared.ingest.pdf.open_pdf`` (empty, not a PDF,
                 damaged, truncated, password-protected, no pages), one page too large for a
                 request, or the model returned no text at all. A PDF without a text layer
                 (scanned) is *not* refused: Claude reads the page images.
@@ -360,7 +360,7 @@ def renumber_pages(text: str, first_page: int, page_count: int, where: str) -> s
 
 def _printed_labels(doc: pymupdf.Document) -> list[str]:
     """Each page's ``/PageLabels`` label (``""`` when it has none or it cannot be read): the
-    markers carry it as ``<!-- page 6 (p. iv) -->`` (``kb_shared.chunking.page_marker``)."""
+    markers carry it as ``<!-- page 6 (p. iv) -->`` (``kb_shared.ingest.chunking.page_marker``)."""
     labels = []
     for page in doc:
         try:

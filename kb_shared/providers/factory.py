@@ -72,7 +72,7 @@ def contextualiser(settings: Settings) -> Contextualiser:
     else Gemini (implicit prefix caching) when only ``GEMINI_API_KEY`` is set.
 
     Offline, a ``HeadingPathContextualiser`` (``adds_context`` false, every context ``""``):
-    the local context is the heading path, which ``kb_shared.contextual.embedding_text``
+    the local context is the heading path, which ``kb_shared.ingest.contextual.embedding_text``
     already puts in front of every chunk.
     """
     if _use_cloud(

@@ -67,7 +67,7 @@ import numpy as np
 import pymupdf
 
 from kb_shared.errors import ConversionError
-from kb_shared.figures import MIN_FIGURE_AREA, Box, normalise_box, usable_box
+from kb_shared.ingest.figures import MIN_FIGURE_AREA, Box, normalise_box, usable_box
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
 
 #: Seeds whose rectangles are at most this far apart (points, on both axes) are one figure.

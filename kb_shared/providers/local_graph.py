@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.errors import ProviderError
 from kb_shared.models import SPACY_MODEL_PACKAGE, SPACY_MODEL_SHA256, SPACY_MODEL_VERSION
 from kb_shared.providers.base import Extraction, GraphExtractor

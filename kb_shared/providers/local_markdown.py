@@ -5,7 +5,7 @@ needs no network and no model download (the layout model ships inside ``pymupdf-
 
 Pipeline for one PDF (``convert``):
 
-1. **Open and refuse what cannot be converted** (``kb_shared.pdf``: ``open_pdf``, then
+1. **Open and refuse what cannot be converted** (``kb_shared.ingest.pdf``: ``open_pdf``, then
    ``check_text_layer(unmapped_characters(doc))``; each refusal a ``ConversionError`` whose
    message names the file, says what is wrong and what to do; nothing else is produced):
    empty, not a PDF, damaged, truncated, password-protected, zero pages, scanned (OCR is
@@ -28,9 +28,9 @@ Pipeline for one PDF (``convert``):
    and text tidied.
 4. **Markdown**: ``<!-- page N -->`` (1-based) on its own line before each page's content,
    with the page's printed label when ``/PageLabels`` gives it one that differs
-   (``<!-- page 6 (p. iv) -->``, ``kb_shared.chunking.page_marker``); blocks separated by
+   (``<!-- page 6 (p. iv) -->``, ``kb_shared.ingest.chunking.page_marker``); blocks separated by
    blank lines.
-5. **Title and version**: ``kb_shared.pdf.extract_title`` and ``extract_version``.
+5. **Title and version**: ``kb_shared.ingest.pdf.extract_title`` and ``extract_version``.
 
 Speed, measured on the 12 convertible corpus PDFs on 2 cores shared with other jobs (load
 average ~10): whole conversions 1.5-3.1 s/page (CVP schedule 1.86, SO_OP_3705 1.60, FCAS
@@ -52,9 +52,9 @@ from collections.abc import Iterator
 import pymupdf
 import pymupdf4llm
 
-from kb_shared.chunking import page_marker
+from kb_shared.ingest.chunking import page_marker
 from kb_shared.errors import ConversionError
-from kb_shared.pdf import (
+from kb_shared.ingest.pdf import (
     check_text_layer,
     extract_title,
     extract_version,
@@ -146,7 +146,7 @@ def _layout_chunks(doc: pymupdf.Document, filename: str) -> list[dict]:
 # --------------------------------------------------------------------------------------
 #: A page whose layout Markdown has at least this share of U+FFFD / private-use characters
 #: (of its non-space characters) is read again with MuPDF's plain extraction. Symbol-font
-#: bullets are a fraction of a percent of a page (``kb_shared.pdf.UNMAPPED_SHARE_LIMIT``).
+#: bullets are a fraction of a percent of a page (``kb_shared.ingest.pdf.UNMAPPED_SHARE_LIMIT``).
 LAYOUT_UNMAPPED_SHARE = 0.05
 
 _MARKDOWN_START = re.compile(r"^(?=[#>|])")
@@ -154,7 +154,7 @@ _MARKDOWN_START = re.compile(r"^(?=[#>|])")
 
 def unmapped_share(text: str) -> float:
     """Share of ``text``'s non-space characters without a Unicode mapping
-    (``kb_shared.pdf.is_unmapped_char``); 0.0 for blank text."""
+    (``kb_shared.ingest.pdf.is_unmapped_char``); 0.0 for blank text."""
     characters = [ch for ch in text if not ch.isspace()]
     return sum(map(is_unmapped_char, characters)) / len(characters) if characters else 0.0
 
@@ -191,7 +191,7 @@ def read_unmapped_pages(
     ``/ActualText``, comes out as U+FFFD. Layout's tables and figure boxes on such a page
     are lost with its U+FFFD; its words are not. A page is read again when at least
     :data:`LAYOUT_UNMAPPED_SHARE` of its layout text (``chunks``' ``text``) is unmapped and
-    the plain extraction loses at most half that share (``kb_shared.pdf.read_page_text``,
+    the plain extraction loses at most half that share (``kb_shared.ingest.pdf.read_page_text``,
     whose rules leave out glyph-id nonsense). Pages layout reads keep their layout blocks.
 
     Returns:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
-from kb_shared.pdf import MARKDOWN_MARKS, is_unmapped_char
+from kb_shared.ingest.pdf import MARKDOWN_MARKS, is_unmapped_char
 from kb_shared.providers.hyphenation import line_breaks, resolve_break
 
 logger = logging.getLogger(__name__)

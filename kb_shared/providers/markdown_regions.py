@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import pymupdf
 
-from kb_shared.pdf import is_unmapped_char
+from kb_shared.ingest.pdf import is_unmapped_char
 from kb_shared.providers.base import FigureRegion
 from kb_shared.providers.markdown_cleanup import (
     Block,
@@ -540,7 +540,7 @@ def join_split_tables(pages: Sequence[Page]) -> int:
     first occurrence of a running header is kept unless it is itself between two parts);
     a first row equal to the
     header (cells compared as plain case-folded text) becomes the header's exact text, so the
-    chunker (``kb_shared.chunking``, "Tables") merges the parts and drops it; a first row
+    chunker (``kb_shared.ingest.chunking``, "Tables") merges the parts and drops it; a first row
     that is not the header was taken for one by layout and becomes the first data row under
     the real header, unless it is all bold while the table's rows are not (the header of a
     different table); a first row that is only the wrapped end of the last row's cell
@@ -586,7 +586,7 @@ def join_split_code(pages: Sequence[Page]) -> int:
     in line (``_continues``; the right edge follows the longest line, so it is not compared),
     become one fence: the first part is written unclosed and the second unopened
     (``markdown_cleanup.split_fence``), so the page marker between them falls inside the
-    fence, which the chunker allows (``kb_shared.chunking``, "Page markers"; the blank lines
+    fence, which the chunker allows (``kb_shared.ingest.chunking``, "Page markers"; the blank lines
     around the marker stay in the code as the page break), and every line cites its own page.
     A listing over three or more pages is chained the same way.
 

@@ -18,7 +18,7 @@ Rules (``TextMarkdownConverter.convert``):
 * **Markdown** (``.md``) passes through: line endings become ``\\n``, leading and trailing
   blank lines go, and nothing else changes but the page-marker escape, so quotes from the file
   match chunk text. Headings, lists, pipe tables and fenced code are the chunker's
-  (``kb_shared.chunking``; fences never split, ``#`` inside them no heading). The title is the
+  (``kb_shared.ingest.chunking``; fences never split, ``#`` inside them no heading). The title is the
   first level-1 heading outside fences, else ``""`` (citations fall back to the file name).
 * **Plain text** (``.txt``) becomes paragraphs: blocks separated by one or more blank lines
   are paragraphs separated by one blank line, and line breaks inside a block are kept, because
@@ -36,7 +36,7 @@ import re
 import time
 from pathlib import PurePath
 
-from kb_shared.chunking import markdown_headings
+from kb_shared.ingest.chunking import markdown_headings
 from kb_shared.errors import ConversionError
 from kb_shared.providers.base import ConvertedDocument, MarkdownConverter
 
@@ -51,7 +51,7 @@ DOCUMENT_SUFFIXES: tuple[str, ...] = (".pdf", *TEXT_SUFFIXES)
 CONVERTER_NAME = "text-passthrough-r1"
 
 _PDF_SIGNATURE = b"%PDF-"
-#: A line the chunker would read as a page marker (``kb_shared.chunking``'s rule, any case).
+#: A line the chunker would read as a page marker (``kb_shared.ingest.chunking``'s rule, any case).
 _PAGE_MARKER_LIKE = re.compile(
     r"^(\s*)(<!--\s*page\s+\d+(?:\s+\(p\.\s+.*?\))?\s*-->\s*)$", re.IGNORECASE
 )

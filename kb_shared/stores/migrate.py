@@ -42,7 +42,7 @@ from sqlalchemy.engine import Engine
 from kb_shared.errors import EmbeddingMismatchError, MigrationError, MigrationRefusedError
 from kb_shared.graph_model import Entity, Relationship
 from kb_shared.settings import Settings
-from kb_shared.sparse import fts_document, tokenize
+from kb_shared.search.sparse import fts_document, tokenize
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.stores.catalog import CATALOG_METADATA
 from kb_shared.stores.factory import init_database, open_engine, open_graph_store
@@ -190,7 +190,7 @@ def migrate(
 
 
 def sparse_source_text(terms: str) -> str:
-    """A text whose ``kb_shared.sparse.tokenize`` terms are exactly ``terms`` (the FTS5
+    """A text whose ``kb_shared.search.sparse.tokenize`` terms are exactly ``terms`` (the FTS5
     terms the SQLite index stored, space-separated), so the sparse side moves without the
     original text: ``tokenize`` emits a compound followed by its parts, so keeping each
     compound and skipping the parts that follow it gives the terms back (checked here).

@@ -5,11 +5,11 @@ holds). Their public methods check every argument and leave each backend ``_`` h
 get checked arguments, so the backends cannot drift apart on the contract:
 
 * ``kb_shared.stores.vectors_sqlite.SqliteVectorIndex`` — sqlite-vec ``vec0`` (cosine) for the
-  dense side, FTS5 BM25 over ``kb_shared.sparse`` terms for the sparse side. Embedded default.
+  dense side, FTS5 BM25 over ``kb_shared.search.sparse`` terms for the sparse side. Embedded default.
 * ``kb_shared.stores.vectors_qdrant.QdrantVectorIndex`` — Qdrant named dense + sparse vectors
   (sparse with ``Modifier.IDF``), server or local mode (``QdrantClient(":memory:")`` in tests).
 
-Both derive the sparse side from ``Point.sparse_text`` with ``kb_shared.sparse`` so codes such
+Both derive the sparse side from ``Point.sparse_text`` with ``kb_shared.search.sparse`` so codes such
 as ``IN008-24`` are one term on every backend. Hybrid search fuses dense and sparse candidate
 lists with reciprocal rank fusion (``reciprocal_rank_fusion`` below) in our code, not the
 backend's, so the ranking is identical whichever store is live.
@@ -261,7 +261,7 @@ class VectorReader(ClosingStore, ABC):
         documents: Sequence[str] | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """Best points by term match over ``kb_shared.sparse`` terms of ``text``, best first,
+        """Best points by term match over ``kb_shared.search.sparse`` terms of ``text``, best first,
         equal scores by id; every backend gives Qdrant's IDF-weighted BM25 score
         (``kb_shared.stores.vectors_sparse``), so a migrated index ranks alike.
 
@@ -295,9 +295,9 @@ class VectorReader(ClosingStore, ABC):
             candidates: how many to take from each side; default
                 ``max(MIN_CANDIDATES, CANDIDATE_FACTOR * limit)``.
             extra: more ``(hits best first, weight)`` lists to fuse, e.g. the points that
-                contain a rare code of the query word for word (``kb_shared.retrieval``).
+                contain a rare code of the query word for word (``kb_shared.search.retrieval``).
             sparse: the sparse side when the caller searched it already: ``sparse_search(text,
-                candidates, documents, kinds)``'s answer (``kb_shared.retrieval`` does, while
+                candidates, documents, kinds)``'s answer (``kb_shared.search.retrieval`` does, while
                 the query is still being embedded).
 
         Returns:

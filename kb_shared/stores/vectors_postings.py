@@ -5,7 +5,7 @@ rowid, point id, document and kind numbers, number of terms and an alive flag; p
 postings list of ``(position, tf)`` in numpy arrays. ``search`` scores every point holding a
 query term with Qdrant's score (``kb_shared.stores.vectors_sparse``: a double-precision sum
 over the query terms in ``term_index`` order of ``value * bm25_term_weight(tf, length)``,
-each weight computed in ``kb_shared.sparse.bm25_term_weight``'s operation order, the sum
+each weight computed in ``kb_shared.search.sparse.bm25_term_weight``'s operation order, the sum
 rounded to float32), so its answers equal the FTS5 path's and Qdrant's, ids and scores.
 
 The copy follows the SQLite file like ``kb_shared.stores.vectors_codes.CodeCache``: it is
@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kb_shared.sparse import AVERAGE_DOCUMENT_TOKENS, BM25_B, BM25_K1, tokenize
+from kb_shared.search.sparse import AVERAGE_DOCUMENT_TOKENS, BM25_B, BM25_K1, tokenize
 from kb_shared.stores.vectors_codes import LOCK_WAIT, RELOAD_FRACTION
 from kb_shared.stores.vectors_sparse import ScoredRow, query_terms, read_averages
 
@@ -54,7 +54,7 @@ _AVERAGES_ROWID = 1
 
 class PostingRows(NamedTuple):
     """Rows read from the index: rowids, point ids, documents, kinds and FTS5 ``terms``
-    (space-separated ``kb_shared.sparse.fts_document`` terms), one entry per point."""
+    (space-separated ``kb_shared.search.sparse.fts_document`` terms), one entry per point."""
 
     rowids: list[int]
     ids: list[str]
@@ -279,7 +279,7 @@ class PostingsSnapshot:
 
 
 def bm25_weights(tfs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``kb_shared.sparse.bm25_term_weight(tf, length)`` elementwise, bit for bit: the same
+    """``kb_shared.search.sparse.bm25_term_weight(tf, length)`` elementwise, bit for bit: the same
     float64 operations in the same order (float64, shape of ``tfs``; ``tfs`` >= 1, ``lengths``
     the points' numbers of terms)."""
     tf = tfs.astype(np.float64)

@@ -5,7 +5,7 @@ Layout of the collection:
 * named dense vector ``"dense"`` (``Distance.COSINE``; Qdrant normalises on insert, so a
   score is the cosine similarity) and named sparse vector ``"sparse"`` with
   ``Modifier.IDF`` (Qdrant multiplies each query term by its inverse document frequency
-  over the collection, so our ``kb_shared.sparse.sparse_vector`` only carries BM25 tf
+  over the collection, so our ``kb_shared.search.sparse.sparse_vector`` only carries BM25 tf
   weights);
 * point id ``kb_shared.identity.point_uuid(id)`` (Qdrant ids must be integers or UUIDs);
   the payload holds ``{"id", "document", "kind", "text", "payload"}`` — the string id, the
@@ -40,7 +40,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from kb_shared.errors import StoreError, StoreUnavailableError
 from kb_shared.identity import point_uuid
-from kb_shared.sparse import sparse_vector
+from kb_shared.search.sparse import sparse_vector
 from kb_shared.stores.vectors import (
     CheckedPoint,
     CollectionInfo,

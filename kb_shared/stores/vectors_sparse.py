@@ -3,13 +3,13 @@
 ``kb migrate`` copies the SQLite index into Qdrant; for search_docs to answer the same before
 and after, SQLite's ``sparse_search`` must rank by the score Qdrant computes for the same
 points (benchmarks/results/migrate-2026-12-01-scorer.md). Qdrant (``Modifier.IDF`` over
-``kb_shared.sparse.sparse_vector``) scores a point ``d`` for a query ``q`` as
+``kb_shared.search.sparse.sparse_vector``) scores a point ``d`` for a query ``q`` as
 
     score(q, d) = float32( sum over the terms t of q, by term_index ascending,
                            of (w(t, q) * idf(t)) * w(t, d) )
     idf(t) = ln((N - df(t) + 0.5) / (df(t) + 0.5) + 1)
 
-with ``w(t, x) = kb_shared.sparse.bm25_term_weight(tf of t in x, number of terms of x)``,
+with ``w(t, x) = kb_shared.search.sparse.bm25_term_weight(tf of t in x, number of terms of x)``,
 ``N`` the points of the index and ``df(t)`` the points whose sparse text holds ``t``
 (Qdrant's "IDF Modifier" documentation, v1.10; qdrant-client 1.20's local mode
 ``LocalCollection._compute_idf`` / ``_rescore_idf``, which sums in double precision and rounds
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from kb_shared.sparse import (
+from kb_shared.search.sparse import (
     AVERAGE_DOCUMENT_TOKENS,
     BM25_B,
     BM25_K1,
@@ -74,7 +74,7 @@ class QueryTerm:
     """One distinct term of a query with what both scores need.
 
     Attributes:
-        term: the ``kb_shared.sparse.tokenize`` term.
+        term: the ``kb_shared.search.sparse.tokenize`` term.
         index: its ``term_index`` (Qdrant's sum runs in this order).
         value: ``bm25_term_weight(tf in the query, query terms) * idf`` — the query vector's
             value after Qdrant's IDF rescoring.
@@ -91,7 +91,7 @@ class QueryTerm:
 
 def match_expression(terms: Sequence[QueryTerm]) -> str:
     """The FTS5 ``MATCH`` of ``terms``: each term as an FTS5 string (``"`` doubled), joined
-    with ``OR`` (``kb_shared.sparse.fts_query`` of the terms some point holds)."""
+    with ``OR`` (``kb_shared.search.sparse.fts_query`` of the terms some point holds)."""
     return " OR ".join('"' + t.term.replace('"', '""') + '"' for t in terms)
 
 

@@ -14,7 +14,7 @@ Tables, all prefixed with the index ``name`` (default ``chunks``):
   columns were probed too and rejected: with ``IN (a, b)`` on a partition key 0.1.9 returned
   ``k`` rows per partition (2k in all). vec0 caps ``k`` at 4096, so a search returns at most
   ``MAX_KNN`` hits.
-* ``{name}_fts`` — an FTS5 table over ``kb_shared.sparse.fts_document(point.terms_source)``.
+* ``{name}_fts`` — an FTS5 table over ``kb_shared.search.sparse.fts_document(point.terms_source)``.
   It stores its text (not ``content=''``): a contentless table with ``contentless_delete=1``
   cannot take a deleted row's tokens off FTS5's totals, so after re-embedding a document
   BM25's average length and document count drifted and the same corpus ranked differently
@@ -23,7 +23,7 @@ Tables, all prefixed with the index ``name`` (default ``chunks``):
   ``tokenchars '-_./'`` (joiners stay inside a token), ``categories 'L* M* N* Co'`` (marks
   are token characters, so Arabic harakat do not split a word) and ``remove_diacritics 0``
   (``ä`` stays ``ä``), so every term of our tokenizer is exactly one FTS5 token — the FTS5
-  vocabulary equals the set of ``kb_shared.sparse.tokenize`` terms (tested). FTS5 matches;
+  vocabulary equals the set of ``kb_shared.search.sparse.tokenize`` terms (tested). FTS5 matches;
   its ``bm25()`` picks the candidates, which are ranked by the score Qdrant computes for the
   same points (``kb_shared.stores.vectors_sparse``), so a migrated index answers alike.
 
@@ -75,7 +75,7 @@ import pysqlite3.dbapi2 as sqlite3
 import sqlite_vec
 
 from kb_shared.errors import StoreError, StoreUnavailableError
-from kb_shared.sparse import fts_document, fts_query
+from kb_shared.search.sparse import fts_document, fts_query
 from kb_shared.stores.vectors import (
     CheckedPoint,
     CollectionInfo,
@@ -736,7 +736,7 @@ class SqliteVectorIndex(VectorIndex):
 class ExportedPoint(NamedTuple):
     """A point as ``SqliteVectorIndex.export_points`` reads it: the stored point, its dense
     vector (float32, shape ``(dimension,)``, unit length as stored) and its FTS5 terms
-    (``kb_shared.sparse.fts_document`` of the text its sparse side indexed)."""
+    (``kb_shared.search.sparse.fts_document`` of the text its sparse side indexed)."""
 
     point: StoredPoint
     dense: np.ndarray

@@ -139,7 +139,7 @@ def run(argv: list[str]) -> None:
         stop_in(
             options[options.index("--stop-in") + 1], after="--after" in options, within=within
         )
-    from kb_assets.cli import main  # noqa: PLC0415 - after the patches, as `kb` would load
+    from kb_assets.cli.main import main  # noqa: PLC0415 - after the patches, as `kb` would load
 
     sys.argv = ["kb", *kb_args]
     main()

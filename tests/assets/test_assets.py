@@ -30,13 +30,13 @@ from kb_assets.constants import (
     MARKDOWN,
     RECORD,
 )
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.io_manager import StepRecords
 from kb_assets.jobs import build_documents_job
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import StoresResource
-from kb_shared.citations import PointPayload
+from kb_shared.search.citations import PointPayload
 from kb_shared.stores.catalog import DocumentRow
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TEXT
 from tests.assets.fake_providers import FakeProviders

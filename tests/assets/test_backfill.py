@@ -17,7 +17,7 @@ import pytest
 from kb_assets import backfill, operations
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, DOCUMENTS, EMBEDDINGS, MARKDOWN, RECORD
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.io_manager import StepRecords
 from kb_assets.jobs import build_documents_job

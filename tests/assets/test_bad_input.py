@@ -12,7 +12,7 @@ cannot hold (``../``, NUL, 300 characters) come in as a URL download's name, the
 name reaches intake without a file of that name. Market data (an AER workbook that is a
 renamed PDF, a Notion page whose properties have the wrong types) has its own two tests.
 
-Last, the pre-flight itself (``kb_shared.pdf.check_limits``): each stream filter is measured as
+Last, the pre-flight itself (``kb_shared.ingest.pdf.check_limits``): each stream filter is measured as
 MuPDF decodes it and refused past the cap, an LZW bomb too, and the caps follow the settings.
 """
 
@@ -33,19 +33,20 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from kb_assets import cli, intake
+from kb_assets import intake
+from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, DOCUMENTS
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit, admit_sources
 from kb_assets.jobs import build_documents_job
 from kb_assets.resources import StoresResource
 from kb_shared.errors import AerWorkbookError, ConversionError, NotionSchemaError
-from kb_shared.fetch import Fetched
+from kb_shared.fetch.fetcher import Fetched
 from kb_shared.identity import sha256_bytes
 from kb_shared.market.aer_layout import read_workbook
 from kb_shared.market.notion import NotionTracker, sync_notion
-from kb_shared.pdf import PdfLimits, check_limits, check_pdf, stream_inflated_size
+from kb_shared.ingest.pdf import PdfLimits, check_limits, check_pdf, stream_inflated_size
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
 from kb_shared.settings import Settings
 from tests.assets.fake_providers import FakeProviders
@@ -441,7 +442,7 @@ def test_a_notion_page_with_wrongly_typed_properties_is_refused_and_nothing_stor
 
 
 # --------------------------------------------------------------------------------------
-# Pre-flight: every stream filter is read through the cap (kb_shared.pdf)
+# Pre-flight: every stream filter is read through the cap (kb_shared.ingest.pdf)
 # --------------------------------------------------------------------------------------
 def lzw(data: bytes) -> bytes:
     """LZWDecode encoding (PDF 32000-1:2008 §7.4.4, EarlyChange 1) of ``data``."""

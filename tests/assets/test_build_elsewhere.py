@@ -19,11 +19,12 @@ from dagster._core.remote_origin import RegisteredCodeLocationOrigin, RemoteRepo
 from dagster._daemon.types import DaemonHeartbeat
 from typer.testing import CliRunner
 
-from kb_assets import cli, operations
+from kb_assets import operations
+from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.backfill import RANGE_END_TAG
 from kb_assets.constants import BUILD_JOB, PARTITION_TAG
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.io_manager import RANGE_START_TAG

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import cli, serve
+from kb_assets import serve
+from kb_assets.cli import main as cli
 from kb_assets.resources import StoresResource
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kb_assets import cli
-from kb_assets.cli_obligations import CSV_COLUMNS
+from kb_assets.cli import main as cli
+from kb_assets.cli.obligations import CSV_COLUMNS
 from kb_shared.stores import factory
 from tests.mcp.corpus import DISPATCH_ID, RETAIL_ID, HashingEmbedder, corpus_settings, write_corpus
 from tests.mcp.test_search_obligations import DISPATCH_REGISTER, RETAIL_REGISTER

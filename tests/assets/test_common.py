@@ -10,7 +10,7 @@ from kb_assets.assets.common import fingerprint, point_payload, provider_usage, 
 from kb_assets.constants import FIGURES
 from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument, StepSummary
-from kb_shared.citations import FigurePayload
+from kb_shared.search.citations import FigurePayload
 from kb_shared.providers.base import (
     ConvertedDocument,
     FigureRegion,

@@ -12,7 +12,8 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import cli, operations
+from kb_assets import operations
+from kb_assets.cli import main as cli
 from kb_assets.constants import DOCUMENTS
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeStatus, admit

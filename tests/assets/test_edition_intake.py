@@ -16,7 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from kb_assets import cli
+from kb_assets.cli import main as cli
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import EDITION_OR_VERSION, IntakeStatus, admit
 from kb_assets.jobs import add_documents_job

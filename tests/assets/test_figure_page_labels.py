@@ -18,15 +18,15 @@ import pymupdf
 import pytest
 
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource
 from kb_mcp.links import Links
 from kb_mcp.render import render_passage
-from kb_shared.chunking import page_marker
-from kb_shared.citations import PointPayload
+from kb_shared.ingest.chunking import page_marker
+from kb_shared.search.citations import PointPayload
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
-from kb_shared.retrieval import Passage
+from kb_shared.search.retrieval import Passage
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TEXT
 from tests.assets.fake_providers import FakeProviders
 from tests.fakes import FakeConverter

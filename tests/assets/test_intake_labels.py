@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 from typer.testing import CliRunner
 
-from kb_assets import cli
+from kb_assets.cli import main as cli
 from kb_assets.constants import ADD_JOB
 from kb_assets.definitions import defs
 from kb_assets.instance import dagster_instance

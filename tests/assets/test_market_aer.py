@@ -18,7 +18,7 @@ import openpyxl
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import cli
+from kb_assets.cli import main as cli
 from kb_assets.constants import AER_PERFORMANCE, CHECK_AER_TOTALS
 from kb_assets.instance import dagster_instance
 from kb_assets.market import assets

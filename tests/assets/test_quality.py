@@ -11,7 +11,8 @@ import dagster as dg
 import pytest
 
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.definitions import defs, kb_resources
+from kb_assets.definitions import defs
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import admit
 from kb_assets.quality import (
     CHECK_FLOORS,
@@ -23,7 +24,7 @@ from kb_assets.quality import (
     load_floors,
 )
 from kb_assets.resources import StoresResource
-from kb_shared.evaluation import EvalSet, applicable, find_eval_sets, parse_question
+from kb_shared.search.evaluation import EvalSet, applicable, find_eval_sets, parse_question
 from tests.assets.fake_providers import FakeProviders
 from tests.fakes import tiny_pdf
 

@@ -11,8 +11,9 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import cli, references
-from kb_assets.definitions import kb_resources
+from kb_assets import references
+from kb_assets.cli import main as cli
+from kb_assets.jobs import kb_resources
 from kb_assets.references import INDEX_JOB, index_references_job, reference_sensor
 from kb_assets.resources import StoresResource
 from kb_shared.identity import REFERENCE_DOCUMENT, reference_id

@@ -22,9 +22,9 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
-from kb_assets import cli
+from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import admit
 from kb_assets.resources import StoresResource
 from kb_assets.upload.service import UploadService

@@ -17,10 +17,12 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import cli, operations
+from kb_assets import operations
+from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, DOCUMENTS, DocumentStatus
-from kb_assets.definitions import defs, kb_resources
+from kb_assets.definitions import defs
+from kb_assets.jobs import kb_resources
 from kb_assets.jobs import build_documents_job
 from kb_assets.request_jobs import APPROVE_JOB, ApproveRequestConfig
 from kb_assets.resources import StoresResource

@@ -11,7 +11,8 @@ import pytest
 
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, CHUNKS
-from kb_assets.definitions import defs, kb_resources
+from kb_assets.definitions import defs
+from kb_assets.jobs import kb_resources
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import admit
 from kb_assets.jobs import build_documents_job

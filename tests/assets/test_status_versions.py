@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kb_assets import cli
+from kb_assets.cli import main as cli
 from kb_assets.operations import status_text
 from kb_assets.resources import StoresResource
 from tests.fakes import tiny_pdf

@@ -12,16 +12,16 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import cli
+from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, CHUNKS, DOCUMENTS, FIGURES, MARKDOWN
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.io_manager import StepRecords
 from kb_assets.jobs import build_documents_job
 from kb_assets.resources import StoresResource
-from kb_shared.chunking import chunk_markdown
-from kb_shared.citations import PointPayload
+from kb_shared.ingest.chunking import chunk_markdown
+from kb_shared.search.citations import PointPayload
 from kb_shared.errors import ConversionError
 from kb_shared.providers.text_markdown import TextMarkdownConverter, is_text_document
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TEXT

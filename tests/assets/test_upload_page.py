@@ -5,7 +5,7 @@ any byte is sent, a PDF sent with its progress bar reaching 100% and its six ste
 a scanned PDF showing why it failed, and a reload that keeps the list.
 
 Builds run in-process on fake providers (``tests/assets/fake_providers.py``) whose converter
-applies the real text-layer check (``kb_shared.pdf``), so the scanned PDF of the shared corpus
+applies the real text-layer check (``kb_shared.ingest.pdf``), so the scanned PDF of the shared corpus
 fails with the reason the real converter gives, in milliseconds.
 """
 
@@ -25,10 +25,11 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from benchmarks.mcp_server import free_port, serving_in_thread
-from kb_assets import cli, serve
+from kb_assets import serve
+from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, DOCUMENTS
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.jobs import build_documents_job
@@ -38,7 +39,7 @@ from kb_assets.upload.app import CHANGE_HEADER, build_app
 from kb_assets.upload.checks import check_files
 from kb_assets.upload.service import UploadService
 from kb_shared.errors import ExposureError
-from kb_shared.pdf import check_text_layer, open_pdf, unmapped_characters
+from kb_shared.ingest.pdf import check_text_layer, open_pdf, unmapped_characters
 from kb_shared.providers.base import ConvertedDocument
 from kb_shared.settings import Settings
 from tests.assets.fake_providers import FakeProviders
@@ -58,7 +59,7 @@ SCANNED_REASON = (
 @dataclass
 class TextLayerConverter(FakeConverter):
     """``FakeConverter`` after the real converter's refusal of a PDF without a readable text
-    layer (``kb_shared.pdf``, milliseconds: it runs before any layout work)."""
+    layer (``kb_shared.ingest.pdf``, milliseconds: it runs before any layout work)."""
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
         document = open_pdf(pdf, filename)

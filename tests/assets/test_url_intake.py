@@ -23,14 +23,15 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import cli, intake
+from kb_assets import intake
+from kb_assets.cli import main as cli
 from kb_assets.constants import ADD_JOB, DOCUMENTS
 from kb_assets.definitions import defs
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeStatus, admit_sources
 from kb_assets.jobs import AddDocumentsConfig
 from kb_assets.resources import StoresResource
-from kb_shared.fetch import Expectation, FetchPolicy, fetch
+from kb_shared.fetch.fetcher import Expectation, FetchPolicy, fetch
 from kb_shared.settings import Settings
 from tests.fakes import tiny_pdf
 from tests.fetch_server import FetchServer, LocalCertificates, Route, body, make_certificates, redirect

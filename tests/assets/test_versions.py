@@ -19,10 +19,11 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from kb_assets import cli, intake, operations, request_jobs
+from kb_assets import intake, operations, request_jobs
+from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, CHUNKS, EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeOutcome, admit
 from kb_assets.jobs import add_documents_job, build_documents_job
 from kb_assets.resources import StoresResource
@@ -31,9 +32,9 @@ from kb_mcp.documents import document_list, search_scope, served_documents, vers
 from kb_mcp.links import links_for
 from kb_mcp.pages.gallery import read_gallery
 from kb_mcp.state import open_state
-from kb_shared.citations import PointPayload
+from kb_shared.search.citations import PointPayload
 from kb_shared.errors import DocumentNotFoundError, DuplicateDocumentError
-from kb_shared.fetch import Fetched
+from kb_shared.fetch.fetcher import Fetched
 from kb_shared.identity import chunk_id, figure_id, sha256_bytes, split_version_key, version_key
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import (

@@ -18,8 +18,8 @@ from urllib.parse import quote
 import pytest
 
 from kb_shared.errors import AerReleasePageError, FetchRefusedError
-from kb_shared.fetch import Expectation, FetchPolicy, fetch
-from kb_shared.fetch_content import HTML_MAX_BYTES, XLSM_CONTENT_TYPE, XLSX_CONTENT_TYPE
+from kb_shared.fetch.fetcher import Expectation, FetchPolicy, fetch
+from kb_shared.fetch.content import HTML_MAX_BYTES, XLSM_CONTENT_TYPE, XLSX_CONTENT_TYPE
 from kb_shared.market.aer_source import download_release, workbook_links
 from kb_shared.settings import Settings
 from tests.assets.test_url_intake import HOST, LocalSite, local_site

@@ -27,7 +27,7 @@ from pathlib import Path
 import pymupdf
 
 from kb_shared import layout
-from kb_shared.citations import FigurePayload, PointPayload
+from kb_shared.search.citations import FigurePayload, PointPayload
 from kb_shared.identity import chunk_id, doc_id, figure_id, sha256_bytes
 from kb_shared.providers.base import Embedder
 from kb_shared.settings import Settings

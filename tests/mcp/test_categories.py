@@ -13,9 +13,9 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
-from kb_assets import cli
+from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource

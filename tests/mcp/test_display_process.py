@@ -24,7 +24,7 @@ from kb_mcp.http import build_app
 from kb_mcp.server import build_server
 from kb_mcp.tools import display_process
 from kb_shared import layout
-from kb_shared.citations import FigurePayload
+from kb_shared.search.citations import FigurePayload
 from kb_shared.identity import figure_id
 from kb_shared.stores import factory
 from kb_shared.stores.vectors import KIND_FIGURE, Point

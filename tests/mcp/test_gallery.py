@@ -229,7 +229,7 @@ def test_a_figure_on_a_labelled_page_names_the_printed_label_and_the_pdf_page() 
 
     from kb_mcp.links import Links
     from kb_mcp.pages.gallery import Gallery, gallery_figure, gallery_html
-    from kb_shared.citations import FigurePayload, PointPayload
+    from kb_shared.search.citations import FigurePayload, PointPayload
     from kb_shared.stores.catalog import DocumentRow
 
     payload = PointPayload(

@@ -16,7 +16,7 @@ from kb_assets.references import index_references
 from kb_assets.resources import StoresResource
 from kb_mcp.server import build_server
 from kb_shared.providers.local_embeddings import load_local_embedder
-from kb_shared import retrieval
+from kb_shared.search import retrieval
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, reference_requests, reference_sources
 from kb_shared.stores.vectors import DOCUMENT_KINDS, KIND_REFERENCE

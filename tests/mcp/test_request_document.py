@@ -22,7 +22,7 @@ from mcp import Client
 from typer.testing import CliRunner
 
 from benchmarks.postgres import reader_database
-from kb_assets import cli
+from kb_assets.cli import main as cli
 from kb_mcp.server import build_server
 from kb_mcp.tools.request_document import (
     LIKELY_MATCH,

@@ -1,6 +1,6 @@
 """Retrieval quality on ``../shared/corpus/eval/regulatory/questions.jsonl`` over a corpus the
 real pipeline builds from its 9 evidence PDFs (once per module; it takes minutes), with the
-offline embedding model. Hit rule and metrics: ``kb_shared.evaluation``.
+offline embedding model. Hit rule and metrics: ``kb_shared.search.evaluation``.
 
 Set ``KB_TEST_EVAL_HOME`` to a KB_HOME where those 9 PDFs are already built to skip the build
 (the directory is only read).
@@ -22,7 +22,7 @@ top 10:
   FinanceBench Recall@5 0.471 instead of 0.588. (An index re-embedded in place scored 0.400 /
   0.867 / 0.900 / 0.578 before the FTS5 table stored its terms: BM25 statistics drifted; see
   vectors_sqlite.)
-* 2026-12-01, after the offline re-ordering (``kb_shared.retrieval_features``) and the
+* 2026-12-01, after the offline re-ordering (``kb_shared.search.retrieval_features``) and the
   converter r4 (page labels, outlines, joined hyphenation, tables across pages), on a fresh
   build of the same 9 PDFs: Recall@1 0.533, Recall@5 0.867, Recall@10 0.867, MRR 0.658;
   identifier Recall@1 4/7. With row and sentence matching added (same build; table MRR
@@ -41,7 +41,7 @@ top 10:
   emphasis restored ("semi-scheduled", 89207b6): Recall@1 0.733, Recall@5 0.967, Recall@10
   1.000, MRR 0.826 (benchmarks/results/retrieval-2026-12-06-final-regulatory.md). The floors
   below are these, rounded down.
-* confidence (``kb_shared.retrieval.NOTHING_FOUND_SIMILARITY`` / ``MIN_TERM_COVERAGE``): best
+* confidence (``kb_shared.search.retrieval.NOTHING_FOUND_SIMILARITY`` / ``MIN_TERM_COVERAGE``): best
   cosine of the eval questions 0.456-0.860; of ``OFF_TOPIC`` 0.104-0.325 with term coverage
   at most 0.667; ``SHORT_ON_TOPIC`` from 0.253 (full coverage); section-heading queries
   0.234-0.92, all at full coverage. The 2 ``absent`` questions (0.615 and 0.484, coverage
@@ -67,8 +67,8 @@ from mcp import Client
 
 from kb_mcp.graph_search import search_graph
 from kb_mcp.state import ServerState, open_state
-from kb_shared.evaluation import Question, Retrieved, hit_rank, load_questions, score
-from kb_shared.retrieval import search_docs
+from kb_shared.search.evaluation import Question, Retrieved, hit_rank, load_questions, score
+from kb_shared.search.retrieval import search_docs
 from kb_shared.settings import Settings
 from kb_shared.stores.vectors import KIND_TABLE, KIND_TEXT, VectorIndex
 from tests.conftest import corpus_dir

@@ -9,9 +9,9 @@ import pytest
 
 from kb_mcp import graph_search, images, render
 from kb_mcp.links import Links
-from kb_shared import citations, retrieval
+from kb_shared.search import citations, retrieval
 from kb_shared.errors import QueryError
-from kb_shared.retrieval import Passage
+from kb_shared.search.retrieval import Passage
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.graph_model import Relationship
 from kb_shared.stores.graph import EntityHit, GraphPath

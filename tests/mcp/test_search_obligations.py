@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from kb_mcp.server import build_server
-from kb_shared.obligations import Obligation
+from kb_shared.compliance.obligations import Obligation
 from kb_shared.stores import factory
 from tests.mcp.corpus import DISPATCH_ID, RETAIL_ID, HashingEmbedder, corpus_settings, write_corpus
 

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource
 from kb_mcp.http import media_type

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from kb_shared.retrieval import NOTHING_FOUND_SIMILARITY
+from kb_shared.search.retrieval import NOTHING_FOUND_SIMILARITY
 from kb_mcp.server import build_server
 from kb_shared.errors import EmbeddingError, RerankError
 from kb_shared.providers import factory as provider_factory

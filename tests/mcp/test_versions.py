@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, CHUNKS, EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import admit
 from kb_assets.jobs import build_documents_job

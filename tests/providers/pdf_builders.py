@@ -53,7 +53,7 @@ def type0_pdf_without_tounicode(
     ``actual_text`` marks each page's text as a ``/Span`` whose ``/ActualText`` is the text
     (PDF 32000-1:2008 §14.9.4: ``get_text()`` reads it, layout mode ignores it).
     The font's name with its subset prefix is longer than MuPDF keeps
-    (``kb_shared.pdf.FONT_NAME_CHARS``).
+    (``kb_shared.ingest.pdf.FONT_NAME_CHARS``).
     """
     font = pymupdf.Font("cjk")
     doc = pymupdf.open()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.identity import chunk_id
 from kb_shared.providers import factory
 from kb_shared.providers.base import (

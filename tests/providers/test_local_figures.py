@@ -16,7 +16,7 @@ import pymupdf
 import pytest
 
 from kb_shared.errors import ConversionError
-from kb_shared.figures import PAD_FRACTION, Box, crop_geometry, text_line_boxes
+from kb_shared.ingest.figures import PAD_FRACTION, Box, crop_geometry, text_line_boxes
 from kb_shared.providers.base import FigureBox, FigureLocator, FigureRegion
 from kb_shared.providers.local_figures import LayoutFigureLocator
 from kb_assets.sample_pdf import FIGURE_CAPTION, MARGIN_X, PAGE_WIDTH, sample_pdf_bytes
@@ -402,7 +402,7 @@ def _cut_lines(clip: Box, lines: list[Box], sliver: float = 1.0) -> list[Box]:
 
 
 # --------------------------------------------------------------------------------------
-# Crop padding around text (kb_shared.figures.crop_geometry with text lines)
+# Crop padding around text (kb_shared.ingest.figures.crop_geometry with text lines)
 # --------------------------------------------------------------------------------------
 CROP_BOX = (100.0, 100.0, 400.0, 300.0)  # on A4: padding 8.925 pt in x, 12.63 pt in y
 

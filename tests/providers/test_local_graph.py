@@ -12,7 +12,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.errors import ProviderError
 from kb_shared.identity import chunk_id, doc_id
 from kb_shared.models import SPACY_MODEL_SHA256

@@ -17,7 +17,7 @@ import pymupdf
 import pymupdf4llm
 import pytest
 
-from kb_shared.chunking import chunk_markdown
+from kb_shared.ingest.chunking import chunk_markdown
 from kb_shared.errors import ConversionError
 from kb_shared.providers.base import ConvertedDocument
 from kb_shared.providers.local_markdown import CONVERTER_NAME, PymupdfMarkdownConverter

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.providers.spacy_graph.text import (
     Definition,
     Unit,

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from kb_shared import identity
-from kb_shared.changes import ADDED, CHANGED, MOVED, REMOVED, Change, ChangeSet, Side
+from kb_shared.compliance.changes import ADDED, CHANGED, MOVED, REMOVED, Change, ChangeSet, Side
 from kb_shared.stores.catalog import Catalog, ChangeSetRow, change_sets, document_changes
 
 RULES = ChangeSet(

@@ -99,7 +99,7 @@ def test_kb_db_init_command_applies_sql_files_and_hides_the_password(
 ) -> None:
     from typer.testing import CliRunner  # noqa: PLC0415
 
-    from kb_assets import cli  # noqa: PLC0415 - imports Dagster: only when Postgres is here
+    from kb_assets.cli import main as cli  # noqa: PLC0415 - imports Dagster: only when Postgres is here
 
     monkeypatch.setenv("KB_DATABASE_URL", database_url)
     runner = CliRunner()

@@ -18,18 +18,18 @@ from typer.testing import CliRunner
 
 from benchmarks.postgres import scratch_database
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.cli import app
-from kb_assets.definitions import kb_resources
+from kb_assets.cli.main import app
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource
-from kb_shared.contextual import stored_embedding_text
-from kb_shared.citations import PointPayload
+from kb_shared.ingest.contextual import stored_embedding_text
+from kb_shared.search.citations import PointPayload
 from kb_shared.errors import MigrationError, MigrationRefusedError
 from kb_shared.graph_model import Entity, Relationship
 from kb_shared.identity import point_uuid
-from kb_shared.retrieval import search_docs
+from kb_shared.search.retrieval import search_docs
 from kb_shared.settings import Settings
-from kb_shared.sparse import fts_document, sparse_vector
+from kb_shared.search.sparse import fts_document, sparse_vector
 from kb_shared.stores.blobs import BlobStore
 from kb_shared.stores.catalog import Catalog
 from kb_shared.stores.factory import ensure_sql_schema

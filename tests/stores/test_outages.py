@@ -29,7 +29,7 @@ import pytest
 from kb_assets import operations
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB
-from kb_assets.definitions import kb_resources
+from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.jobs import build_documents_job
 from kb_assets.resources import StoresResource

@@ -19,7 +19,7 @@ import pysqlite3.dbapi2 as sqlite3
 import pytest
 
 from kb_shared.settings import Settings
-from kb_shared.sparse import bm25_term_weight, fts_document
+from kb_shared.search.sparse import bm25_term_weight, fts_document
 from kb_shared.stores import vectors_postings
 from kb_shared.stores.factory import open_vector_index
 from kb_shared.stores.vectors import Point

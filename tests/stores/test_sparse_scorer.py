@@ -22,7 +22,7 @@ import pysqlite3.dbapi2 as sqlite3
 import pytest
 from qdrant_client import QdrantClient, models
 
-from kb_shared.sparse import bm25_term_weight, fts_document, sparse_vector
+from kb_shared.search.sparse import bm25_term_weight, fts_document, sparse_vector
 from kb_shared.stores.vectors import Point
 from kb_shared.stores.vectors_qdrant import SPARSE, QdrantVectorIndex
 from kb_shared.stores.vectors_sparse import (

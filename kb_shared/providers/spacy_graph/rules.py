@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.graph_model import Relationship, entity_key
 from kb_shared.providers.base import Extraction
 from kb_shared.providers.graph_vocabulary import (

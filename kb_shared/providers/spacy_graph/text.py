@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.providers.spacy_graph.names import LEADING_DROP, STOP_NAMES, tidy, valid_name
 
 # --------------------------------------------------------------------------------------

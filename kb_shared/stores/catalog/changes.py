@@ -1,6 +1,6 @@
 """The ``change_sets`` and ``document_changes`` tables: what changed in each document version
 against its previous issue (issue 27, "What changed"; the comparison is
-``kb_shared.changes.compare``).
+``kb_shared.compliance.changes.compare``).
 
 One ``change_sets`` row per compared version (``doc_id``, ``version``): the issue it was
 compared with (``previous_doc_id``, ``previous_version``: an earlier version of the same
@@ -25,7 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from kb_shared.changes import CHANGE_KINDS, Change, ChangeSet, Side
+from kb_shared.compliance.changes import CHANGE_KINDS, Change, ChangeSet, Side
 from kb_shared.stores.catalog.common import (
     CATALOG_METADATA,
     CatalogBase,
@@ -89,7 +89,7 @@ document_changes = sa.Table(
 @dataclass(frozen=True, slots=True)
 class ChangeSetRow:
     """One compared version: ``doc_id`` / ``version`` compared with ``previous_doc_id`` /
-    ``previous_version``, its summary counts (``kb_shared.changes.ChangeSet.summary``) and
+    ``previous_version``, its summary counts (``kb_shared.compliance.changes.ChangeSet.summary``) and
     ``computed_at`` (aware UTC)."""
 
     doc_id: str

@@ -8,7 +8,7 @@ new version's register is built beside the served one; searches name the served 
 
 * ``party``: equal to the normalised role, or a phrase inside the party as the document names
   it, ignoring case ("retailer" finds role ``Retailer`` and "Solar Retailers").
-* ``modality``: one of ``kb_shared.obligations.MODALITIES``.
+* ``modality``: one of ``kb_shared.compliance.obligations.MODALITIES``.
 * ``query``: every word (``query_words``) appears in the obligation's sentence, ignoring case.
 * ``has_deadline``: a deadline or condition was found (``True``) or not (``False``).
 """
@@ -23,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from kb_shared.errors import QueryError
-from kb_shared.obligations import MODALITIES, Obligation
+from kb_shared.compliance.obligations import MODALITIES, Obligation
 from kb_shared.stores.catalog.common import CATALOG_METADATA, CatalogBase, clean_filters, to_row
 
 #: Obligations listed per call by default, and at most; ``count`` always covers every match.

@@ -26,7 +26,7 @@ from benchmarks.retrieval_cloud import (
     cloud_searches,
     missing_cloud_keys,
 )
-from kb_shared.citations import PointPayload
+from kb_shared.search.citations import PointPayload
 from kb_shared.providers.cloud_embeddings import GeminiEmbedder
 from kb_shared.providers.cloud_rerank import CohereReranker
 from kb_shared.settings import Settings

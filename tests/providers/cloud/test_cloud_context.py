@@ -10,7 +10,7 @@ import threading
 import httpx2
 import pytest
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.errors import ProviderError
 from kb_shared.providers.cloud_context import (
     ClaudeContextualiser,

@@ -8,7 +8,7 @@ import json
 import httpx2
 import pytest
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 from kb_shared.errors import ProviderError
 from kb_shared.graph_model import Entity, Relationship
 from kb_shared.providers.cloud_graph import ClaudeGraphExtractor, normalise_name

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kb_shared.page_location import page_at
+from kb_shared.ingest.page_location import page_at
 
 #: Separator between header parts and between heading-path levels.
 PART_SEPARATOR = " — "
@@ -51,7 +51,7 @@ HEIGHT_PX = "height_px"
 PAGE_LABEL_START = "page_label_start"
 PAGE_LABEL_END = "page_label_end"
 #: Where a chunk's text on each page starts (``[[offset, page], ...]``) and whether it was
-#: found in the PDF's text layer (``kb_shared.page_location``); written only for located
+#: found in the PDF's text layer (``kb_shared.ingest.page_location``); written only for located
 #: chunks' points, so older payloads read as "not located".
 PAGE_RUNS = "page_runs"
 LOCATED = "located"
@@ -223,7 +223,7 @@ class PointPayload:
 
     def page_at(self, offset: int) -> int | None:
         """The page the character ``offset`` of the point's text is on, from ``page_runs``
-        (``kb_shared.page_location.page_at``); ``None`` when the payload has no runs."""
+        (``kb_shared.ingest.page_location.page_at``); ``None`` when the payload has no runs."""
         return page_at(self.page_runs, offset)
 
 

@@ -1,7 +1,7 @@
 """What changed between two issues of a document: a clause-level comparison (issue 27, "What
 changed").
 
-Both versions are ``Snapshot``s (``kb_shared.change_snapshots``): sections in reading order,
+Both versions are ``Snapshot``s (``kb_shared.compliance.change_snapshots``): sections in reading order,
 each a heading path and its units (sentences, list clauses, table rows) with their pages.
 
 **Matching sections** (``compare``). In three rounds, each on what the rounds before left:
@@ -34,7 +34,7 @@ version (the neighbouring unit's), so a reader can open both PDFs at the right p
 text is cut at a unit boundary to ``SIDE_TEXT_CHARS``.
 
 **Flags.** ``obligation``: a unit on either side binds someone
-(``kb_shared.obligations.modality_of``, the obligations register's one rule). ``numbers``: the
+(``kb_shared.compliance.obligations.modality_of``, the obligations register's one rule). ``numbers``: the
 figures of a changed pair that differ ("4 business days" → "5 business days"): amounts,
 percentages, dates, financial years, quantities with a unit or a duration, plain numbers.
 """
@@ -48,13 +48,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb_shared.change_snapshots import (
+from kb_shared.compliance.change_snapshots import (
     Snapshot,
     SnapshotSection,
     SnapshotUnit,
     comparison_key,
 )
-from kb_shared.obligations import modality_of
+from kb_shared.compliance.obligations import modality_of
 
 __all__ = [
     "ADDED", "CHANGED", "CHANGE_KINDS", "MOVED", "REMOVED", "Change", "ChangeSet", "NumberChange",

@@ -4,7 +4,7 @@ A result cites every page its passage is on ("pp. 7–8"); its quote is the sent
 row that best matches the question (``retrieval_features.best_units``), or the passage's
 first one when none matches, cut to ``QUOTE_CHARS`` at a word boundary, with the page a reader
 sees it on ("answer on p. 8"): the page the text runs of a located chunk say (``PointPayload.
-page_runs``, from the PDF's text layer at build time, ``kb_shared.page_location``). A chunk
+page_runs``, from the PDF's text layer at build time, ``kb_shared.ingest.page_location``). A chunk
 indexed before pages were located, or not located, falls back to finding the quote in the
 document's Markdown (``MarkdownPages``, ``retrieval_features.unit_page``). Issue 25,
 "Citations that are true to the page".
@@ -19,9 +19,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb_shared.citations import PointPayload, page_reference
-from kb_shared.page_location import FIGURE_LINE, INLINE_TAG
-from kb_shared.retrieval_features import PagedText, Unit, UnitMatch, unit_page, units
+from kb_shared.search.citations import PointPayload, page_reference
+from kb_shared.ingest.page_location import FIGURE_LINE, INLINE_TAG
+from kb_shared.search.retrieval_features import PagedText, Unit, UnitMatch, unit_page, units
 from kb_shared.stores.blobs import BlobStore
 
 #: Longest quote, in characters (issue 25: "a short verbatim quote … ≤ 300 characters").

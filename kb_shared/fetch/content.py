@@ -1,4 +1,4 @@
-"""What the safe fetcher (``kb_shared.fetch``) accepts as content: the expected kinds
+"""What the safe fetcher (``kb_shared.fetch.fetcher``) accepts as content: the expected kinds
 (content type + magic bytes), the streamed size cap, and the file name of a download.
 
 Every check raises ``FetchRefusedError`` naming the URL and what was wrong with the answer.

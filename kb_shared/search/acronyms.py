@@ -31,10 +31,10 @@ Rules, each with its reason:
   none beyond that (too ambiguous to help). Long forms are told apart by their sparse terms,
   so "Regional Reference Node" and "regional reference node" are one.
 * A long form is found in a query as a run of its sparse terms in order
-  (``kb_shared.sparse.tokenize``), and adds its short form(s).
+  (``kb_shared.search.sparse.tokenize``), and adds its short form(s).
 * For a short form the query asks about (``Expansion.asked``), search_docs gives a passage
   that spells it out (``AcronymTable.spells_out``: "non-physical losses (NPL)") the
-  definition bonus (``kb_shared.retrieval.feature_order``): the passage that merely uses
+  definition bonus (``kb_shared.search.retrieval.feature_order``): the passage that merely uses
   the acronym otherwise ranks first.
 
 ``AcronymCache`` keeps one table per process and reloads it only when the caller's change
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from kb_shared.errors import StoreError
 from kb_shared.providers.graph_vocabulary import DEFINED_AS
-from kb_shared.sparse import STOPWORDS, tokenize
+from kb_shared.search.sparse import STOPWORDS, tokenize
 from kb_shared.stores.graph import EdgeFilter, GraphReader
 
 #: Whether search_docs' callers expand acronyms by default (``acronyms_enabled``); measured in
@@ -65,7 +65,7 @@ MAX_EXPANSIONS = 3
 MAX_PAIRS = 100_000
 
 #: Words a short form must not be: the sparse tokenizer's stopwords plus the function words
-#: it keeps on purpose (negations, quantifiers, modal verbs; ``kb_shared.sparse.STOPWORDS``).
+#: it keeps on purpose (negations, quantifiers, modal verbs; ``kb_shared.search.sparse.STOPWORDS``).
 ORDINARY_WORDS: frozenset[str] = STOPWORDS | frozenset(
     "no not nor all any may must shall should can will act per via us".split()
 )
@@ -109,7 +109,7 @@ def asks_about(query: str, short: str) -> bool:
     return False
 
 
-#: A raw query word, as ``kb_shared.retrieval`` splits them (spaces and punctuation that
+#: A raw query word, as ``kb_shared.search.retrieval`` splits them (spaces and punctuation that
 #: never occur inside a code).
 _RAW_WORD = re.compile(r"[^\s,;:!?()\[\]{}\"'“”‘’]+")
 

@@ -2,13 +2,13 @@
 order, each a heading path (``Chunk.heading_path``) and its *units*: sentences, list clauses
 and table rows cut by ``retrieval_features.units``, shown as a quote shows them
 (``quotes.readable``), each with the 1-based page a reader sees it on (the rule of
-``kb_shared.quotes``: the chunk's page runs when it is located, else its first page).
+``kb_shared.search.quotes``: the chunk's page runs when it is located, else its first page).
 Consecutive chunks under one heading path are one section. ``[Figure: …]`` markers and
 page-number lines ("Page 6 of 40") are no units. The ``changes`` asset stores each version's
 snapshot as JSON (``Snapshot.to_json``): a superseded version's chunks and files are deleted.
 
 Units are compared by their ``comparison_key``: whitespace, hyphenation, typographic quotes
-and dashes, list bullets and list numbers aside. ``kb_shared.changes.compare`` compares two
+and dashes, list bullets and list numbers aside. ``kb_shared.compliance.changes.compare`` compares two
 snapshots.
 """
 
@@ -21,11 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb_shared.chunking import PATH_SEPARATOR, Chunk
+from kb_shared.ingest.chunking import PATH_SEPARATOR, Chunk
 from kb_shared.errors import ChangeSnapshotError
-from kb_shared.page_location import FIGURE_LINE, page_at
-from kb_shared.quotes import QUOTE_CHARS, readable, unit_offset
-from kb_shared.retrieval_features import units
+from kb_shared.ingest.page_location import FIGURE_LINE, page_at
+from kb_shared.search.quotes import QUOTE_CHARS, readable, unit_offset
+from kb_shared.search.retrieval_features import units
 
 #: Version of the snapshot's JSON layout (``Snapshot.to_json``).
 SNAPSHOT_FORMAT = 1

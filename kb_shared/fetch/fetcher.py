@@ -7,9 +7,9 @@ refusal with its own message:
 * https only; plain http only for a host listed in ``KB_FETCH_ALLOW_HTTP_HOSTS``;
   no credentials in the URL (kb never sends any, so none can leak across a redirect);
 * the host is resolved once per hop and **every** answer must be public
-  (``kb_shared.fetch_addresses``); the connection then goes to the address that was checked,
+  (``kb_shared.fetch.addresses``); the connection then goes to the address that was checked,
   never to a second resolution, while the host name stays in the Host header, the TLS SNI
-  and the certificate check (``kb_shared.fetch_transport``);
+  and the certificate check (``kb_shared.fetch.transport``);
 * redirects are followed by hand, at most ``MAX_REDIRECTS``, every hop re-checked, a loop
   refused;
 * the answer's content type and its first bytes must both be what the caller expects;
@@ -32,7 +32,7 @@ import httpcore
 import httpx
 
 from kb_shared.errors import FetchFailedError, FetchRefusedError
-from kb_shared.fetch_addresses import (
+from kb_shared.fetch.addresses import (
     IPNetwork,
     Resolver,
     is_allowed_by,
@@ -40,7 +40,7 @@ from kb_shared.fetch_addresses import (
     refusal,
     system_resolver,
 )
-from kb_shared.fetch_content import (
+from kb_shared.fetch.content import (
     BodyReader,
     Expectation,
     check_headers,
@@ -48,7 +48,7 @@ from kb_shared.fetch_content import (
     check_workbook,
     file_name,
 )
-from kb_shared.fetch_transport import Deadline, PinnedBackend, failure_reason
+from kb_shared.fetch.transport import Deadline, PinnedBackend, failure_reason
 from kb_shared.settings import Settings
 
 #: Most redirects one fetch follows (issue 12).

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 
 from kb_shared.providers import graph_vocabulary as vocab
-from kb_shared.retrieval_features import definition_terms
-from kb_shared.sparse import tokenize
+from kb_shared.search.retrieval_features import definition_terms
+from kb_shared.search.sparse import tokenize
 
 #: Question words that ask about a duty, by the modal of the relationship types that answer.
 MODAL_WORDS: dict[str, frozenset[str]] = {

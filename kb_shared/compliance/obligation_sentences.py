@@ -2,7 +2,7 @@
 that party's role, the action, the deadline or condition, and the clause number of a heading;
 for a rule about a thing, whether it binds the thing itself (``states_a_property``) and the
 party a section heading names as bound (``heading_party``).
-``kb_shared.obligations`` applies these rules to a document's chunks; its docstring states
+``kb_shared.compliance.obligations`` applies these rules to a document's chunks; its docstring states
 what is and is not an obligation.
 
 The rules are word patterns, no parse and no model: a modal is found outside quoted titles;
@@ -19,13 +19,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kb_shared.chunking import Chunk
-from kb_shared.page_location import FIGURE_LINE
+from kb_shared.ingest.chunking import Chunk
+from kb_shared.ingest.page_location import FIGURE_LINE
 from kb_shared.providers.graph_vocabulary import DOCUMENT_HEADS, KNOWN_NAMES, ORGANISATION, ROLE_HEADS
 from kb_shared.providers.spacy_graph.abbreviations import abbreviations
 from kb_shared.providers.spacy_graph.names import LEADING_DROP, singular
-from kb_shared.quotes import readable
-from kb_shared.retrieval_features import Unit, units
+from kb_shared.search.quotes import readable
+from kb_shared.search.retrieval_features import Unit, units
 
 MUST = "must"
 MUST_NOT = "must not"
@@ -412,7 +412,7 @@ class Reading:
         action: the clause from the modal on, as printed ("must advise AEMO …").
         subject: the text read as its subject (``""`` when the clause opens with the modal).
         thing: the subject is no party but still bound (a rule about an artefact, a passive
-            duty): the caller infers the party (``kb_shared.obligations``).
+            duty): the caller infers the party (``kb_shared.compliance.obligations``).
         receiver: ``thing`` because the subject is a party that receives the action ("The
             customer must not be required to pay …"): the party bound is someone else.
     """
@@ -464,7 +464,7 @@ def read_clause(text: str, defined: dict[str, str] | None = None) -> list[Readin
     """The binding modals of one clause (``text`` as ``clause_text`` gives it), one per
     subject: a second modal of the same subject ("must advise … and must request …") is not
     repeated; a modal in an embedded clause, an exemption, a system description (module
-    docstring of ``kb_shared.obligations``) gives none. ``defined``: ``defined_terms``."""
+    docstring of ``kb_shared.compliance.obligations``) gives none. ``defined``: ``defined_terms``."""
     defined = {} if defined is None else defined
     out: list[Reading] = []
     previous_end = 0

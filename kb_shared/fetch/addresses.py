@@ -1,4 +1,4 @@
-"""Which IP addresses the safe fetcher (``kb_shared.fetch``) may connect to, and how host names
+"""Which IP addresses the safe fetcher (``kb_shared.fetch.fetcher``) may connect to, and how host names
 become addresses.
 
 The rule: every address a host resolves to must be public, or the fetch is refused. Python's

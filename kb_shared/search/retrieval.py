@@ -5,30 +5,30 @@ one piece of code. It takes a vector reader and models as arguments and returns 
 dataclasses; failures raise ``kb_shared.errors`` types (``QueryError``, ``EmptyCorpusError``,
 store and provider errors) that each caller words for its own audience.
 
-1. The query is analysed once (``analyse``): its sparse terms (``kb_shared.sparse.tokenize``,
+1. The query is analysed once (``analyse``): its sparse terms (``kb_shared.search.sparse.tokenize``,
    so codes such as ``IN008-24`` or ``3.1.5`` stay one term) and its identifier-like words.
 2. It is embedded with the live model's query-side convention (``Embedder.embed_query``), on
    a worker thread (``start_query_embedding``) while the identifier look-ups and the sparse
    side run.
 3. Dense and sparse candidates (the sparse side also searching the acronyms and long forms
-   the query names, ``kb_shared.acronyms``, when the caller passes the table), plus the points
+   the query names, ``kb_shared.search.acronyms``, when the caller passes the table), plus the points
    that contain a rare identifier of the query whole, are fused by weighted reciprocal rank
    fusion (``VectorIndex.hybrid_search``; k and weights in ``kb_shared.stores.vectors``, the
    third list's weight ``EXACT_WEIGHT`` here).
 4. A reranker that re-orders (``Reranker.reorders``) orders the fused candidates; offline
    (``FusionOrderReranker``) the fused order is adjusted by question-shaped signals instead
-   (``kb_shared.retrieval_features``: definitions, section numbers, document routing, the
+   (``kb_shared.search.retrieval_features``: definitions, section numbers, document routing, the
    best table row or sentence, the financial statement a question names, tables), after the
    definitions a keyword search finds and the named statements fusion left below the cut
    were added once each (``definition_candidates``, ``statement_candidates``).
 5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
    Each result cites every page its passage is on and carries a verbatim quote of its best row
-   or sentence with that quote's own page (``kb_shared.quotes``).
+   or sentence with that quote's own page (``kb_shared.search.quotes``).
 6. Confidence: when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``, no identifier
    of the query matches exactly and no result contains ``MIN_TERM_COVERAGE`` of the query's
    terms, the answer is ``low_confidence`` ("the corpus has nothing on this"). So is an answer
    to a question naming an edition (a financial year, a version) that its top documents lack
-   while holding another (``kb_shared.editions``); ``edition_note`` then says which they hold.
+   while holding another (``kb_shared.search.editions``); ``edition_note`` then says which they hold.
 """
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ from functools import lru_cache, partial
 
 import numpy as np
 
-from kb_shared import retrieval_features
-from kb_shared.acronyms import AcronymTable
-from kb_shared.citations import Citation, PointPayload
-from kb_shared.editions import HeldDocument, edition_mismatch
-from kb_shared.retrieval_features import (
+from kb_shared.search import retrieval_features
+from kb_shared.search.acronyms import AcronymTable
+from kb_shared.search.citations import Citation, PointPayload
+from kb_shared.search.editions import HeldDocument, edition_mismatch
+from kb_shared.search.retrieval_features import (
     UnitMatch,
     best_units,
     bonuses,
@@ -58,8 +58,8 @@ from kb_shared.retrieval_features import (
 )
 from kb_shared.errors import EmptyCorpusError, QueryError
 from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
-from kb_shared.quotes import MarkdownPages, Quote, passage_quote
-from kb_shared.sparse import tokenize
+from kb_shared.search.quotes import MarkdownPages, Quote, passage_quote
+from kb_shared.search.sparse import tokenize
 from kb_shared.stores.readers import VectorReader
 from kb_shared.stores.vectors import (
     CANDIDATE_FACTOR,
@@ -171,7 +171,7 @@ def identifier_terms(query: str) -> list[str]:
     (``UIGFSurplus``, ``RREG``); plain words (``Dispatch``, ``left-hand``) and single digits do
     not. Years and financial-year ranges are not identifiers: they qualify many passages of a
     document, so boosting them favours whichever passage repeats the year. Each is returned as
-    its first ``kb_shared.sparse.tokenize`` term, i.e. the whole compound.
+    its first ``kb_shared.search.sparse.tokenize`` term, i.e. the whole compound.
     """
     terms: list[str] = []
     for raw in _RAW_TERM.findall(query):
@@ -194,7 +194,7 @@ class AnalysedQuery:
 
     Attributes:
         text: the query as the stores receive it (their sparse side tokenises it itself).
-        terms: its distinct sparse terms (``kb_shared.sparse.tokenize``).
+        terms: its distinct sparse terms (``kb_shared.search.sparse.tokenize``).
         identifiers: its identifier-like terms in query order (``identifier_terms``).
     """
 
@@ -217,7 +217,7 @@ TERMS_CACHE = 4096
 
 @lru_cache(maxsize=TERMS_CACHE)
 def text_terms(text: str) -> frozenset[str]:
-    """The distinct ``kb_shared.sparse.tokenize`` terms of ``text``, kept per process in a
+    """The distinct ``kb_shared.search.sparse.tokenize`` terms of ``text``, kept per process in a
     bounded LRU keyed by the text itself (a changed chunk is a new key, never a stale hit)."""
     return frozenset(tokenize(text))
 
@@ -255,7 +255,7 @@ class Passage:
         score: fused RRF score, or the reranker's relevance; 0.0 where nothing was ranked.
         similarity: cosine of the query and the point's dense vector, when a dense candidate.
         sparse_rank: its rank on the sparse (keyword) side, ``None`` when not a candidate.
-        quote: its best sentence or row and that one's page (``kb_shared.quotes``); ``None``
+        quote: its best sentence or row and that one's page (``kb_shared.search.quotes``); ``None``
             for figures and where no quote was asked for (search_graph, read_doc).
     """
 
@@ -318,7 +318,7 @@ class DocsAnswer:
         coverage: the best share of the query's sparse terms found in one result (0–1).
         low_confidence: the corpus probably has nothing on the query (module docstring, 6).
         edition_note: why, when the query asks for an edition the corpus lacks
-            (``kb_shared.editions.EditionMismatch.message``); ``None`` otherwise.
+            (``kb_shared.search.editions.EditionMismatch.message``); ``None`` otherwise.
         reranked: a reranker that re-orders ordered the results.
     """
 
@@ -418,7 +418,7 @@ def hybrid_candidates(
     return hits[: limit + tail], best
 
 
-#: Results whose documents ``kb_shared.editions.edition_mismatch`` compares with the query's
+#: Results whose documents ``kb_shared.search.editions.edition_mismatch`` compares with the query's
 #: edition: the documents the first answers would come from.
 EDITION_DOCUMENTS = 3
 
@@ -564,10 +564,10 @@ def search_docs(
             ``DOCUMENT_KINDS`` (never a registered reference page: find_reference's).
         reranker: orders the fused candidates when ``reranker.reorders``.
         markdown: the documents' Markdown, where a chunk indexed without located page runs
-            finds its quote's page (``kb_shared.quotes.passage_quote``).
+            finds its quote's page (``kb_shared.search.quotes.passage_quote``).
         vector: ``start_query_embedding(embedder, query)`` when the caller started it (the MCP
             tool does, before it reads the catalog); started here when ``None``.
-        acronyms: the corpus's abbreviation pairs (``kb_shared.acronyms``); given, the
+        acronyms: the corpus's abbreviation pairs (``kb_shared.search.acronyms``); given, the
             keyword side also searches the long form of a short form the query names and the
             short form of a long form (``AcronymTable.sparse_text``); ``None``: the query as is.
 

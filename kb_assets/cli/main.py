@@ -1,7 +1,7 @@
 """``kb`` — the pipeline CLI: add, build, rebuild, retry, delete, inspect and repair documents,
 serve the Dagster UI (``kb ui``, ``kb demo``; process handling in ``kb_assets.serve``), and
-sync market data (``kb sync aer|notion``, in ``kb_assets.cli_sync``) and review document
-requests (``kb requests list|approve|reject``, in ``kb_assets.cli_requests``).
+sync market data (``kb sync aer|notion``, in ``kb_assets.cli.sync``) and review document
+requests (``kb requests list|approve|reject``, in ``kb_assets.cli.requests``).
 
 Every command reads settings from the environment (``KB_*``, see the README) and works on
 the Dagster instance under ``KB_HOME/dagster``, so what it does shows up in the Dagster UI.
@@ -20,12 +20,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kb_assets.cli_diff import diff_command
-from kb_assets.cli_migrate import migrate_command
-from kb_assets.cli_obligations import obligations_command
-from kb_assets.cli_references import references_app
-from kb_assets.cli_requests import requests_app
-from kb_assets.cli_sync import sync_app
+from kb_assets.cli.diff import diff_command
+from kb_assets.cli.migrate import migrate_command
+from kb_assets.cli.obligations import obligations_command
+from kb_assets.cli.references import references_app
+from kb_assets.cli.requests import requests_app
+from kb_assets.cli.sync import sync_app
 from kb_assets.constants import PARTITION_TAG, REBUILDABLE
 from kb_shared.access import exposure_problem
 from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError

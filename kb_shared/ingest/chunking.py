@@ -194,7 +194,7 @@ class Chunk:
         kind: ``"text"`` or ``"table"``.
         page_label_start / page_label_end: first/last page's printed label, ``""`` if none.
         page_runs: ``((offset, page), ...)`` where the text's part on each page starts, found
-            in the PDF's text layer (``kb_shared.page_location``); ``()`` when not located.
+            in the PDF's text layer (``kb_shared.ingest.page_location``); ``()`` when not located.
         located: the text was verified on its pages in the PDF; ``None`` when not checked.
     """
 

@@ -1,4 +1,4 @@
-"""The connection side of the safe fetcher (``kb_shared.fetch``): an httpcore network backend
+"""The connection side of the safe fetcher (``kb_shared.fetch.fetcher``): an httpcore network backend
 that dials the one IP address the fetcher checked, and a deadline that bounds every socket
 operation of a fetch.
 

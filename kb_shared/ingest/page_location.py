@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from kb_shared.chunking import Chunk
+from kb_shared.ingest.chunking import Chunk
 
 #: Words per window of the verification rule (issue 25, "The rule kb is measured by").
 WINDOW = 6

@@ -25,7 +25,7 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
   words of a question ("Broken Hill Solar Farm") count most. The candidate whose best unit
   leads all others gains by its lead: a large table ranks low on meaning, yet one of its rows
   may hold the whole question. The best unit is also the result's quote
-  (``kb_shared.quotes``).
+  (``kb_shared.search.quotes``).
 
 Each signal adds a bonus to the fused score (``FeatureWeights``: fixed, or times a share for
 units; the fused scores of ``kb_shared.stores.vectors`` are ``sum(w / (k + rank))``, about
@@ -46,8 +46,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kb_shared.citations import PointPayload
-from kb_shared.sparse import STOPWORDS, tokenize
+from kb_shared.search.citations import PointPayload
+from kb_shared.search.sparse import STOPWORDS, tokenize
 
 _DEFINITION_QUESTIONS = (
     re.compile(r"\bwhat\s+(?:is|are)\s+meant\s+by\s+(?P<term>.+)", re.I),
@@ -228,7 +228,7 @@ _QUESTION_YEAR = re.compile(r"(?<![\w.])(?:fy\s?)?((?:19|20)\d\d)(?![\d.])", re.
 def _naming_word(term: str) -> bool:
     """A sparse term that can name a document: letters, or letters with digits ("3m"), of
     two characters or more, not a stopword nor a version mark (``v1``, ``r2``: editions are
-    ``kb_shared.editions``' business); a year (4 digits, 19xx/20xx) too."""
+    ``kb_shared.search.editions``' business); a year (4 digits, 19xx/20xx) too."""
     if term in STOPWORDS or not term.isalnum():
         return False
     if term.isdigit():
@@ -324,7 +324,7 @@ def in_statement(payload: PointPayload, text: str, names: Sequence[str]) -> bool
 
 _ALIGNMENT_ROW = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
 #: A sentence ends at ``.``/``!``/``?`` (plus closing quotes, brackets or emphasis) before an
-#: upper-case letter or digit: the sentence rule of ``kb_shared.chunking`` ("Long prose").
+#: upper-case letter or digit: the sentence rule of ``kb_shared.ingest.chunking`` ("Long prose").
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+(?=[\"'(\[*_]*[A-Z0-9])")
 _LIST_ITEM = re.compile(r"^(?:[-*+>]|\d{1,3}[.)])\s")
 
@@ -333,7 +333,7 @@ Feature = str | tuple[str, str]
 
 
 def features(text: str) -> set[Feature]:
-    """The sparse terms of ``text`` (``kb_shared.sparse.tokenize``) and its adjacent term
+    """The sparse terms of ``text`` (``kb_shared.search.sparse.tokenize``) and its adjacent term
     pairs, so a name matched word for word ("Mode 2", "Broken Hill") counts more than its
     words scattered."""
     terms = tokenize(text)
@@ -510,7 +510,7 @@ class PagedText:
     @classmethod
     def parse(cls, markdown: str) -> PagedText:
         """Read ``<!-- page N -->`` / ``<!-- page N (p. label) -->`` markers
-        (``kb_shared.chunking``, "Page markers"); text before the first is page 1."""
+        (``kb_shared.ingest.chunking``, "Page markers"); text before the first is page 1."""
         parts: list[str] = []
         starts: list[int] = [0]
         pages: list[int] = [1]

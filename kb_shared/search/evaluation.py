@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kb_shared.citations import PointPayload
+from kb_shared.search.citations import PointPayload
 
 if TYPE_CHECKING:
     from kb_shared.stores.vectors import StoredPoint

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kb_shared.sparse import tokenize
+from kb_shared.search.sparse import tokenize
 
 #: Marker kinds.
 FINANCIAL_YEAR = "financial year"

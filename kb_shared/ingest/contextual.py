@@ -6,8 +6,8 @@ text from a point's payload with ``stored_embedding_text``.
 
 from __future__ import annotations
 
-from kb_shared.chunking import PATH_SEPARATOR, Chunk
-from kb_shared.citations import PointPayload
+from kb_shared.ingest.chunking import PATH_SEPARATOR, Chunk
+from kb_shared.search.citations import PointPayload
 
 
 def embedding_text(chunk: Chunk, title: str = "") -> str:

@@ -32,7 +32,7 @@ duty ("The customer must not be required to pay …") is protected, not bound: t
 obligated party is.
 
 The rules for one clause (modals, subjects, parties, roles, deadlines) are in
-``kb_shared.obligation_sentences``; this module reads a document with them: paragraph labels
+``kb_shared.compliance.obligation_sentences``; this module reads a document with them: paragraph labels
 and clause numbers, list stems, table rows, and parties carried from sentence to sentence.
 Figures it was measured with: ``benchmarks/results/obligations-2026-12-06.md``.
 """
@@ -43,8 +43,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kb_shared.chunking import Chunk
-from kb_shared.obligation_sentences import (
+from kb_shared.ingest.chunking import Chunk
+from kb_shared.compliance.obligation_sentences import (
     LIST_MARKER,
     MODALITIES,
     MUST,
@@ -68,10 +68,10 @@ from kb_shared.obligation_sentences import (
     role_of,
     states_a_property,
 )
-from kb_shared.page_location import FIGURE_LINE, page_at
+from kb_shared.ingest.page_location import FIGURE_LINE, page_at
 from kb_shared.providers.spacy_graph.names import singular
-from kb_shared.quotes import unit_offset
-from kb_shared.retrieval_features import Unit, units
+from kb_shared.search.quotes import unit_offset
+from kb_shared.search.retrieval_features import Unit, units
 
 __all__ = [
     "MODALITIES", "MUST", "MUST_NOT", "SHOULD", "SHOULD_NOT", "Obligation", "deadline_of",

@@ -1,0 +1,13 @@
+"""Answering queries: the search pipeline and what it is built from.
+
+* ``retrieval`` — the pipeline of ``search_docs`` (candidates, fusion, order, confidence);
+* ``retrieval_features`` — a chunk's sentences and table rows, question-shaped signals;
+* ``sparse`` — the keyword tokenizer; ``acronyms`` — abbreviation pairs from the graph;
+* ``editions`` — "the corpus holds another edition" answers;
+* ``graph_relevance`` — how well a relationship answers a question;
+* ``citations`` — ``PointPayload`` and the numbered citation header; ``quotes`` — a result's
+  quote and the page it is on;
+* ``evaluation`` — eval-set questions, the hit rule, Recall@k and MRR.
+
+The stores it reads are in ``kb_shared.stores``; the map is ``docs/architecture.md``.
+"""
