@@ -45,7 +45,7 @@ import difflib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kb_shared.compliance.change_snapshots import (
@@ -433,20 +433,23 @@ def _anchor(section_units: Sequence[SnapshotUnit], at: int) -> tuple[int, ...]:
 
 @dataclass(slots=True)
 class _Draft:
-    """A change before it is numbered, with its sort key in the after version's reading order:
-    ``(after section index, 0 for that section's own changes / 1 for a removed section that
-    stood after it, place)``."""
+    """A change before it is numbered (``change.number`` is 0), with its sort key in the after
+    version's reading order: ``(after section index, 0 for that section's own changes / 1 for
+    a removed section that stood after it, place)``."""
 
     order: tuple[int, int, int]
-    kind: str
-    section_before: str | None
-    section_after: str | None
-    before: Side
-    after: Side
-    obligation: bool
-    numbers: tuple[NumberChange, ...] = field(default=())
+    change: Change
     #: an addition's or a removal's own units (``_cancel_moves``)
     units: tuple[SnapshotUnit, ...] = field(default=())
+
+
+def _draft(order: tuple[int, int, int], kind: str, section_before: str | None,
+           section_after: str | None, before: Side, after: Side, obligation: bool,
+           numbers: tuple[NumberChange, ...] = (),
+           units: tuple[SnapshotUnit, ...] = ()) -> _Draft:
+    """A ``_Draft`` of the change with these fields (``Change``'s, but its number)."""
+    return _Draft(order, Change(0, kind, section_before, section_after, before, after,
+                                obligation, numbers), units)
 
 
 def _cancel_moves(drafts: list[_Draft]) -> list[_Draft]:
@@ -457,13 +460,13 @@ def _cancel_moves(drafts: list[_Draft]) -> list[_Draft]:
     become one ``moved`` change per addition, at its place."""
     pool: dict[str, list[tuple[_Draft, SnapshotUnit]]] = {}
     for draft in drafts:
-        if draft.kind == REMOVED:
+        if draft.change.kind == REMOVED:
             for unit in draft.units:
                 pool.setdefault(unit.key, []).append((draft, unit))
     taken: dict[int, set[int]] = {}  # id(draft) -> ids of its units found on the other side
     moves: dict[int, list[tuple[_Draft, SnapshotUnit, SnapshotUnit]]] = {}
     for draft in drafts:
-        if draft.kind != ADDED:
+        if draft.change.kind != ADDED:
             continue
         for unit in draft.units:
             waiting = pool.get(unit.key)
@@ -484,17 +487,18 @@ def _cancel_moves(drafts: list[_Draft]) -> list[_Draft]:
         ]
         if far:
             gone, came = [m[1] for m in far], [m[2] for m in far]
-            out.append(_Draft(
-                draft.order, MOVED, far[0][0].section_before, draft.section_after,
+            out.append(_draft(
+                draft.order, MOVED, far[0][0].change.section_before, draft.change.section_after,
                 Side(_side_text(gone), _pages(gone)), Side(_side_text(came), _pages(came)), False,
             ))
         left = [u for u in draft.units if id(u) not in found]
         if left:
             side = Side(_side_text(left), _pages(left))
-            out.append(_Draft(
-                draft.order, draft.kind, draft.section_before, draft.section_after,
-                draft.before if draft.kind == ADDED else side,
-                side if draft.kind == ADDED else draft.after,
+            was = draft.change
+            out.append(_draft(
+                draft.order, was.kind, was.section_before, was.section_after,
+                was.before if was.kind == ADDED else side,
+                side if was.kind == ADDED else was.after,
                 _binds(left), (), tuple(left),
             ))
     return out
@@ -514,7 +518,7 @@ def _unit_changes(old: SnapshotSection, new: SnapshotSection, position: int) -> 
         numbers = ()
         if kind == CHANGED and len(gone) == len(came) == 1:
             numbers = _number_changes(gone[0].text, came[0].text)
-        drafts.append(_Draft(
+        drafts.append(_draft(
             (position, 0, len(drafts)), kind, old.label, new.label,
             Side(_side_text(gone), _pages(gone) or _anchor(old.units, at_before)),
             Side(_side_text(came), _pages(came) or _anchor(new.units, at_after)),
@@ -580,7 +584,7 @@ def compare(before: Snapshot, after: Snapshot) -> ChangeSet:
             continue
         renamed = _path_key(old.path[-1:], numbered=True) != _path_key(new.path[-1:], numbered=True)
         if renamed or i not in kept or i in relocated:
-            drafts.append(_Draft(
+            drafts.append(_draft(
                 (j, 0, -1), MOVED, old.label, new.label,
                 Side("", _pages(old.units)), Side("", _pages(new.units)), False,
             ))
@@ -598,7 +602,7 @@ def compare(before: Snapshot, after: Snapshot) -> ChangeSet:
             anchor = _anchor(last, len(last) - 1)
         else:
             anchor = ()
-        drafts.append(_Draft(
+        drafts.append(_draft(
             (previous, 1, i), REMOVED, section.label, None,
             Side(_side_text(section.units), _pages(section.units)), Side("", anchor),
             _binds(section.units), (), section.units,
@@ -614,7 +618,7 @@ def compare(before: Snapshot, after: Snapshot) -> ChangeSet:
             anchor = _anchor(old_units, len(old_units) - 1)
         elif before.sections:
             anchor = _anchor(before.sections[0].units, 0)
-        drafts.append(_Draft(
+        drafts.append(_draft(
             (j, 0, -1), ADDED, None, section.label,
             Side("", anchor), Side(_side_text(section.units), _pages(section.units)),
             _binds(section.units), (), section.units,
@@ -623,10 +627,6 @@ def compare(before: Snapshot, after: Snapshot) -> ChangeSet:
     touched = {d.order[0] for d in drafts if d.order[1] == 0}  # after sections with a change
     unchanged = sum(1 for j in pairs.values() if j not in touched)
     return ChangeSet(
-        tuple(
-            Change(number, d.kind, d.section_before, d.section_after, d.before, d.after,
-                   d.obligation, d.numbers)
-            for number, d in enumerate(drafts, start=1)
-        ),
+        tuple(replace(d.change, number=number) for number, d in enumerate(drafts, start=1)),
         unchanged,
     )

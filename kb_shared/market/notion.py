@@ -21,7 +21,6 @@ snapshot.
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -36,6 +35,7 @@ from notion_client.errors import HTTPResponseError, RequestTimeoutError
 
 from kb_shared.errors import NotionSyncError
 from kb_shared.market.notion_schema import check_schema, is_trashed, page_to_action
+from kb_shared.retry_after import retry_after_seconds
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog.common import SyncCounts
 from kb_shared.stores.catalog.compliance import ComplianceCatalog
@@ -101,25 +101,6 @@ def missing_notion_settings(settings: Settings) -> list[str]:
     if not (settings.notion_data_source_id or "").strip():
         missing.append("KB_NOTION_DATA_SOURCE_ID")
     return missing
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """The wait a ``Retry-After`` header asks for, in seconds: delay-seconds (decimals
-    accepted) or an HTTP-date (RFC 9110 §10.2.3); ``None`` when absent or unreadable."""
-    if not headers:
-        return None
-    raw = headers.get("retry-after") or headers.get("Retry-After")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _status(exc: BaseException) -> int | None:

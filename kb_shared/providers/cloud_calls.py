@@ -35,6 +35,7 @@ import tenacity
 
 from kb_shared.errors import ProviderError
 from kb_shared.providers.cloud_usage import UsageMeter
+from kb_shared.retry_after import retry_after_seconds
 
 log = logging.getLogger(__name__)
 
@@ -100,31 +101,16 @@ def is_transient(exc: BaseException, extra: tuple[type[BaseException], ...] = ()
     return isinstance(exc, _TRANSPORT_ERRORS + extra)
 
 
-def retry_after_seconds(exc: BaseException | None) -> float | None:
-    """The delay a ``Retry-After`` (or ``retry-after-ms``) header of ``exc`` asks for.
-
-    Reads ``exc.response.headers`` (anthropic, google-genai, httpx) or ``exc.headers``
-    (cohere). Only the delay-seconds form is read (RFC 9110 §10.2.3); an HTTP-date is ignored.
-    """
+def exception_retry_after(exc: BaseException | None) -> float | None:
+    """The delay the response behind ``exc`` asks for (``kb_shared.retry_after``), or
+    ``None``. Reads ``exc.response.headers`` (anthropic, google-genai, httpx) or
+    ``exc.headers`` (cohere)."""
     if exc is None:
         return None
     headers: Any = getattr(getattr(exc, "response", None), "headers", None)
     if headers is None:
         headers = getattr(exc, "headers", None)
-    if not headers:
-        return None
-    try:
-        lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
-    except (TypeError, ValueError):
-        return None
-    try:
-        if "retry-after-ms" in lowered:
-            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
-        if "retry-after" in lowered:
-            return max(0.0, float(lowered["retry-after"]))
-    except ValueError:
-        return None
-    return None
+    return retry_after_seconds(headers)
 
 
 def error_message(exc: BaseException, limit: int = 300) -> str:
@@ -158,7 +144,7 @@ class _WaitWithRetryAfter(tenacity.wait.wait_base):
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
         delay = self.base(retry_state)
         outcome = retry_state.outcome
-        hinted = retry_after_seconds(outcome.exception() if outcome is not None else None)
+        hinted = exception_retry_after(outcome.exception() if outcome is not None else None)
         if hinted is not None:
             delay = max(delay, min(hinted, RETRY_AFTER_CAP_S))
         return delay

@@ -22,9 +22,9 @@ dense searches are exact): the live points' float32 vectors from ``{name}_codes.
 one matrix, kept in step the same way (``DenseTables``), so an exact search is one
 matrix-vector product instead of vec0's scan of the file. It is never read at or past that
 bound, and is let go once the index grows past it. Thread-safe like the postings copy
-(``kb_shared.stores.vectors_postings``, which shares ``LOCK_WAIT`` and ``RELOAD_FRACTION``
-from here): updates publish a new immutable ``DenseSnapshot``. Figures:
-benchmarks/results/dense-resident-2026-12-02.md.
+(``kb_shared.stores.vectors_postings``; the bookkeeping both share is
+``kb_shared.stores.vectors_resident``): updates publish a new immutable ``DenseSnapshot``.
+Figures: benchmarks/results/dense-resident-2026-12-02.md.
 """
 
 from __future__ import annotations
@@ -33,20 +33,21 @@ import math
 import secrets
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
-#: Seconds a search waits for another thread's update of a process-local copy (the dense
-#: copy here, the postings in ``vectors_postings``) before the file answers it instead (a
-#: delta of a few documents takes milliseconds, a load seconds).
-LOCK_WAIT = 0.05
-
-#: The appended rows or dead positions, as a share of a copy, past which the next refresh
-#: loads the copy afresh instead of applying the delta (bounds the delta's per-search cost
-#: and the dead positions' memory).
-RELOAD_FRACTION = 0.25
+from kb_shared.stores.vectors_resident import (
+    RELOAD_FRACTION,
+    CopyTables,
+    Numbering,
+    Positions,
+    PositionsSnapshot,
+    fetch_batches,
+    refresh,
+    removed_since,
+)
 
 
 def binary_code(dense: np.ndarray) -> bytes:
@@ -59,32 +60,6 @@ def binary_codes(dense: np.ndarray) -> np.ndarray:
     """Sign codes of a ``(n, dimension)`` float matrix, shape ``(n, ceil(dimension / 8))``
     uint8 (row ``i`` equals ``binary_code(dense[i])``)."""
     return np.packbits(np.asarray(dense) > 0, axis=1)
-
-
-class Numbering:
-    """Numbers for names (documents or kinds), shared by a cache's snapshots: a name keeps
-    its number, and the tables only grow, so a snapshot's number arrays stay valid."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.numbers: dict[str, int] = {}
-
-    def numbered(self, values: Iterable[str]) -> np.ndarray:
-        """The numbers of ``values`` (int32, numbering names not seen before)."""
-        out = []
-        for value in values:
-            number = self.numbers.get(value)
-            if number is None:
-                number = self.numbers[value] = len(self.names)
-                self.names.append(value)
-            out.append(number)
-        return np.asarray(out, dtype=np.int32)
-
-    def mask(self, numbers: np.ndarray, names: Sequence[str]) -> np.ndarray:
-        """Which of ``numbers`` (int32) name one of ``names`` (bool, same shape; names never
-        seen match nothing)."""
-        wanted = [self.numbers[name] for name in names if name in self.numbers]
-        return np.isin(numbers, np.asarray(wanted, dtype=np.int32))
 
 
 class CodeRows(NamedTuple):
@@ -245,7 +220,7 @@ def _hamming(words: np.ndarray, query: np.ndarray, bits: int) -> np.ndarray:
 BACKFILL_BATCH = 5_000
 
 
-class CodeTables:
+class CodeTables(CopyTables[CodeCache]):
     """The codes tables of the SQLite index ``name`` and this process's ``CodeCache`` of them.
 
     Tables: ``{name}_codes(rowid, code, dense, generation)`` (sign code, float32 copy for
@@ -256,13 +231,8 @@ class CodeTables:
     """
 
     def __init__(self, name: str) -> None:
-        self.codes = f"{name}_codes"
-        self.removed = f"{name}_removed"
-        self.meta = f"{name}_meta"
-        self.points = f"{name}_points"
+        super().__init__(name)
         self.vec = f"{name}_vec"
-        self.cache: CodeCache | None = None
-        self._lock = threading.Lock()
 
     def create(self, conn: Any) -> None:
         """Create both tables and fill the codes from the vec0 float vectors (an upgrade from
@@ -335,9 +305,8 @@ class CodeTables:
             if cache.key is None or cache.key[0] != key[0] or cache.key[1] > key[1]:
                 cache.load(key, self._rows(conn, None))
             elif cache.key != key:
-                removed = [r[0] for r in conn.execute(
-                    f"SELECT rowid FROM {self.removed} WHERE generation > ?", (cache.key[1],))]
-                cache.apply(key, removed, self._rows(conn, cache.key[1]))
+                cache.apply(key, removed_since(conn, self.removed, cache.key[1]),
+                            self._rows(conn, cache.key[1]))
         return cache
 
     def _rows(self, conn: Any, after: int | None) -> CodeRows:
@@ -424,31 +393,15 @@ class _GrowingRows:
 
 
 @dataclass(frozen=True, eq=False)
-class DenseSnapshot:
-    """One immutable state of the float copy (``DenseCache`` builds them).
-
-    Per *position* (the order the copy first saw a point; a point written again gets a new
-    one and the old dies): ``rowids`` (int64), ``ids``, ``vectors`` (float32
-    ``(positions, dimension)``), ``lengths`` (``magnitudes``), ``documents`` / ``kinds``
-    (int32 numbers of the cache's ``Numbering``), ``alive`` (bool); ``live`` counts alive.
+class DenseSnapshot(PositionsSnapshot):
+    """One immutable state of the float copy (``DenseCache`` builds them): the
+    ``PositionsSnapshot`` of its points (a point written again gets a new position and the
+    old dies), with ``vectors`` (float32 ``(positions, dimension)``) and their ``lengths``
+    (``magnitudes``).
     """
 
-    key: tuple[str, int] | None
-    rowids: np.ndarray
-    ids: list[str]
     vectors: np.ndarray
     lengths: np.ndarray
-    documents: np.ndarray
-    kinds: np.ndarray
-    alive: np.ndarray
-    live: int
-    document_numbering: Numbering = field(repr=False)
-    kind_numbering: Numbering = field(repr=False)
-
-    @property
-    def dead(self) -> int:
-        """Positions whose point was removed or written again."""
-        return int(self.alive.size - self.live)
 
     def search(
         self,
@@ -462,10 +415,8 @@ class DenseSnapshot:
         nearest first, equal distances by point id (``cosine_distances``; exact: every
         eligible point is scored)."""
         eligible = self.alive
-        if documents is not None:
-            eligible = eligible & self.document_numbering.mask(self.documents, documents)
-        if kinds is not None:
-            eligible = eligible & self.kind_numbering.mask(self.kinds, kinds)
+        if documents is not None or kinds is not None:
+            eligible = eligible & self.in_scope(None, documents, kinds)
         chosen = int(np.count_nonzero(eligible))
         if chosen == 0 or limit <= 0:
             return []
@@ -503,7 +454,7 @@ class DenseCache:
         self.documents = Numbering()
         self.kinds = Numbering()
         self._buffer = _GrowingRows(dimension)
-        self._position_of: dict[int, int] = {}  # rowid -> its live position
+        self._positions = Positions(np.zeros(0, dtype=np.int64))
         self.snapshot = self._snapshot(None, np.zeros(0, dtype=np.int64), [], np.zeros(0),
                                        np.zeros(0, np.int32), np.zeros(0, np.int32),
                                        np.zeros(0, dtype=bool))
@@ -546,9 +497,10 @@ class DenseCache:
         rowids, ids, lengths, documents, kinds = self._read(buffer, batches)
         buffer.trim()
         self._buffer = buffer  # only now: a failed read leaves the copy as it was
-        self._position_of = dict(zip(rowids, range(len(rowids)), strict=True))
-        self.snapshot = self._snapshot(key, np.asarray(rowids, dtype=np.int64), ids, lengths,
-                                       documents, kinds, np.ones(len(rowids), dtype=bool))
+        held = np.asarray(rowids, dtype=np.int64)
+        self._positions = Positions(held)
+        self.snapshot = self._snapshot(key, held, ids, lengths, documents, kinds,
+                                       np.ones(len(rowids), dtype=bool))
 
     def worth_reloading(self) -> bool:
         """Whether dead positions are more than ``RELOAD_FRACTION`` of the copy (then a
@@ -568,32 +520,20 @@ class DenseCache:
         except BaseException:
             self._buffer.size = first  # rows appended past the snapshot's are dropped
             raise
-        alive = np.concatenate([old.alive, np.ones(len(rowids), dtype=bool)])
-        position_of = self._position_of
-        for rowid in [*removed, *rowids]:
-            held = position_of.pop(rowid, None)
-            if held is not None:
-                alive[held] = False
-        position_of.update(zip(rowids, range(first, first + len(rowids)), strict=True))
+        written = np.asarray(rowids, dtype=np.int64)
+        alive = self._positions.appended(old.alive, removed, written)
         self.snapshot = self._snapshot(
-            key, np.concatenate([old.rowids, np.asarray(rowids, dtype=np.int64)]),
-            old.ids + ids, np.concatenate([old.lengths, lengths]),
+            key, np.concatenate([old.rowids, written]), old.ids + ids,
+            np.concatenate([old.lengths, lengths]),
             np.concatenate([old.documents, documents]), np.concatenate([old.kinds, kinds]),
             alive,
         )
 
 
-class DenseTables:
+class DenseTables(CopyTables[DenseCache]):
     """Reads the float copy's rows from the SQLite index ``name`` (``CodeTables``' codes
     table joined to ``{name}_points``) and keeps this process's ``DenseCache``. Methods take
     the caller's connection inside its read transaction; SQLite errors propagate."""
-
-    def __init__(self, name: str) -> None:
-        self.codes = f"{name}_codes"
-        self.removed = f"{name}_removed"
-        self.points = f"{name}_points"
-        self.cache: DenseCache | None = None
-        self._lock = threading.Lock()
 
     def refreshed(self, conn: Any, key: tuple[str, int], most: int,
                   dimension: int) -> DenseSnapshot | None:
@@ -601,26 +541,17 @@ class DenseTables:
         reads), or ``None`` when vec0 must scan instead: more than ``most`` live points
         (the copy is let go; never more than ``most + 1`` vectors are read to find out),
         the copy is already past ``key`` (an older transaction), or another thread has held
-        the copy's lock for ``LOCK_WAIT`` (loading it)."""
+        the copy's lock for ``vectors_resident.LOCK_WAIT`` (loading it)."""
         if most <= 0:
             return None
         with self._lock:
             cache = self.cache
             if cache is None or cache.dimension != dimension:
                 cache = self.cache = DenseCache(dimension)
-        snapshot = cache.snapshot  # immutable, replaced whole: safe to read unlocked
-        if snapshot.key == key:
-            return snapshot
-        if not cache.lock.acquire(timeout=LOCK_WAIT):
-            return None
-        try:
-            held = cache.key
-            if held == key:
-                return cache.snapshot
-            if held is not None and held[0] == key[0] and held[1] > key[1]:
-                return None
+
+        def update(held: tuple[str, int] | None) -> DenseSnapshot | None:
             try:
-                self._update(conn, cache, key, most)
+                self._update(conn, cache, key, held, most)
             except BaseException:
                 self.forget(cache)  # a half-read update: the next search loads afresh
                 raise
@@ -628,13 +559,15 @@ class DenseTables:
                 self.forget(cache)
                 return None
             return cache.snapshot
-        finally:
-            cache.lock.release()
 
-    def _update(self, conn: Any, cache: DenseCache, key: tuple[str, int], most: int) -> None:
-        """Under ``cache.lock``: apply the delta since the copy's generation, or load afresh
-        (another epoch, ``worth_reloading``, or a delta of more than ``most`` points)."""
-        held, delta = cache.key, None
+        return refresh(cache, key, update)
+
+    def _update(self, conn: Any, cache: DenseCache, key: tuple[str, int],
+                held: tuple[str, int] | None, most: int) -> None:
+        """Under ``cache.lock``, the copy at ``held``: apply the delta since its generation,
+        or load afresh (another epoch, ``worth_reloading``, or a delta of more than ``most``
+        points)."""
+        delta = None
         if held is not None and held[0] == key[0] and not cache.worth_reloading():
             delta = list(self._rows(conn, held[1], most))
             if sum(len(batch.rowids) for batch in delta) > most:
@@ -642,20 +575,12 @@ class DenseTables:
         if delta is None:
             cache.load(key, self._rows(conn, None, most))
         else:
-            removed = [r[0] for r in conn.execute(
-                f"SELECT rowid FROM {self.removed} WHERE generation > ?", (held[1],))]
-            cache.apply(key, removed, delta)
-
-    def forget(self, cache: DenseCache | None = None) -> None:
-        """Let the copy go (``cache``: only if it is still that one); the next refresh
-        below the bound loads it again."""
-        with self._lock:
-            if cache is None or self.cache is cache:
-                self.cache = None
+            cache.apply(key, removed_since(conn, self.removed, held[1]), delta)
 
     def _rows(self, conn: Any, after: int | None, most: int) -> Iterator[DenseRows]:
         """Every live point by rowid (``after`` is ``None``) or those written after
-        generation ``after``, ``DENSE_BATCH`` a batch, at most ``most + 1`` points."""
+        generation ``after``, ``DENSE_BATCH`` a batch, at most ``most + 1`` points (the
+        query runs now, the batches are read as iterated)."""
         where = "" if after is None else " WHERE c.generation > ?"
         order = " ORDER BY c.rowid" if after is None else ""
         cursor = conn.execute(
@@ -663,8 +588,4 @@ class DenseTables:
             f"JOIN {self.points} AS p ON p.rowid = c.rowid{where}{order} LIMIT ?",
             (most + 1,) if after is None else (after, most + 1),
         )
-        try:
-            while rows := cursor.fetchmany(DENSE_BATCH):
-                yield DenseRows(*([row[i] for row in rows] for i in range(5)))
-        finally:
-            cursor.close()
+        return fetch_batches(cursor, DENSE_BATCH, DenseRows, 5)

@@ -8,17 +8,18 @@ over the query terms in ``term_index`` order of ``value * bm25_term_weight(tf, l
 each weight computed in ``kb_shared.search.sparse.bm25_term_weight``'s operation order, the sum
 rounded to float32), so its answers equal the FTS5 path's and Qdrant's, ids and scores.
 
-The copy follows the SQLite file like ``kb_shared.stores.vectors_codes.CodeCache``: it is
-keyed by the file's ``(epoch, generation)``; another epoch (a dropped and re-created index)
-loads everything again, a newer generation applies only the rowids logged in
-``{name}_removed`` and the rows whose ``{name}_codes.generation`` is newer (with their FTS5
-``terms``). A point written again keeps its rowid in SQLite but gets a new position here
-(the old one dies), so postings only ever grow by appending; the copy is loaded afresh when
-the appended or dead part grows past ``RELOAD_FRACTION`` of it. Updates publish a new
-immutable ``PostingsSnapshot``; a search reads the one it started with (document and kind
-names are numbered in tables shared by the snapshots, which only ever grow). A search whose
-read transaction is older than the copy, or that would wait past ``LOCK_WAIT`` for another
-thread's load, gets ``None`` and is answered by the FTS5 path: the same answer, slower.
+The copy follows the SQLite file like ``kb_shared.stores.vectors_codes.CodeCache`` (the
+bookkeeping both share: ``kb_shared.stores.vectors_resident``): it is keyed by the file's
+``(epoch, generation)``; another epoch (a dropped and re-created index) loads everything
+again, a newer generation applies only the rowids logged in ``{name}_removed`` and the rows
+whose ``{name}_codes.generation`` is newer (with their FTS5 ``terms``). A point written
+again keeps its rowid in SQLite but gets a new position here (the old one dies), so postings
+only ever grow by appending; the copy is loaded afresh when the appended or dead part grows
+past ``RELOAD_FRACTION`` of it. Updates publish a new immutable ``PostingsSnapshot``; a
+search reads the one it started with (document and kind names are numbered in tables shared
+by the snapshots, which only ever grow). A search whose read transaction is older than the
+copy, or that would wait past ``LOCK_WAIT`` for another thread's load, gets ``None`` and is
+answered by the FTS5 path: the same answer, slower.
 
 Sizes and times (memory per point, load time, search times against the FTS5 path):
 benchmarks/results/sparse-resident-2026-12-02.md.
@@ -28,13 +29,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from kb_shared.search.sparse import AVERAGE_DOCUMENT_TOKENS, BM25_B, BM25_K1, tokenize
-from kb_shared.stores.vectors_codes import LOCK_WAIT, RELOAD_FRACTION
+from kb_shared.stores import vectors_resident as resident
 from kb_shared.stores.vectors_sparse import ScoredRow, query_terms, read_averages
 
 #: The most live points the copy is kept for; past it the FTS5 path answers
@@ -188,33 +189,18 @@ class _Builder:
 
 
 @dataclass(frozen=True, eq=False)
-class PostingsSnapshot:
-    """One immutable state of the copy (``PostingsCache`` builds them; nothing changes one).
-
-    Per position: ``rowids`` (int64), ``ids`` (point ids), ``documents`` / ``kinds``
-    (int32 numbers into the cache's name lists), ``lengths`` (int32, terms of the point),
-    ``alive`` (bool). ``base``: the postings of a full load; ``delta``: each term's postings
-    appended since, as tuples of ``(positions, tfs)`` parts (positions past every base one).
+class PostingsSnapshot(resident.PositionsSnapshot):
+    """One immutable state of the copy (``PostingsCache`` builds them): the
+    ``PositionsSnapshot`` of its points, with ``lengths`` (int32, terms of each point),
+    ``base`` (the postings of a full load) and ``delta`` (each term's postings appended
+    since, as tuples of ``(positions, tfs)`` parts, positions past every base one;
+    ``delta_postings`` counts them).
     """
 
-    key: tuple[str, int] | None
-    rowids: np.ndarray
-    ids: list[str]
-    documents: np.ndarray
-    kinds: np.ndarray
     lengths: np.ndarray
-    alive: np.ndarray
     base: _Postings
     delta: dict[str, tuple[tuple[np.ndarray, np.ndarray], ...]]
     delta_postings: int
-    live: int
-    document_numbers: dict[str, int] = field(repr=False)
-    kind_numbers: dict[str, int] = field(repr=False)
-
-    @property
-    def dead(self) -> int:
-        """Positions whose point was removed or written again."""
-        return int(self.alive.size - self.live)
 
     def _parts(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         found = self.base.of(term)
@@ -261,10 +247,8 @@ class PostingsSnapshot:
         matched = np.flatnonzero(scores)
         if self.live < self.alive.size:
             matched = matched[self.alive[matched]]
-        if documents is not None:
-            matched = matched[_member(self.documents[matched], self.document_numbers, documents)]
-        if kinds is not None:
-            matched = matched[_member(self.kinds[matched], self.kind_numbers, kinds)]
+        if documents is not None or kinds is not None:
+            matched = matched[self.in_scope(matched, documents, kinds)]
         rounded = scores[matched].astype(np.float32)
         if matched.size > limit:  # keep the best limit and every point tied with the last
             cut = -np.partition(-rounded, limit - 1)[limit - 1]
@@ -285,12 +269,6 @@ def bm25_weights(tfs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     tf = tfs.astype(np.float64)
     norm = (1.0 - BM25_B) + BM25_B * (lengths / AVERAGE_DOCUMENT_TOKENS)
     return tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
-
-
-def _member(numbers: np.ndarray, known: dict[str, int], names: Sequence[str]) -> np.ndarray:
-    """Mask of ``numbers`` that name one of ``names`` (names never seen match nothing)."""
-    wanted = [known[name] for name in names if name in known]
-    return np.isin(numbers, np.asarray(wanted, dtype=np.int32))
 
 
 class _Read(NamedTuple):
@@ -316,28 +294,15 @@ class PostingsCache:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.document_names: list[str] = []
-        self.kind_names: list[str] = []
-        self._document_numbers: dict[str, int] = {}
-        self._kind_numbers: dict[str, int] = {}
-        self._position_of = np.full(1, -1, dtype=np.int64)  # rowid -> live position, -1
+        self.documents = resident.Numbering()
+        self.kinds = resident.Numbering()
+        self._positions = resident.Positions(np.zeros(0, dtype=np.int64))
         self.snapshot = self._fresh(None, ())
 
     @property
     def key(self) -> tuple[str, int] | None:
         """``(epoch, generation)`` of the state held; ``None`` before the first load."""
         return self.snapshot.key
-
-    def _numbers(self, names: list[str], numbers: dict[str, int],
-                 values: Iterable[str]) -> np.ndarray:
-        out = []
-        for value in values:
-            number = numbers.get(value)
-            if number is None:
-                number = numbers[value] = len(names)
-                names.append(value)
-            out.append(number)
-        return np.asarray(out, dtype=np.int32)
 
     def _read(self, first_position: int, batches: Iterable[PostingRows]) -> _Read:
         """The rows of ``batches`` as arrays, positions from ``first_position``; document
@@ -351,9 +316,8 @@ class PostingsCache:
             builder.add(batch.terms)
             rowids.extend(batch.rowids)
             ids.extend(batch.ids)
-            documents.append(self._numbers(self.document_names, self._document_numbers,
-                                           batch.documents))
-            kinds.append(self._numbers(self.kind_names, self._kind_numbers, batch.kinds))
+            documents.append(self.documents.numbered(batch.documents))
+            kinds.append(self.kinds.numbered(batch.kinds))
         postings, lengths = builder.finish()
         return _Read(postings, np.asarray(rowids, dtype=np.int64), ids,
                      np.concatenate(documents), np.concatenate(kinds), lengths)
@@ -362,14 +326,13 @@ class PostingsCache:
                batches: Iterable[PostingRows]) -> PostingsSnapshot:
         """A snapshot of exactly the rows of ``batches`` (positions 0, 1, … in order)."""
         read = self._read(0, batches)
-        self._position_of = np.full(int(read.rowids.max(initial=0)) + 1, -1, dtype=np.int64)
-        self._position_of[read.rowids] = np.arange(read.rowids.size)
+        self._positions = resident.Positions(read.rowids)
         return PostingsSnapshot(
             key=key, rowids=read.rowids, ids=read.ids, documents=read.documents,
             kinds=read.kinds, lengths=read.lengths,
             alive=np.ones(read.rowids.size, dtype=bool), base=read.postings, delta={},
             delta_postings=0, live=int(read.rowids.size),
-            document_numbers=self._document_numbers, kind_numbers=self._kind_numbers,
+            document_numbering=self.documents, kind_numbering=self.kinds,
         )
 
     def load(self, key: tuple[str, int], batches: Iterable[PostingRows]) -> None:
@@ -381,8 +344,8 @@ class PostingsCache:
         (``RELOAD_FRACTION``, ``RELOAD_MINIMUM``)."""
         snap = self.snapshot
         appended = snap.delta_postings > max(RELOAD_MINIMUM,
-                                             RELOAD_FRACTION * snap.base.positions.size)
-        dead = snap.dead > max(RELOAD_MINIMUM, RELOAD_FRACTION * snap.alive.size)
+                                             resident.RELOAD_FRACTION * snap.base.positions.size)
+        dead = snap.dead > max(RELOAD_MINIMUM, resident.RELOAD_FRACTION * snap.alive.size)
         return appended or dead
 
     def apply(self, key: tuple[str, int], removed: Iterable[int],
@@ -391,22 +354,8 @@ class PostingsCache:
         the rows of ``batches`` (rows written since; a rowid written again kills its old
         position)."""
         old = self.snapshot
-        first = old.alive.size
-        read = self._read(first, batches)
-        alive = np.concatenate([old.alive, np.ones(read.rowids.size, dtype=bool)])
-        gone = np.fromiter(removed, dtype=np.int64)
-        top = int(max(read.rowids.max(initial=0), gone.max(initial=0)))
-        position_of = self._position_of
-        if top >= position_of.size:
-            grown = np.full(max(top + 1, 2 * position_of.size), -1, dtype=np.int64)
-            grown[: position_of.size] = position_of
-            position_of = self._position_of = grown
-        for rowids in (gone, read.rowids):
-            if rowids.size:
-                held = position_of[rowids]
-                alive[held[held >= 0]] = False
-                position_of[rowids] = -1
-        position_of[read.rowids] = np.arange(first, first + read.rowids.size)
+        read = self._read(old.alive.size, batches)
+        alive = self._positions.appended(old.alive, removed, read.rowids)
         appended = read.postings
         delta = dict(old.delta)
         for term, number in appended.vocabulary.items():
@@ -420,24 +369,19 @@ class PostingsCache:
             lengths=np.concatenate([old.lengths, read.lengths]), alive=alive, base=old.base,
             delta=delta, delta_postings=old.delta_postings + appended.positions.size,
             live=int(np.count_nonzero(alive)),
-            document_numbers=self._document_numbers, kind_numbers=self._kind_numbers,
+            document_numbering=self.documents, kind_numbering=self.kinds,
         )
 
 
-class PostingsTables:
+class PostingsTables(resident.CopyTables[PostingsCache]):
     """Reads the copy's rows from the SQLite index ``name`` and keeps this process's
     ``PostingsCache`` of them (tables: ``kb_shared.stores.vectors_sqlite`` and
     ``kb_shared.stores.vectors_codes.CodeTables``). Methods take the caller's connection
     inside its read transaction; SQLite errors propagate."""
 
     def __init__(self, name: str) -> None:
-        self.meta = f"{name}_meta"
-        self.points = f"{name}_points"
+        super().__init__(name)
         self.fts = f"{name}_fts"
-        self.codes = f"{name}_codes"
-        self.removed = f"{name}_removed"
-        self.cache: PostingsCache | None = None
-        self._lock = threading.Lock()
 
     def live_points(self, conn: Any) -> int:
         """The index's live points, from FTS5's averages record (one row read)."""
@@ -451,8 +395,8 @@ class PostingsTables:
         reads), or ``None`` when the FTS5 path must answer: more than ``most`` live points
         (the copy is then let go), the copy is already past ``key`` (this transaction
         started before another thread's refresh; its snapshot is not kept), or another
-        thread has held the copy's lock for ``LOCK_WAIT`` (a load takes seconds at 100k
-        points; searches meanwhile are answered by FTS5 instead of waiting).
+        thread has held the copy's lock for ``vectors_resident.LOCK_WAIT`` (a load takes
+        seconds at 100k points; searches meanwhile are answered by FTS5 instead of waiting).
         """
         with self._lock:
             cache = self.cache
@@ -460,37 +404,22 @@ class PostingsTables:
                 if self.live_points(conn) > most:
                     return None
                 cache = self.cache = PostingsCache()
-        snapshot = cache.snapshot  # immutable, replaced whole: safe to read unlocked
-        if snapshot.key == key:
-            return snapshot
-        if not cache.lock.acquire(timeout=LOCK_WAIT):
-            return None  # another thread is loading the copy
-        try:
-            held = cache.key
-            if held == key:
-                return cache.snapshot
-            if held is not None and held[0] == key[0] and held[1] > key[1]:
-                return None
+
+        def update(held: tuple[str, int] | None) -> PostingsSnapshot | None:
             if held is None or held[0] != key[0] or cache.worth_reloading():
                 if self.live_points(conn) > most:
-                    self._forget(cache)
+                    self.forget(cache)
                     return None
                 cache.load(key, self._rows(conn, None))
             else:
-                removed = [r[0] for r in conn.execute(
-                    f"SELECT rowid FROM {self.removed} WHERE generation > ?", (held[1],))]
-                cache.apply(key, removed, self._rows(conn, held[1]))
+                cache.apply(key, resident.removed_since(conn, self.removed, held[1]),
+                            self._rows(conn, held[1]))
                 if cache.snapshot.live > most:
-                    self._forget(cache)
+                    self.forget(cache)
                     return None
             return cache.snapshot
-        finally:
-            cache.lock.release()
 
-    def _forget(self, cache: PostingsCache) -> None:
-        with self._lock:
-            if self.cache is cache:
-                self.cache = None
+        return resident.refresh(cache, key, update)
 
     def _rows(self, conn: Any, after: int | None) -> Iterator[PostingRows]:
         """Every live point by rowid (``after`` is ``None``), or those written after
@@ -506,9 +435,4 @@ class PostingsTables:
                    f"JOIN {self.fts} AS f ON f.rowid = c.rowid "
                    "WHERE c.generation > ?")  # no ORDER BY: it scans every code
             params = (after,)
-        cursor = conn.execute(sql, params)
-        try:
-            while rows := cursor.fetchmany(LOAD_BATCH):
-                yield PostingRows(*([row[i] for row in rows] for i in range(5)))
-        finally:
-            cursor.close()
+        return resident.fetch_batches(conn.execute(sql, params), LOAD_BATCH, PostingRows, 5)
