@@ -275,7 +275,12 @@ class SqliteVectorIndex(VectorIndex):
         ).fetchone()
         if not exists:
             return None
-        rows = dict(conn.execute(f"SELECT key, value FROM {self._meta}").fetchall())
+        try:
+            rows = dict(conn.execute(f"SELECT key, value FROM {self._meta}").fetchall())
+        except sqlite3.OperationalError as exc:  # dropped by a writer since the check above
+            if "no such table" in str(exc):
+                return None
+            raise
         if "model" not in rows or "dimension" not in rows:
             return None
         return CollectionInfo(model=rows["model"], dimension=int(rows["dimension"]))
