@@ -51,12 +51,13 @@ PULL_INS = ("definition_candidates", "statement_candidates")
 _ID_NUMBER = re.compile(r"(\d+)$")
 
 
-def _alphabetic_words(question: str) -> frozenset[str]:
+def _alphabetic_words(question: str, tokens: Sequence[str] | None = None) -> frozenset[str]:
     """Round 2's document-naming words of a question: its alphabetic sparse terms only (no
-    "3m", no glued "bestbuy", no years)."""
+    "3m", no glued "bestbuy", no years); ``tokens``: the question's terms when already cut."""
     from kb_shared.search.sparse import tokenize  # noqa: PLC0415
 
-    return frozenset(t for t in tokenize(question) if t.isalpha())
+    terms = tokenize(question) if tokens is None else tokens
+    return frozenset(t for t in terms if t.isalpha())
 
 
 def half(question_id: str) -> str:

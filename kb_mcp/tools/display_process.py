@@ -48,6 +48,7 @@ from kb_mcp.tools import (
 )
 from kb_mcp.tools.search_docs import MAX_DOCUMENT_FILTER
 from kb_shared.search import retrieval
+from kb_shared.search.query import start_query_embedding
 from kb_shared.search.retrieval import DocsAnswer, Passage
 from kb_shared.stores.vectors import KIND_FIGURE
 
@@ -234,7 +235,7 @@ def build_apps(*, links: Links, max_query_chars: int) -> Apps:
     ) -> Annotated[CallToolResult, DisplayProcessOutput]:
         state = state_of(ctx)
         text = check_search_query(query, max_query_chars)
-        vector = retrieval.start_query_embedding(state.embedder, text)  # while the catalog is read
+        vector = start_query_embedding(state.embedder, text)  # while the catalog is read
         scope = search_scope(state.catalog, documents)
         answer = retrieval.search_docs(
             state.vectors(),

@@ -25,6 +25,7 @@ from kb_mcp.tools import (
     state_of,
 )
 from kb_shared.search import quotes, retrieval
+from kb_shared.search.query import start_query_embedding
 from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: Upper bounds of the arguments (input schema ``maximum``/``maxItems``).
@@ -105,7 +106,7 @@ def answer_search(
         ToolProblem / EmptyCorpusError / store and provider errors: as ``search_scope`` and
             ``kb_shared.search.retrieval.search_docs``.
     """
-    vector = retrieval.start_query_embedding(state.embedder, text)  # while the catalog is read
+    vector = start_query_embedding(state.embedder, text)  # while the catalog is read
     states = read_serving_states(state.catalog)  # the scope's and the acronyms' one read
     scope = search_scope(state.catalog, documents, category, states)
     answer = retrieval.search_docs(

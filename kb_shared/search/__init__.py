@@ -1,6 +1,8 @@
 """Answering queries: the search pipeline and what it is built from.
 
-* ``retrieval`` — the pipeline of ``search_docs`` (candidates, fusion, order, confidence);
+* ``query`` — the query checked, embedded and analysed once (``AnalysedQuery``);
+* ``retrieval`` — the pipeline of ``search_docs``, stage by stage (analyse, candidates and
+  fusion, features and order, confidence, pages and quotes, answer);
 * ``retrieval_features`` — a chunk's sentences and table rows, question-shaped signals;
 * ``sparse`` — the keyword tokenizer; ``acronyms`` — abbreviation pairs from the graph;
 * ``editions`` — "the corpus holds another edition" answers;

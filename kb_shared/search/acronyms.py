@@ -34,8 +34,9 @@ Rules, each with its reason:
   (``kb_shared.search.sparse.tokenize``), and adds its short form(s).
 * For a short form the query asks about (``Expansion.asked``), search_docs gives a passage
   that spells it out (``AcronymTable.spells_out``: "non-physical losses (NPL)") the
-  definition bonus (``kb_shared.search.retrieval.feature_order``): the passage that merely uses
-  the acronym otherwise ranks first.
+  definition bonus (``kb_shared.search.retrieval.candidate_features``, through
+  ``AnalysedQuery.spells_out``): the passage that merely uses the acronym otherwise ranks
+  first.
 
 ``AcronymCache`` keeps one table per process and reloads it only when the caller's change
 signal changes (the MCP server: the catalog's serving states, ``kb_mcp.state``).
@@ -50,7 +51,7 @@ from dataclasses import dataclass
 
 from kb_shared.errors import StoreError
 from kb_shared.providers.graph_vocabulary import DEFINED_AS
-from kb_shared.search.sparse import STOPWORDS, tokenize
+from kb_shared.search.sparse import RAW_WORD, STOPWORDS, tokenize
 from kb_shared.stores.graph import EdgeFilter, GraphReader
 
 #: Whether search_docs' callers expand acronyms by default (``acronyms_enabled``); measured in
@@ -97,7 +98,7 @@ def asks_about(query: str, short: str) -> bool:
     found = _WHAT_IS.match(query)
     if found is not None and found.group(1).strip(".-_/").rstrip("s") == short.rstrip("s"):
         return True
-    words = [w.strip(".-_/") for w in _RAW_WORD.findall(query)]
+    words = [w.strip(".-_/") for w in RAW_WORD.findall(query)]
     for at, word in enumerate(words):
         if word.rstrip("s") != short.rstrip("s"):
             continue
@@ -107,11 +108,6 @@ def asks_about(query: str, short: str) -> bool:
         if _MEANING_CUE.search(near):
             return True
     return False
-
-
-#: A raw query word, as ``kb_shared.search.retrieval`` splits them (spaces and punctuation that
-#: never occur inside a code).
-_RAW_WORD = re.compile(r"[^\s,;:!?()\[\]{}\"'“”‘’]+")
 
 
 def is_short_form(name: str) -> bool:
@@ -185,17 +181,18 @@ class AcronymTable:
         """The sparse terms of each long form of ``short`` (exact spelling), ``[]`` if none."""
         return list(self._long_terms.get(short, ()))
 
-    def expand(self, query: str) -> Expansion:
+    def expand(self, query: str, tokens: Sequence[str] | None = None) -> Expansion:
         """The short forms and long forms ``query`` names, and the sparse terms they add
         (module docstring): a short form the query asks about (``asks_about``) adds its long
-        forms' terms (none past ``MAX_EXPANSIONS``), a long form adds its short forms' terms."""
-        have = tokenize(query)
+        forms' terms (none past ``MAX_EXPANSIONS``), a long form adds its short forms' terms.
+        ``tokens``: the query's ``tokenize`` terms when the caller has them."""
+        have = list(tokenize(query) if tokens is None else tokens)
         present = set(have)
         added: dict[str, None] = {}
         shorts: list[str] = []
         asked: list[str] = []
         if not query.isupper():
-            for raw in _RAW_WORD.findall(query):
+            for raw in RAW_WORD.findall(query):
                 word = raw.strip(".-_/")
                 found = self._long_terms.get(word)
                 if found is None and word.endswith("s"):

@@ -10,11 +10,12 @@ compliance user asking for this year's figure must not be served last year's sil
   3.2``, ``v3``, ``Rev. 3``, ``Revision 3``, ``800-171r2`` → ``2``; versions and revisions are
   one kind: both number a document's editions). Calendar years alone are not editions (every
   document is full of them).
-* ``edition_mismatch`` compares the query's markers with those of the documents a search would
-  answer from (name, title and version label of the top results). It reports a mismatch only
-  when a result document is about the same thing (its name or title shares a content word
-  with the query), carries an edition of the asked kind, and no such document carries the
-  asked one.
+* ``edition_question`` reads what a query asks once (its markers and subject words; the search
+  pipeline does it in ``kb_shared.search.query.analyse``); ``edition_mismatch`` compares them
+  with the markers of the documents a search would answer from (name, title and version label
+  of the top results). It reports a mismatch only when a result document is about the same
+  thing (its name or title shares a content word with the query), carries an edition of the
+  asked kind, and no such document carries the asked one.
 """
 
 from __future__ import annotations
@@ -141,16 +142,42 @@ class EditionMismatch:
         )
 
 
-def edition_mismatch(query: str, documents: Sequence[HeldDocument]) -> EditionMismatch | None:
+@dataclass(frozen=True)
+class EditionQuestion:
+    """What a query asks about editions, read once (``edition_question``).
+
+    Attributes:
+        asked: its edition markers in order (``editions_in``); empty for most questions.
+        words: its content words (lower-case, without a plural ``s``, generic words such as
+            "report" or "version" left out); empty when ``asked`` is.
+    """
+
+    asked: tuple[Edition, ...]
+    words: frozenset[str]
+
+
+def edition_question(query: str, tokens: Sequence[str] | None = None) -> EditionQuestion:
+    """Read ``query``'s edition markers and subject words; ``tokens``: its
+    ``kb_shared.search.sparse.tokenize`` terms when the caller has them."""
+    asked = tuple(editions_in(query))
+    if not asked:
+        return EditionQuestion((), frozenset())
+    terms = tokenize(query) if tokens is None else tokens
+    return EditionQuestion(asked, frozenset(_stem(t) for t in terms if t.isalpha()) - _GENERIC)
+
+
+def edition_mismatch(
+    query: str | EditionQuestion, documents: Sequence[HeldDocument]
+) -> EditionMismatch | None:
     """The first edition the query asks for that ``documents`` (the answer's top documents)
     lack while holding another edition of the same kind (module docstring); ``None`` when the
-    query names no edition, a document holds it, or no document is on the query's subject."""
-    asked_all = editions_in(query)
-    if not asked_all:
+    query names no edition, a document holds it, or no document is on the query's subject.
+    ``query``: the text, or what ``edition_question`` read from it."""
+    question = query if isinstance(query, EditionQuestion) else edition_question(query)
+    if not question.asked:
         return None
-    query_words = {_stem(t) for t in tokenize(query) if t.isalpha()} - _GENERIC
-    relevant = [d for d in documents if d.words() & query_words]
-    for asked in asked_all:
+    relevant = [d for d in documents if d.words() & question.words]
+    for asked in question.asked:
         held: list[tuple[str, Edition]] = []
         for document in relevant:
             marks = [m for m in document.editions() if m.kind == asked.kind]

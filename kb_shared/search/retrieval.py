@@ -1,64 +1,72 @@
-"""Hybrid passage retrieval and its confidence policy: what search_docs answers, for any caller.
+"""The search pipeline of search_docs, stage by stage, and its confidence policy: what
+search_docs answers, for any caller.
 
 The MCP server, the retrieval benchmark and the tests all rank through here, so the ranking is
 one piece of code. It takes a vector reader and models as arguments and returns plain
 dataclasses; failures raise ``kb_shared.errors`` types (``QueryError``, ``EmptyCorpusError``,
-store and provider errors) that each caller words for its own audience.
+store and provider errors) that each caller words for its own audience. ``search_docs`` at
+the bottom runs the stages in order; each is a function from typed values to a typed value:
 
-1. The query is analysed once (``analyse``): its sparse terms (``kb_shared.search.sparse.tokenize``,
-   so codes such as ``IN008-24`` or ``3.1.5`` stay one term) and its identifier-like words.
-2. It is embedded with the live model's query-side convention (``Embedder.embed_query``), on
-   a worker thread (``start_query_embedding``) while the identifier look-ups and the sparse
-   side run.
-3. Dense and sparse candidates (the sparse side also searching the acronyms and long forms
-   the query names, ``kb_shared.search.acronyms``, when the caller passes the table), plus the points
-   that contain a rare identifier of the query whole, are fused by weighted reciprocal rank
-   fusion (``VectorIndex.hybrid_search``; k and weights in ``kb_shared.stores.vectors``, the
-   third list's weight ``EXACT_WEIGHT`` here).
-4. A reranker that re-orders (``Reranker.reorders``) orders the fused candidates; offline
-   (``FusionOrderReranker``) the fused order is adjusted by question-shaped signals instead
-   (``kb_shared.search.retrieval_features``: definitions, section numbers, document routing, the
-   best table row or sentence, the financial statement a question names, tables), after the
-   definitions a keyword search finds and the named statements fusion left below the cut
-   were added once each (``definition_candidates``, ``statement_candidates``).
-5. A page of ``top_k`` results from ``offset`` is returned, with ``next_offset`` when more exist.
-   Each result cites every page its passage is on and carries a verbatim quote of its best row
-   or sentence with that quote's own page (``kb_shared.search.quotes``).
-6. Confidence: when the best dense cosine is below ``NOTHING_FOUND_SIMILARITY``, no identifier
-   of the query matches exactly and no result contains ``MIN_TERM_COVERAGE`` of the query's
-   terms, the answer is ``low_confidence`` ("the corpus has nothing on this"). So is an answer
-   to a question naming an edition (a financial year, a version) that its top documents lack
-   while holding another (``kb_shared.search.editions``); ``edition_note`` then says which they hold.
+1. **Analyse** (``kb_shared.search.query.analyse`` -> ``AnalysedQuery``): the text tokenised
+   once (``kb_shared.search.sparse.tokenize``, so codes such as ``IN008-24`` or ``3.1.5`` stay
+   one term), its identifier-like words, the acronyms and long forms it names
+   (``kb_shared.search.acronyms``, when the caller passes the table), its question shape and
+   the editions it asks for. It is embedded with the live model's query-side convention
+   (``start_query_embedding``) on a worker thread meanwhile.
+2. **Candidates** (``find_candidates`` -> ``Candidates``): dense and sparse candidates plus the
+   points that contain a rare identifier of the query whole, fused by weighted reciprocal rank
+   fusion (``VectorReader.hybrid_search``; k and weights in ``kb_shared.stores.vectors``, the
+   third list's weight ``EXACT_WEIGHT`` here); offline, the definitions a keyword search finds
+   and the named statements fusion left below the cut are added once each
+   (``definition_candidates``, ``statement_candidates``).
+3. **Features and order** (``order_candidates`` -> ``Ordered``): a reranker that re-orders
+   (``Reranker.reorders``) orders the candidates and each result's best unit is found after;
+   offline (``FusionOrderReranker``) each candidate's features come first
+   (``candidate_features``: ``kb_shared.search.retrieval_features``' definitions, section
+   numbers, document routing, the best table row or sentence, the financial statement a
+   question names, tables) and the fused order is adjusted by them (``feature_order``).
+4. **Confidence** (``judge`` -> ``Confidence``): when the best dense cosine is below
+   ``NOTHING_FOUND_SIMILARITY``, no identifier of the query matches exactly and no result
+   contains ``MIN_TERM_COVERAGE`` of the query's terms, the answer is ``low_confidence`` ("the
+   corpus has nothing on this"). So is an answer to a question naming an edition (a financial
+   year, a version) that its top documents lack while holding another
+   (``kb_shared.search.editions``); ``edition_note`` then says which they hold.
+5. **Pages and quotes** (``cite``): the page of ``top_k`` results from ``offset``, each citing
+   every page its passage is on and carrying a verbatim quote of its best row or sentence with
+   that quote's own page (``kb_shared.search.quotes``).
+6. **Answer**: a ``DocsAnswer``, with ``next_offset`` when more results exist.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
+from kb_shared.errors import EmptyCorpusError
+from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
 from kb_shared.search import retrieval_features
 from kb_shared.search.acronyms import AcronymTable
 from kb_shared.search.citations import Citation, PointPayload
 from kb_shared.search.editions import HeldDocument, edition_mismatch
+from kb_shared.search.query import (  # re-exported: the names callers import from here
+    AnalysedQuery,
+    analyse,
+    check_query,
+    identifier_terms,
+    start_query_embedding,
+)
+from kb_shared.search.quotes import MarkdownPages, Quote, passage_quote
 from kb_shared.search.retrieval_features import (
     UnitMatch,
     best_units,
     bonuses,
     defines,
-    definition_terms,
     in_statement,
-    statements_named,
 )
-from kb_shared.errors import EmptyCorpusError, QueryError
-from kb_shared.providers.base import Embedder, FusionOrderReranker, Reranker
-from kb_shared.search.quotes import MarkdownPages, Quote, passage_quote
 from kb_shared.search.sparse import tokenize
 from kb_shared.stores.readers import VectorReader
 from kb_shared.stores.vectors import (
@@ -98,117 +106,31 @@ RARE_TERM_MAX_POINTS = 8
 #: to 1,000 documents per call).
 RERANK_CANDIDATES = 50
 
+#: Fused candidates ``feature_order`` re-orders when no reranker does.
+FEATURE_CANDIDATES = 30
+
+#: Fused candidates below the cut that search_docs hands ``statement_candidates``: all of them
+#: (two lists of ``CANDIDATE_FACTOR * RERANK_CANDIDATES``; fusion ranks them all anyway).
+POOL_TAIL = 2 * CANDIDATE_FACTOR * RERANK_CANDIDATES
+
+#: Points per definition term fetched by keyword for a definition question
+#: (``definition_candidates``).
+DEFINITION_LOOKUP = 10
+
+#: Points a keyword search for a definition term reads (``definition_hits``): a term in
+#: a document's own title ("controlled unclassified information") is in most of its chunks.
+DEFINITION_SEARCH = 30
+
+#: Results whose documents ``kb_shared.search.editions.edition_mismatch`` compares with the
+#: query's edition: the documents the first answers would come from.
+EDITION_DOCUMENTS = 3
+
 #: Offline default: the fused order stands.
 _FUSION_ORDER = FusionOrderReranker()
 
-#: Worker threads of ``start_query_embedding``: concurrent searches beyond this many wait for
-#: one (the model already spreads one query over the cores it is given).
-QUERY_EMBEDDING_THREADS = 8
-
-#: Years and financial-year ranges (``2025``, ``2025-26``, ``2020/21``): never identifiers.
-_YEAR = re.compile(r"(?:19|20)\d\d(?:[-/\u2013](?:\d\d|(?:19|20)\d\d))?")
-
-#: A raw query word (split on spaces and punctuation that never occurs inside a code).
-_RAW_TERM = re.compile(r"[^\s,;:!?()\[\]{}\"'“”‘’]+")
-
-
 # ---------------------------------------------------------------------------------------------
-# The query
+# Stage 1: the query (``kb_shared.search.query.analyse``), and what one search reads once
 # ---------------------------------------------------------------------------------------------
-
-_embedding_pool: ThreadPoolExecutor | None = None
-_embedding_pool_lock = threading.Lock()
-
-
-def _forget_embedding_pool() -> None:
-    # a forked child has none of the parent's threads: its first search starts a new pool
-    global _embedding_pool
-    _embedding_pool = None
-
-
-os.register_at_fork(after_in_child=_forget_embedding_pool)
-
-
-def start_query_embedding(embedder: Embedder, query: str) -> Future[np.ndarray]:
-    """Begin ``embedder.embed_query(query)`` on a worker thread and return its future, so the
-    caller's catalog reads, the identifier look-ups and the sparse search run while the model
-    works (onnxruntime and the C engines release the GIL; benchmarks/results/
-    serving-2026-12-02-latency-round5.md). ``result()`` returns the ``(dimension,)`` float32
-    vector or re-raises the embedder's error (``EmbeddingError``, ``ProviderError``).
-    """
-    global _embedding_pool
-    with _embedding_pool_lock:
-        if _embedding_pool is None:
-            _embedding_pool = ThreadPoolExecutor(
-                QUERY_EMBEDDING_THREADS, thread_name_prefix="kb-query-embedding"
-            )
-        pool = _embedding_pool
-    return pool.submit(embedder.embed_query, query)
-
-
-def check_query(query: str, max_chars: int) -> str:
-    """Return the stripped query.
-
-    Raises:
-        QueryError: empty, or longer than ``max_chars`` (``Settings.max_query_chars``).
-    """
-    if len(query) > max_chars:
-        raise QueryError(
-            f"the query is {len(query):,} characters long; the limit is {max_chars:,}. Search "
-            "with the key terms, codes or a one-sentence question instead of a whole passage."
-        )
-    text = query.strip()
-    if not text:
-        raise QueryError("the query is empty; pass the words, clause number or code to look for")
-    return text
-
-
-def identifier_terms(query: str) -> list[str]:
-    """The identifier-like words of a query, as sparse-index terms (case-folded, whole).
-
-    A word of at least two characters counts when it contains a digit (``IN008-24``,
-    ``3.1.5``, ``SO_OP_3705``, ``BW01``) or an upper-case letter after its first character
-    (``UIGFSurplus``, ``RREG``); plain words (``Dispatch``, ``left-hand``) and single digits do
-    not. Years and financial-year ranges are not identifiers: they qualify many passages of a
-    document, so boosting them favours whichever passage repeats the year. Each is returned as
-    its first ``kb_shared.search.sparse.tokenize`` term, i.e. the whole compound.
-    """
-    terms: list[str] = []
-    for raw in _RAW_TERM.findall(query):
-        word = raw.strip(".-_/")
-        if not word or _YEAR.fullmatch(word):
-            continue
-        has_digit = any(ch.isdigit() for ch in word)
-        inner_upper = any(ch.isupper() for ch in word[1:])
-        if len(word) < 2 or not (has_digit or inner_upper):
-            continue
-        tokens = tokenize(word)
-        if tokens and tokens[0] not in terms:
-            terms.append(tokens[0])
-    return terms
-
-
-@dataclass(frozen=True, slots=True)
-class AnalysedQuery:
-    """A query analysed once and passed down, so no step tokenises it again.
-
-    Attributes:
-        text: the query as the stores receive it (their sparse side tokenises it itself).
-        terms: its distinct sparse terms (``kb_shared.search.sparse.tokenize``).
-        identifiers: its identifier-like terms in query order (``identifier_terms``).
-    """
-
-    text: str
-    terms: frozenset[str]
-    identifiers: tuple[str, ...]
-
-
-def analyse(query: str) -> AnalysedQuery:
-    """Tokenise ``query`` once into an ``AnalysedQuery``."""
-    return AnalysedQuery(
-        text=query, terms=frozenset(tokenize(query)), identifiers=tuple(identifier_terms(query))
-    )
-
 
 #: Distinct texts whose terms ``text_terms`` keeps: the candidates of one corpus recur from
 #: query to query (benchmarks/results/serving-2026-12-01-latency.md).
@@ -220,6 +142,11 @@ def text_terms(text: str) -> frozenset[str]:
     """The distinct ``kb_shared.search.sparse.tokenize`` terms of ``text``, kept per process in a
     bounded LRU keyed by the text itself (a changed chunk is a new key, never a stale hit)."""
     return frozenset(tokenize(text))
+
+
+def _analysed(query: AnalysedQuery | str) -> AnalysedQuery:
+    """``query`` itself when analysed, else ``analyse(query)`` (no acronym table)."""
+    return query if isinstance(query, AnalysedQuery) else analyse(query)
 
 
 class PayloadsOf:
@@ -335,24 +262,38 @@ class DocsAnswer:
 
 
 # ---------------------------------------------------------------------------------------------
-# Ranking
+# Stage 2: candidates
 # ---------------------------------------------------------------------------------------------
 
 
-def term_coverage(
-    query: AnalysedQuery, point: StoredPoint, payload: PointPayload | None = None
-) -> float:
-    """Share of the query's distinct sparse terms that occur in the point's text, section,
-    title or figure caption; ``0.0`` for a query without terms. ``payload``: the point's,
-    when already parsed."""
-    if not query.terms:
-        return 0.0
-    if payload is None:
-        payload = PointPayload.from_payload(point.payload)
-    caption = payload.figure.caption if payload.figure is not None else ""
-    context = " ".join((payload.section, payload.title, caption))
-    have = text_terms(f"{point.text}\n{context}")
-    return len(query.terms & have) / len(query.terms)
+@dataclass(frozen=True, slots=True)
+class SearchScope:
+    """Where a search looks.
+
+    Attributes:
+        documents: doc_ids (serving keys) to search in; ``None`` = all.
+        kinds: point kinds to search (``DOCUMENT_KINDS`` or one of them).
+    """
+
+    documents: Sequence[str] | None
+    kinds: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What the stores found for a query (stage 2).
+
+    Attributes:
+        pool: the fused candidates best first (``Hit.score``: the fused score), then offline
+            the points ``definition_candidates`` and ``statement_candidates`` added.
+        best_similarity: the best dense cosine over the scope (``hybrid_candidates``).
+        exact: identifier-like query terms found whole in a few points, with those points
+            (``exact_identifier_matches``).
+    """
+
+    pool: list[Hit]
+    best_similarity: float | None
+    exact: dict[str, list[Hit]]
 
 
 def exact_identifier_matches(
@@ -368,9 +309,8 @@ def exact_identifier_matches(
     term (a compound and its parts), so each hit is re-checked: its own text must contain the
     whole term. One sparse search per identifier.
     """
-    analysed = analyse(query) if isinstance(query, str) else query
     matched: dict[str, list[Hit]] = {}
-    for term in analysed.identifiers:
+    for term in _analysed(query).identifiers:
         hits = index.sparse_search(term, RARE_TERM_MAX_POINTS + 1, documents, kinds)
         exact = [h for h in hits if term in text_terms(h.point.text)]
         if 1 <= len(exact) <= RARE_TERM_MAX_POINTS:
@@ -388,10 +328,11 @@ def hybrid_candidates(
     exact: Sequence[Hit] = (),
     tail: int = 0,
 ) -> tuple[list[Hit], float | None]:
-    """``hybrid_search`` with ``exact`` as a third fused list (weight ``EXACT_WEIGHT``), at
-    most ``limit`` hits (and up to ``tail`` more after them: the fused candidates below the
-    cut, for ``statement_candidates``), plus the best dense cosine of the query over the filtered
-    index (``None`` when it holds no matching point). Each side is searched
+    """``hybrid_search`` of the keyword text ``query`` (``AnalysedQuery.sparse_text``) with
+    ``exact`` as a third fused list (weight ``EXACT_WEIGHT``), at most ``limit`` hits (and up
+    to ``tail`` more after them: the fused candidates below the cut, for
+    ``statement_candidates``), plus the best dense cosine of the query over the filtered index
+    (``None`` when it holds no matching point). Each side is searched
     ``max(MIN_CANDIDATES, CANDIDATE_FACTOR * max(limit, RERANK_CANDIDATES))`` deep
     (``kb_shared.stores.vectors``), whatever ``tail``.
 
@@ -418,65 +359,9 @@ def hybrid_candidates(
     return hits[: limit + tail], best
 
 
-#: Results whose documents ``kb_shared.search.editions.edition_mismatch`` compares with the query's
-#: edition: the documents the first answers would come from.
-EDITION_DOCUMENTS = 3
-
-
-#: Fused candidates ``feature_order`` re-orders when no reranker does.
-FEATURE_CANDIDATES = 30
-
-
-def feature_order(
-    query: str,
-    pool: Sequence[Hit],
-    limit: int,
-    payload_of: PayloadsOf | None = None,
-    spells_out: Callable[[str], bool] | None = None,
-) -> tuple[list[Hit], list[float], list[UnitMatch | None]]:
-    """``pool`` re-ordered by fused score plus ``retrieval_features.bonuses`` (stable: equal
-    scores keep the fused order), cut to ``limit``; returns the hits, their scores and their
-    best units (``retrieval_features.best_units``). ``payload_of``: the search's payloads.
-    ``spells_out``: true of a text that spells out the abbreviation the query asks about
-    (``AcronymTable.spells_out``); such a passage earns the definition bonus
-    (``FeatureWeights.definition``) unless it already earned it."""
-    payload_of = payload_of or PayloadsOf()
-    payloads = [payload_of(h.point) for h in pool]
-    texts = [h.point.text for h in pool]
-    matches = best_units(query, texts, payloads)
-    extra = bonuses(query, texts, payloads, matches=matches)
-    if spells_out is not None:
-        terms = definition_terms(query)
-        weight = retrieval_features.DEFAULT_FEATURES.definition  # as rebound by benchmarks
-        extra = [
-            bonus + weight if spells_out(text) and not (terms and defines(text, terms)) else bonus
-            for bonus, text in zip(extra, texts, strict=True)
-        ]
-    order = sorted(range(len(pool)), key=lambda i: -(pool[i].score + extra[i]))[:limit]
-    return (
-        [pool[i] for i in order],
-        [pool[i].score + extra[i] for i in order],
-        [matches[i] for i in order],
-    )
-
-
-#: Fused candidates below the cut that search_docs hands ``statement_candidates``: all of them
-#: (two lists of ``CANDIDATE_FACTOR * RERANK_CANDIDATES``; fusion ranks them all anyway).
-POOL_TAIL = 2 * CANDIDATE_FACTOR * RERANK_CANDIDATES
-
-
-#: Points per definition term fetched by keyword for a definition question
-#: (``definition_candidates``).
-DEFINITION_LOOKUP = 10
-
-#: Points a keyword search for a definition term reads (``definition_hits``): a term in
-#: a document's own title ("controlled unclassified information") is in most of its chunks.
-DEFINITION_SEARCH = 30
-
-
 def definition_hits(
     index: VectorReader,
-    query: str,
+    query: AnalysedQuery | str,
     documents: Sequence[str] | None,
     kinds: Sequence[str] | None,
 ) -> list[Hit]:
@@ -484,7 +369,7 @@ def definition_hits(
     keyword search for each term finds (``DEFINITION_SEARCH`` a term, term by term, best
     first) that define one of the terms (``defines``); ``[]`` for any other question.
     Needs no query vector: search_docs runs it while the query is still being embedded."""
-    terms = definition_terms(query)
+    terms = _analysed(query).shape.definition_terms
     if not terms:
         return []
     return [
@@ -512,7 +397,10 @@ def definition_candidates(pool: Sequence[Hit], found: Sequence[Hit]) -> list[Hit
 
 
 def statement_candidates(
-    query: str, pool: Sequence[Hit], rest: Sequence[Hit], payload_of: PayloadsOf | None = None
+    query: AnalysedQuery | str,
+    pool: Sequence[Hit],
+    rest: Sequence[Hit],
+    payload_of: PayloadsOf | None = None,
 ) -> list[Hit]:
     """For a question naming a financial statement (``retrieval_features.statements_named``:
     "… shown in the balance sheet"), the statement's own passages (``in_statement``) among
@@ -520,7 +408,7 @@ def statement_candidates(
     a statement is a table of numbers that ranks low on meaning. Each enters with the score
     of the pool's ``DEFINITION_LOOKUP``-th hit (its bonuses decide the rest). No search of its
     own: ``rest`` is ``hybrid_candidates``' tail (``POOL_TAIL``)."""
-    names = statements_named(query)
+    names = _analysed(query).shape.statements
     if not names or not pool:
         return []
     payload_of = payload_of or PayloadsOf()
@@ -533,8 +421,240 @@ def statement_candidates(
     ]
 
 
+def find_candidates(
+    index: VectorReader,
+    query: AnalysedQuery,
+    vector: Sequence[float] | np.ndarray | Future[np.ndarray],
+    scope: SearchScope,
+    wanted: int,
+    reorders: bool,
+    payload_of: PayloadsOf,
+) -> Candidates:
+    """Stage 2 (module docstring): the identifier look-ups and, offline, the definition
+    look-ups (keyword only, while ``vector`` is computed), then the fused candidates: at least
+    ``wanted`` (``RERANK_CANDIDATES`` for a reranker that ``reorders``, else
+    ``FEATURE_CANDIDATES`` plus the pull-ins, each point once). Raises as the index."""
+    documents, kinds = scope.documents, scope.kinds
+    exact = exact_identifier_matches(index, query, documents, kinds)
+    exact_hits = [hit for found in exact.values() for hit in found]
+    if reorders:
+        pool, best = hybrid_candidates(
+            index, vector, query.sparse_text, max(wanted, RERANK_CANDIDATES), documents, kinds,
+            exact_hits,
+        )
+        return Candidates(pool, best, exact)
+    defined = definition_hits(index, query, documents, kinds)
+    size = max(wanted, FEATURE_CANDIDATES)
+    fused, best = hybrid_candidates(
+        index, vector, query.sparse_text, size, documents, kinds, exact_hits, tail=POOL_TAIL
+    )
+    pool, rest = fused[:size], fused[size:]
+    added = [
+        *definition_candidates(pool, defined),
+        *statement_candidates(query, pool, rest, payload_of),
+    ]
+    seen = {h.id for h in pool}
+    for hit in added:  # a statement's passage may also be a definition: once
+        if hit.id not in seen:
+            seen.add(hit.id)
+            pool.append(hit)
+    return Candidates(pool, best, exact)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 3: features and order
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """Each candidate's features (parallel to the candidates).
+
+    Attributes:
+        matches: its best unit for the question (``retrieval_features.best_units``).
+        bonuses: what its features add to its fused score (``retrieval_features.bonuses``,
+            plus the definition bonus for spelling out an asked abbreviation).
+    """
+
+    matches: list[UnitMatch | None]
+    bonuses: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class Ordered:
+    """The candidates in answer order (stage 3), parallel lists.
+
+    Attributes:
+        hits: the ordered candidates, at most the ``wanted`` asked for.
+        scores: each one's score (fused score plus bonus, or the reranker's relevance).
+        matches: each one's best unit, the source of its quote.
+    """
+
+    hits: list[Hit]
+    scores: list[float]
+    matches: list[UnitMatch | None]
+
+
+def candidate_features(
+    query: AnalysedQuery, pool: Sequence[Hit], payload_of: PayloadsOf
+) -> Features:
+    """The ``Features`` of each of ``pool``: its best unit, and its bonus. A passage that
+    spells out the abbreviation the query asks about (``AnalysedQuery.spells_out``) earns the
+    definition bonus (``FeatureWeights.definition``) unless it already earned it."""
+    payloads = [payload_of(h.point) for h in pool]
+    texts = [h.point.text for h in pool]
+    matches = best_units(query.shape, texts, payloads)
+    extra = bonuses(query.shape, texts, payloads, matches=matches)
+    if query.spells_out is not None:
+        terms = query.shape.definition_terms
+        weight = retrieval_features.DEFAULT_FEATURES.definition  # as rebound by benchmarks
+        extra = [
+            bonus + weight if query.spells_out(text) and not (terms and defines(text, terms))
+            else bonus
+            for bonus, text in zip(extra, texts, strict=True)
+        ]
+    return Features(matches, extra)
+
+
+def feature_order(
+    query: AnalysedQuery | str,
+    pool: Sequence[Hit],
+    limit: int,
+    payload_of: PayloadsOf | None = None,
+    spells_out: Callable[[str], bool] | None = None,
+) -> tuple[list[Hit], list[float], list[UnitMatch | None]]:
+    """``pool`` re-ordered by fused score plus its features' bonus (``candidate_features``;
+    stable: equal scores keep the fused order), cut to ``limit``; returns the hits, their
+    scores and their best units. ``payload_of``: the search's payloads. ``spells_out``
+    replaces the query's (``AnalysedQuery.spells_out``) when given."""
+    analysed = _analysed(query)
+    if spells_out is not None:
+        analysed = replace(analysed, spells_out=spells_out)
+    found = candidate_features(analysed, pool, payload_of or PayloadsOf())
+    extra = found.bonuses
+    order = sorted(range(len(pool)), key=lambda i: -(pool[i].score + extra[i]))[:limit]
+    return (
+        [pool[i] for i in order],
+        [pool[i].score + extra[i] for i in order],
+        [found.matches[i] for i in order],
+    )
+
+
+def order_candidates(
+    query: AnalysedQuery,
+    found: Candidates,
+    wanted: int,
+    reranker: Reranker,
+    payload_of: PayloadsOf,
+) -> Ordered:
+    """Stage 3 (module docstring): the first ``wanted`` candidates in answer order, by the
+    reranker when it ``reorders`` (their best units found after), else by ``feature_order``.
+    Raises as ``reranker.rerank`` (``RerankError``)."""
+    pool = found.pool
+    if not reranker.reorders:
+        return Ordered(*feature_order(query, pool, wanted, payload_of))
+    order = reranker.rerank(query.text, [h.point.text for h in pool], top_n=wanted)
+    hits = [pool[i] for i, _ in order]
+    matches = best_units(
+        query.shape, [h.point.text for h in hits], [payload_of(h.point) for h in hits]
+    )
+    return Ordered(hits, [float(s) for _, s in order], matches)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 4: confidence
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Confidence:
+    """How far the answer can be trusted (stage 4; module docstring, 4).
+
+    Attributes:
+        coverage: the best share of the query's terms in one ordered result (0–1).
+        low_confidence: the corpus probably has nothing on the query.
+        edition_note: why, when the query asks for an edition the corpus lacks; else ``None``.
+    """
+
+    coverage: float
+    low_confidence: bool
+    edition_note: str | None
+
+
+def term_coverage(
+    query: AnalysedQuery, point: StoredPoint, payload: PointPayload | None = None
+) -> float:
+    """Share of the query's distinct sparse terms that occur in the point's text, section,
+    title or figure caption; ``0.0`` for a query without terms. ``payload``: the point's,
+    when already parsed."""
+    if not query.terms:
+        return 0.0
+    if payload is None:
+        payload = PointPayload.from_payload(point.payload)
+    caption = payload.figure.caption if payload.figure is not None else ""
+    context = " ".join((payload.section, payload.title, caption))
+    have = text_terms(f"{point.text}\n{context}")
+    return len(query.terms & have) / len(query.terms)
+
+
 def _held(payload: PointPayload) -> HeldDocument:
     return HeldDocument(payload.name, payload.title or "", payload.version or "")
+
+
+def judge(
+    query: AnalysedQuery, found: Candidates, ordered: Ordered, payload_of: PayloadsOf
+) -> Confidence:
+    """Stage 4: the confidence rule over every ordered result (not only the page asked for)
+    and the edition check over the documents of the first ``EDITION_DOCUMENTS``."""
+    hits = ordered.hits
+    coverage = max(
+        (term_coverage(query, hit.point, payload_of(hit.point)) for hit in hits), default=0.0
+    )
+    best = found.best_similarity
+    low = (
+        not found.exact
+        and coverage < MIN_TERM_COVERAGE
+        and (best is None or best < NOTHING_FOUND_SIMILARITY)
+    )
+    mismatch = edition_mismatch(
+        query.editions, [_held(payload_of(hit.point)) for hit in hits[:EDITION_DOCUMENTS]]
+    )
+    note = mismatch.message() if mismatch is not None else None
+    return Confidence(coverage, low or mismatch is not None, note)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 5: pages and quotes
+# ---------------------------------------------------------------------------------------------
+
+
+def cite(
+    ordered: Ordered,
+    offset: int,
+    top_k: int,
+    payload_of: PayloadsOf,
+    markdown: MarkdownPages | None,
+) -> list[Passage]:
+    """Stage 5: the ``top_k`` ordered results from ``offset`` as numbered ``Passage`` s
+    (``offset + 1`` first), each text or table result with the quote of its best unit and
+    that quote's page (``kb_shared.search.quotes.passage_quote``; ``markdown`` for chunks
+    indexed without page runs)."""
+    ranked = list(zip(ordered.hits, ordered.scores, ordered.matches, strict=True))
+    return [
+        Passage.of(
+            hit.point, offset + position, score=score, similarity=hit.dense_score,
+            sparse_rank=hit.sparse_rank, payload=payload_of(hit.point),
+            quote=None if hit.point.kind == KIND_FIGURE else passage_quote(
+                payload_of(hit.point), hit.point.text, match, markdown
+            ),
+        )
+        for position, (hit, score, match) in enumerate(ranked[offset : offset + top_k], start=1)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline
+# ---------------------------------------------------------------------------------------------
 
 
 def search_docs(
@@ -551,7 +671,7 @@ def search_docs(
     vector: Future[np.ndarray] | None = None,
     acronyms: AcronymTable | None = None,
 ) -> DocsAnswer:
-    """Hybrid search (module docstring), one page of results.
+    """Hybrid search, one page of results: the stages of the module docstring in order.
 
     Args:
         index: the opened vector index (built with ``embedder``).
@@ -580,81 +700,27 @@ def search_docs(
         raise ValueError(f"top_k must be >= 1 and offset >= 0, got {top_k} and {offset}")
     if vector is None:
         vector = start_query_embedding(embedder, query)
-    analysed = analyse(query)
-    sparse_text = query
-    spells_out: Callable[[str], bool] | None = None
-    if acronyms is not None:
-        expansion = acronyms.expand(query)
-        sparse_text = expansion.sparse_text(query)
-        if expansion.asked:
-            spells_out = partial(acronyms.spells_out, shorts=expansion.asked)
-    payload_of = PayloadsOf()
-    kinds = [kind] if kind else list(DOCUMENT_KINDS)
+    analysed = analyse(query, acronyms)  # 1
+    scope = SearchScope(documents, [kind] if kind else list(DOCUMENT_KINDS))
     wanted = offset + top_k + 1  # one more than the page: tells whether a next page exists
-    exact = exact_identifier_matches(index, analysed, documents, kinds)
-    exact_hits = [hit for found in exact.values() for hit in found]
-    defined = [] if reranker.reorders else definition_hits(index, query, documents, kinds)
-    scores: list[float]
-    matches: list[UnitMatch | None]
-    if reranker.reorders:
-        pool, best_similarity = hybrid_candidates(
-            index, vector, sparse_text, max(wanted, RERANK_CANDIDATES), documents, kinds,
-            exact_hits,
-        )
-        order = reranker.rerank(query, [h.point.text for h in pool], top_n=wanted)
-        hits = [pool[i] for i, _ in order]
-        scores = [float(s) for _, s in order]
-        matches = best_units(query, [h.point.text for h in hits], [payload_of(h.point) for h in hits])
-    else:
-        size = max(wanted, FEATURE_CANDIDATES)
-        fused, best_similarity = hybrid_candidates(
-            index, vector, sparse_text, size, documents, kinds, exact_hits, tail=POOL_TAIL
-        )
-        pool, rest = fused[:size], fused[size:]
-        added = [
-            *definition_candidates(pool, defined),
-            *statement_candidates(query, pool, rest, payload_of),
-        ]
-        seen = {h.id for h in pool}
-        for hit in added:  # a statement's passage may also be a definition: once
-            if hit.id not in seen:
-                seen.add(hit.id)
-                pool.append(hit)
-        hits, scores, matches = feature_order(query, pool, wanted, payload_of, spells_out)
-    if not hits and not any(index.count(kind=k) for k in DOCUMENT_KINDS):
+    payload_of = PayloadsOf()
+    found = find_candidates(  # 2
+        index, analysed, vector, scope, wanted, reranker.reorders, payload_of
+    )
+    ordered = order_candidates(analysed, found, wanted, reranker, payload_of)  # 3
+    if not ordered.hits and not any(index.count(kind=k) for k in DOCUMENT_KINDS):
         raise EmptyCorpusError("the vector index holds no points")
-    coverage = max(
-        (term_coverage(analysed, hit.point, payload_of(hit.point)) for hit in hits), default=0.0
-    )
-    low = (
-        not exact
-        and coverage < MIN_TERM_COVERAGE
-        and (best_similarity is None or best_similarity < NOTHING_FOUND_SIMILARITY)
-    )
-    mismatch = edition_mismatch(
-        query, [_held(payload_of(hit.point)) for hit in hits[:EDITION_DOCUMENTS]]
-    )
-    low = low or mismatch is not None
-    ranked = list(zip(hits, scores, matches, strict=True))[offset : offset + top_k]
-    page = [
-        Passage.of(
-            hit.point, offset + position, score=score, similarity=hit.dense_score,
-            sparse_rank=hit.sparse_rank, payload=payload_of(hit.point),
-            quote=None if hit.point.kind == KIND_FIGURE else passage_quote(
-                payload_of(hit.point), hit.point.text, match, markdown
-            ),
-        )
-        for position, (hit, score, match) in enumerate(ranked, start=1)
-    ]
-    return DocsAnswer(
+    confidence = judge(analysed, found, ordered, payload_of)  # 4
+    page = cite(ordered, offset, top_k, payload_of, markdown)  # 5
+    return DocsAnswer(  # 6
         results=page,
         offset=offset,
         top_k=top_k,
-        next_offset=offset + top_k if len(hits) > offset + top_k else None,
-        best_similarity=best_similarity,
-        exact_terms=list(exact),
-        coverage=coverage,
-        low_confidence=low,
+        next_offset=offset + top_k if len(ordered.hits) > offset + top_k else None,
+        best_similarity=found.best_similarity,
+        exact_terms=list(found.exact),
+        coverage=confidence.coverage,
+        low_confidence=confidence.low_confidence,
         reranked=reranker.reorders,
-        edition_note=mismatch.message() if mismatch is not None else None,
+        edition_note=confidence.edition_note,
     )

@@ -27,6 +27,10 @@ search_docs' fused candidates when no reranker does (issue 14, "the right passag
   may hold the whole question. The best unit is also the result's quote
   (``kb_shared.search.quotes``).
 
+What the signals read from the question is read once per search (``QuestionShape``, built by
+``question_shape`` inside ``kb_shared.search.query.analyse``); ``bonuses``, ``best_units``,
+``query_weights`` and ``routed_documents`` take either the question's text or its shape.
+
 Each signal adds a bonus to the fused score (``FeatureWeights``: fixed, or times a share for
 units; the fused scores of ``kb_shared.stores.vectors`` are ``sum(w / (k + rank))``, about
 0.05–0.2 at the top). The figures these were chosen on are in
@@ -245,20 +249,20 @@ def _name_words(name: str, title: str) -> frozenset[str]:
     return frozenset(t for t in tokenize(text) if _naming_word(t) and (len(t) > 2 or t[0].isdigit()))
 
 
-def question_naming_words(question: str) -> frozenset[str]:
+def question_naming_words(question: str, tokens: Sequence[str] | None = None) -> frozenset[str]:
     """The words of ``question`` that may name a document: its ``_naming_word`` terms, each
     adjacent pair of them glued ("Best Buy" -> ``bestbuy``, as file names write it) and the
-    years it names (``FY2018`` -> ``2018``)."""
-    terms = [t for t in tokenize(question) if _naming_word(t)]
+    years it names (``FY2018`` -> ``2018``). ``tokens``: its ``tokenize`` terms when known."""
+    terms = [t for t in (tokenize(question) if tokens is None else tokens) if _naming_word(t)]
     glued = {a + b for a, b in zip(terms, terms[1:]) if a.isalpha() and b.isalpha()}
     return frozenset({*terms, *glued, *_QUESTION_YEAR.findall(question)})
 
 
-def routed_documents(question: str, payloads: Sequence[PointPayload]) -> set[str]:
+def routed_documents(question: str | QuestionShape, payloads: Sequence[PointPayload]) -> set[str]:
     """Doc ids among the candidates that the question names: a word of the question
     (``question_naming_words``) that is in the document's file name or title and in no other
     candidate document's; none when every candidate document is named."""
-    words = question_naming_words(question)
+    words = shape_of(question).naming_words
     by_document: dict[str, frozenset[str]] = {}
     for payload in payloads:
         by_document.setdefault(payload.doc_id, _document_words(payload))
@@ -336,7 +340,11 @@ def features(text: str) -> set[Feature]:
     """The sparse terms of ``text`` (``kb_shared.search.sparse.tokenize``) and its adjacent term
     pairs, so a name matched word for word ("Mode 2", "Broken Hill") counts more than its
     words scattered."""
-    terms = tokenize(text)
+    return features_of(tokenize(text))
+
+
+def features_of(terms: Sequence[str]) -> set[Feature]:
+    """``features`` of a text already tokenised into ``terms``."""
     return {*terms, *zip(terms, terms[1:])}
 
 
@@ -405,12 +413,14 @@ def _cut(text: str, caption: str) -> tuple[tuple[Unit, ...], frozenset[Feature]]
     return tuple(units(text, caption)), frozenset(features(f"{text}\n{caption}"))
 
 
-def query_weights(question: str, held: Sequence[frozenset[Feature]]) -> dict[Feature, float]:
+def query_weights(
+    question: str | QuestionShape, held: Sequence[frozenset[Feature]]
+) -> dict[Feature, float]:
     """Each ``features`` of ``question`` that one of the candidates holds (``held``: each candidate's ``features``), weighted by its BM25 IDF over
     them: ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (Robertson & Zaragoza 2009, "The
     Probabilistic Relevance Framework: BM25 and Beyond", eq. 3.3). A feature no candidate has
     cannot tell them apart and is left out."""
-    wanted = features(question)
+    wanted = shape_of(question).features
     held = [have & wanted for have in held]
     weights: dict[Feature, float] = {}
     for feature in wanted:
@@ -440,7 +450,7 @@ def _caption(payload: PointPayload) -> str:
 
 
 def best_units(
-    question: str, texts: Sequence[str], payloads: Sequence[PointPayload]
+    question: str | QuestionShape, texts: Sequence[str], payloads: Sequence[PointPayload]
 ) -> list[UnitMatch | None]:
     """The best unit of each candidate (parallel lists ``texts``/``payloads``); ``None`` where
     no unit holds any weighted feature of ``question``. Weights are ``query_weights`` over
@@ -448,7 +458,7 @@ def best_units(
     set's order changes with the process's string hash seed, and a plain sum with it, so
     two tied units could trade places, and the cited page, from one process to the next."""
     cut = [_cut(text, _caption(p)) for text, p in zip(texts, payloads, strict=True)]
-    weights = query_weights(question, [held for _, held in cut])
+    weights = query_weights(shape_of(question), [held for _, held in cut])
     total = math.fsum(weights.values())
     wanted = frozenset(weights)  # a set: ``&`` walks the smaller side, not the unit's features
     weight_of = weights.__getitem__
@@ -564,24 +574,6 @@ def unit_page(
     return paged.page_at(at) if at >= 0 else None
 
 
-@dataclass(frozen=True)
-class Signals:
-    """What ``signals`` read from a question once: definition terms, section numbers."""
-
-    terms: tuple[str, ...]
-    numbers: tuple[str, ...]
-
-    @property
-    def any(self) -> bool:
-        """Something to re-order by (routing aside)."""
-        return bool(self.terms or self.numbers)
-
-
-def signals(question: str) -> Signals:
-    """Read the definition terms and section numbers of ``question``."""
-    return Signals(tuple(definition_terms(question)), tuple(section_numbers(question)))
-
-
 _TABLE_WORD = re.compile(r"\btables?\b", re.I)
 
 
@@ -595,8 +587,55 @@ def holds_table(text: str) -> bool:
     return "|" in text and any(_ALIGNMENT_ROW.match(line.strip()) for line in text.splitlines())
 
 
+# ---------------------------------------------------------------------------------------------
+# The question, read once
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuestionShape:
+    """What the signals read from a question, once per search (``question_shape``).
+
+    Attributes:
+        text: the question.
+        definition_terms: the terms a definition question asks about (``definition_terms``).
+        section_numbers: its clause or requirement numbers (``section_numbers``).
+        statements: the financial statements it names (``statements_named``).
+        table: it speaks of a table (``asks_for_table``).
+        naming_words: its words that may name a document (``question_naming_words``).
+        features: its terms and adjacent term pairs (``features``).
+    """
+
+    text: str
+    definition_terms: tuple[str, ...]
+    section_numbers: tuple[str, ...]
+    statements: tuple[str, ...]
+    table: bool
+    naming_words: frozenset[str]
+    features: frozenset[Feature]
+
+
+def question_shape(question: str, tokens: Sequence[str] | None = None) -> QuestionShape:
+    """Read ``question`` for every signal; ``tokens``: its ``tokenize`` terms when known."""
+    terms = tokenize(question) if tokens is None else list(tokens)
+    return QuestionShape(
+        text=question,
+        definition_terms=tuple(definition_terms(question)),
+        section_numbers=tuple(section_numbers(question)),
+        statements=statements_named(question),
+        table=asks_for_table(question),
+        naming_words=question_naming_words(question, terms),
+        features=frozenset(features_of(terms)),
+    )
+
+
+def shape_of(question: str | QuestionShape) -> QuestionShape:
+    """``question`` itself when already read, else ``question_shape(question)``."""
+    return question if isinstance(question, QuestionShape) else question_shape(question)
+
+
 def bonuses(
-    question: str,
+    question: str | QuestionShape,
     texts: Sequence[str],
     payloads: Sequence[PointPayload],
     weights: FeatureWeights | None = None,
@@ -606,25 +645,24 @@ def bonuses(
     ``matches`` are its ``best_units`` when the caller has them already; ``weights``
     default: ``DEFAULT_FEATURES`` as it is at call time."""
     weights = DEFAULT_FEATURES if weights is None else weights
-    read = signals(question)
-    routed = routed_documents(question, payloads)
-    statements = statements_named(question)
-    table = asks_for_table(question)
-    found = best_units(question, texts, payloads) if matches is None else matches
+    shape = shape_of(question)
+    routed = routed_documents(shape, payloads)
+    terms, numbers, statements = shape.definition_terms, shape.section_numbers, shape.statements
+    found = best_units(shape, texts, payloads) if matches is None else matches
     out = []
     if routed and weights.routed_units_only:
         found = [m if p.doc_id in routed else None for m, p in zip(found, payloads, strict=True)]
     for text, payload, unit_bonus in zip(texts, payloads, unit_bonuses(found, weights), strict=True):
         bonus = unit_bonus
-        if read.terms and defines(text, read.terms):
+        if terms and defines(text, terms):
             bonus += weights.definition
-        if read.numbers and heads_with(payload, text, read.numbers):
+        if numbers and heads_with(payload, text, numbers):
             bonus += weights.section_number
         if payload.doc_id in routed:
             bonus += weights.document
         if statements and in_statement(payload, text, statements):
             bonus += weights.statement
-        if table and holds_table(text):
+        if shape.table and holds_table(text):
             bonus += weights.table
         out.append(bonus)
     return out

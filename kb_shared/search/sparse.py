@@ -81,6 +81,12 @@ AVERAGE_DOCUMENT_TOKENS = 256
 #: Sparse vector indices are 31-bit so they fit Qdrant's u32 indices and any signed int32.
 TERM_INDEX_BITS = 31
 
+#: A word of a query as a person typed it, before tokenising: split on spaces and on the
+#: punctuation that never occurs inside a code (the identifier rule of
+#: ``kb_shared.search.query.identifier_terms`` and the short forms of
+#: ``kb_shared.search.acronyms`` read these).
+RAW_WORD = re.compile(r"[^\s,;:!?()\[\]{}\"'“”‘’]+")
+
 _JOINERS = frozenset("-_./")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*\s*/?>")
