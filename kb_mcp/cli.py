@@ -164,15 +164,21 @@ def serve(
         raise typer.Exit(2) from exc
     for line in page_lines(settings):
         typer.echo(f"kb-mcp: {line}", err=True)
-    uvicorn.run(
-        asgi,
-        host=settings.mcp_host,
-        port=settings.mcp_port,
-        log_level=log_level.value,
-        lifespan="on",
-        proxy_headers=False,
-        timeout_graceful_shutdown=GRACEFUL_SECONDS,
-    )
+    uvicorn.run(asgi, **server_options(settings, log_level))
+
+
+def server_options(settings: Any, log_level: LogLevel) -> dict[str, Any]:
+    """The uvicorn options both ways of serving HTTP share (one process, ``serve_workers``):
+    ``settings``' ``mcp_host`` and ``mcp_port``, the log level, the app's lifespan run,
+    ``X-Forwarded-*`` headers not trusted (``proxy_headers``) and ``GRACEFUL_SECONDS``."""
+    return {
+        "host": settings.mcp_host,
+        "port": settings.mcp_port,
+        "log_level": log_level.value,
+        "lifespan": "on",
+        "proxy_headers": False,
+        "timeout_graceful_shutdown": GRACEFUL_SECONDS,
+    }
 
 
 def worker_threads(workers: int, cores: int | None = None) -> int:
@@ -320,14 +326,9 @@ def serve_workers(settings: Any, *, public: bool, log_level: LogLevel) -> None:
     config = uvicorn.Config(
         WorkerApp(settings, public, log_level.name),
         factory=True,
-        host=settings.mcp_host,
-        port=settings.mcp_port,
         workers=settings.mcp_workers,
-        log_level=log_level.value,
-        lifespan="on",
-        proxy_headers=False,
-        timeout_graceful_shutdown=GRACEFUL_SECONDS,
         timeout_worker_healthcheck=HEALTHCHECK_SECONDS,
+        **server_options(settings, log_level),
     )
     for line in page_lines(settings):
         typer.echo(f"kb-mcp: {line}", err=True)

@@ -26,6 +26,7 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
+from kb_mcp.errors import ToolProblem
 from kb_mcp.schemas import (
     AerFigureRef,
     AerHeadingMatchRef,
@@ -86,6 +87,16 @@ NO_COMPLIANCE_DATA = (
     f"Tracker with {NOTION_SYNC_COMMAND} (it needs NOTION_TOKEN and KB_NOTION_DATA_SOURCE_ID). "
     "Tell the user kb has no enforcement data yet; do not answer from memory as if kb had it."
 )
+
+
+def tables_missing(tables: str, sync_command: str, lacking: str, error: Exception) -> ToolProblem:
+    """What a market tool answers when its ``tables`` are not in the catalog (``error``, a
+    ``SchemaMissingError``): the commands that make them (``kb db init``) and fill them
+    (``sync_command``), and that kb has no ``lacking`` until then."""
+    return ToolProblem(
+        f"The {tables} tables do not exist in kb's catalog ({error}). The operator must run "
+        f"`kb db init`, then sync with {sync_command}; until then kb has no {lacking}."
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ with ``BackfillPolicy.multi_run(N)``, or ``kb``'s own batches: ``operations.buil
 A step of a batched run does each document's work in turn (the same per-document function a
 single-partition run calls) and passes on a ``Batch``: the outputs of the documents that
 succeeded, which the blob IO manager stores one blob per document, as it does for one. Every
-corpus asset's body is ``run_documents``, which does one or the other.
+corpus asset's body is ``document_step``'s: ``run_documents`` of its per-document work, which
+does one or the other.
 
 One document's failure does not fail the step (Dagster 1.13 has no per-partition outcome for
 a step over a range: a step that raises marks every partition of the range failed and skips
@@ -20,13 +21,15 @@ single-partition run at once, whose failure Dagster records like any other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
-from kb_assets.assets.common import failure_text
+from kb_assets.assets.common import BuildConfig, failure_text
 from kb_assets.io_manager import Batch, StepRecords
 from kb_assets.partitions import partition_set_snapshot
 from kb_assets.resources import StoresResource
@@ -76,29 +79,80 @@ def record_document_failure(stores: StoresResource, doc_id: str, reason: str) ->
         return
 
 
+def document_step(
+    work: Callable[..., DocumentEvents],
+    *,
+    inputs: Sequence[str],
+    checks: Sequence[str],
+    stored: bool,
+) -> Callable[..., Any]:
+    """The compute function of a corpus asset whose one document's work is ``work``
+    (``common.corpus_asset`` applies it): ``run_documents`` over the step's partition or range.
+
+    ``work`` takes, by name, any of ``context``, ``config``, ``stores``, ``doc_id`` (the
+    document's partition key), its other resources and its ``inputs`` (one document's outputs).
+    The compute function's signature, which Dagster reads for config, resources and inputs, is
+    ``context``, ``config: BuildConfig``, ``stores: StoresResource`` (every corpus asset takes
+    ``kb rebuild``'s ``force`` and needs the stores for a batch), then ``work``'s other
+    parameters but ``doc_id``, without a return annotation (a batched run returns a ``Batch``).
+
+    Returns:
+        a generator function when ``checks`` (the asset yields its output, then its check
+        results), else a function returning the output event.
+    """
+    declared = inspect.signature(work).parameters
+    fixed = (("context", dg.AssetExecutionContext), ("config", BuildConfig),
+             ("stores", StoresResource))
+    parameters = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation)
+        for name, annotation in fixed
+    ] + [
+        parameter.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for name, parameter in declared.items()
+        if name not in {"doc_id", *(name for name, _ in fixed)}
+    ]
+
+    def step(context: dg.AssetExecutionContext, **given: Any) -> Any:
+        documents = {name: given.pop(name) for name in inputs}
+
+        def one(doc: str, **of_doc: Any) -> DocumentEvents:
+            offered = {"context": context, "doc_id": doc, **given, **of_doc}
+            return work(**{name: offered[name] for name in declared})
+
+        return run_documents(context, given["stores"], one, documents, stored=stored, checks=checks)
+
+    def checked_step(context: dg.AssetExecutionContext, **given: Any) -> Iterator[Any]:
+        yield from step(context, **given)
+
+    compute = checked_step if checks else step
+    functools.update_wrapper(compute, work, updated=())
+    compute.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    return compute
+
+
 def run_documents(
     context: dg.AssetExecutionContext,
     stores: StoresResource,
     work: Callable[..., DocumentEvents],
-    inputs: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any],
     *,
-    stored: bool = True,
-    checks: Sequence[str] = (),
+    stored: bool,
+    checks: Sequence[str],
 ) -> Any:
     """The body of every corpus asset: ``work(doc_id, **inputs)`` for the step's one
     partition or, in a batched run (``is_batch_run``), ``run_batch`` over each document of
-    the range (``inputs`` are then ``Batch``es; ``stored`` and ``checks`` as there).
+    the range (``inputs`` are then ``Batch``es) and ``batch_events`` of what it did.
 
     Returns:
         A single-partition run: what ``work`` returns (an event, or a generator of events for
         an asset with checks). A batched run: its one ``Output(Batch)`` or
         ``MaterializeResult`` when ``checks`` is empty, else that and the check results, in
-        a list. An asset with ``checks`` is a generator that yields from this; one without
-        returns it.
+        a list.
     """
     if not is_batch_run(context):
-        return work(context.partition_key, **(inputs or {}))
-    events = run_batch(context, stores, work, inputs, stored=stored, checks=checks)
+        return work(context.partition_key, **inputs)
+    progress = run_batch(context, stores, work, inputs)
+    events = batch_events(context, progress, stored=stored, checks=checks)
     return events if checks else events[0]
 
 
@@ -106,22 +160,14 @@ def run_batch(
     context: dg.AssetExecutionContext,
     stores: StoresResource,
     work: Callable[..., DocumentEvents],
-    inputs: Mapping[str, Batch] | None = None,
-    *,
-    stored: bool = True,
-    checks: Sequence[str] = (),
-) -> list[Any]:
-    """Do ``work(doc_id, **inputs_of_doc)`` for each document of the step's partition range
-    and return the step's events: one ``Output(Batch)`` (``MaterializeResult`` when not
-    ``stored``) whose per-partition metadata is each document's own
-    (``context.add_asset_metadata``), then one result per asset check over the batch.
+    inputs: Mapping[str, Batch],
+) -> BatchProgress:
+    """Do ``work(doc_id, **inputs_of_doc)`` for each document of the step's partition range;
+    each document's metadata goes on its partition (``context.add_asset_metadata``).
 
     A document that an earlier step of this run failed is skipped; one whose input is not
-    stored, whose work raises, or whose asset check does not pass is failed
-    (``record_document_failure``) and added to the run's failure list. A failed check is
-    reported with severity WARN, naming the documents, so it does not block the others'
-    downstream steps (they have left the batch already). ``checks`` names the asset's check
-    specs: each gets a result even when no document reached it.
+    stored, whose work raises, or whose blocking asset check does not pass is failed
+    (``record_document_failure``) and added to the run's failure list.
     """
     records = StepRecords(stores.blobs())
     asset = context.asset_key.path[-1]
@@ -134,13 +180,13 @@ def run_batch(
             if doc in earlier:
                 progress.skipped.append(doc)
                 continue
-            missing = [f"{name}: {batch.missing[doc]}" for name, batch in (inputs or {}).items()
+            missing = [f"{name}: {batch.missing[doc]}" for name, batch in inputs.items()
                        if doc not in batch.outputs]
             if missing:
                 _fail(context, stores, progress, doc, f"{asset}: {'; '.join(missing)}")
                 continue
             try:
-                events = work(doc, **{n: b.outputs[doc] for n, b in (inputs or {}).items()})
+                events = work(doc, **{n: b.outputs[doc] for n, b in inputs.items()})
                 events = (
                     [events] if isinstance(events, dg.Output | dg.MaterializeResult)
                     else list(events)
@@ -150,9 +196,7 @@ def run_batch(
                 continue
             _collect(context, stores, progress, doc, events, asset)
     records.add_run_failures(context.run.run_id, progress.failed)
-    for name in checks:  # every check spec gets a result, even when no document reached it
-        progress.checked.setdefault(name, 0)
-    return _batch_events(context, progress, stored=stored)
+    return progress
 
 
 def _fail(
@@ -196,9 +240,20 @@ def _collect(
         _fail(context, stores, progress, doc, f"asset check {', '.join(failing)} failed on {asset}")
 
 
-def _batch_events(
-    context: dg.AssetExecutionContext, progress: BatchProgress, *, stored: bool
+def batch_events(
+    context: dg.AssetExecutionContext,
+    progress: BatchProgress,
+    *,
+    stored: bool,
+    checks: Sequence[str],
 ) -> list[Any]:
+    """The events of a batched step: one ``Output(Batch)`` of the documents' outputs
+    (``MaterializeResult`` when not ``stored``) with the batch's counts, then one result per
+    asset check named in ``checks`` (each gets one, even when no document reached it),
+    reported with severity WARN naming the documents whose check did not pass, so it does not
+    block the others' downstream steps (they have left the batch already)."""
+    for name in checks:
+        progress.checked.setdefault(name, 0)
     metadata = {
         "batch_documents": len(progress.outputs) + len(progress.failed) + len(progress.skipped),
         "batch_succeeded": len(progress.outputs),

@@ -21,9 +21,7 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
-    BuildConfig,
     check_chunks_of,
     corpus_asset,
     timing,
@@ -37,33 +35,6 @@ from kb_shared import layout
 from kb_shared.compliance.changes import Snapshot, compare
 from kb_shared.ingest.chunking import Chunk
 from kb_shared.identity import version_key
-
-
-@corpus_asset(
-    CHANGES,
-    kinds={"sql"},
-    inputs={"document": MARKDOWN, "chunk_list": CHUNKS},
-    description=(
-        "What changed since the previous issue (the previous version, or the edition this one "
-        "follows): sections matched by heading and content, sentence-level differences, each "
-        "flagged when it touches an obligation or a number; filed in the catalog for "
-        "compare_versions and `kb diff`. Stores this version's snapshot for the next issue."
-    ),
-)
-def changes(
-    context: dg.AssetExecutionContext,
-    config: BuildConfig,
-    stores: StoresResource,
-    document: MarkdownDocument,
-    chunk_list: list[Chunk],
-):
-    """One document (``changes_of``), or each of a batched run (``batch.run_documents``: the
-    inputs are then ``Batch``es, and so is the output: no return annotation)."""
-    return run_documents(
-        context, stores,
-        lambda doc, document, chunk_list: changes_of(context, stores, document, chunk_list),
-        {"document": document, "chunk_list": chunk_list},
-    )
 
 
 def previous_snapshot(stores: StoresResource, doc_id: str, version: int) -> Snapshot | None:
@@ -85,7 +56,18 @@ def previous_snapshot(stores: StoresResource, doc_id: str, version: int) -> Snap
     return snapshot
 
 
-def changes_of(
+@corpus_asset(
+    CHANGES,
+    kinds={"sql"},
+    inputs={"document": MARKDOWN, "chunk_list": CHUNKS},
+    description=(
+        "What changed since the previous issue (the previous version, or the edition this one "
+        "follows): sections matched by heading and content, sentence-level differences, each "
+        "flagged when it touches an obligation or a number; filed in the catalog for "
+        "compare_versions and `kb diff`. Stores this version's snapshot for the next issue."
+    ),
+)
+def changes(
     context: dg.AssetExecutionContext,
     stores: StoresResource,
     document: MarkdownDocument,

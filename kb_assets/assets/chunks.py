@@ -13,8 +13,7 @@ from typing import Any
 
 import dagster as dg
 
-from kb_assets.assets.batch import run_documents
-from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
+from kb_assets.assets.common import corpus_asset, version_of
 from kb_assets.constants import CHECK_CHUNKS_LOCATED, CHUNKS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
 from kb_assets.resources import StoresResource
@@ -46,22 +45,7 @@ LOCATED_FLOOR = 0.9
         ),
     },
 )
-def chunks(
-    context: dg.AssetExecutionContext,
-    config: BuildConfig,
-    stores: StoresResource,
-    document: MarkdownDocument,
-):
-    """One document (``chunk_document``), or each of a batched run (``batch.run_documents``;
-    ``document`` is then a ``Batch``, and so is the output: no return annotation)."""
-    yield from run_documents(
-        context, stores, lambda doc, document: chunk_document(stores, document),
-        {"document": document},
-        checks=[CHECK_CHUNKS_LOCATED],
-    )
-
-
-def chunk_document(stores: StoresResource, document: MarkdownDocument) -> Iterator[Any]:
+def chunks(stores: StoresResource, document: MarkdownDocument) -> Iterator[Any]:
     """Chunk the document, then locate each chunk in the PDF's text layer (a ``.md``/``.txt``
     document has none: its chunks stay unlocated, ``located`` unset). Chunking is cheap and
     deterministic, so it always re-runs. Chunk ids are built from the version's key

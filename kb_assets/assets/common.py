@@ -54,12 +54,18 @@ def corpus_asset(
     warning_checks: Mapping[str, str] | None = None,
     stored: bool = True,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-    """``@dg.asset`` for one per-document corpus asset: partitioned by ``documents_partitions``,
-    in ``CORPUS_GROUP``, its output kept by the blob IO manager (``io_manager.BlobIOManager``)
-    unless ``stored`` is false (``record`` only returns a ``MaterializeResult``). It joins its
-    concurrency pool (``pools.ASSET_POOLS``; none for the cheap steps) and backfills with
-    ``BACKFILL_POLICY``: its body must handle a batched run (``batch.run_documents``), whose
-    inputs and output are ``io_manager.Batch``es (so they are typed ``Any`` for Dagster).
+    """``@dg.asset`` for one per-document corpus asset, applied to its one document's work:
+    partitioned by ``documents_partitions``, in ``CORPUS_GROUP``, its output kept by the blob IO
+    manager (``io_manager.BlobIOManager``) unless ``stored`` is false (``record`` only returns a
+    ``MaterializeResult``). It joins its concurrency pool (``pools.ASSET_POOLS``; none for the
+    cheap steps) and backfills with ``BACKFILL_POLICY``: its body (``batch.document_step``) does
+    the work for the step's one partition, or for each document of a batched run, whose inputs
+    and output are ``io_manager.Batch``es (so they are typed ``Any`` for Dagster).
+
+    The decorated function takes, by name, what it uses of ``context``, ``config``
+    (``BuildConfig``), ``stores``, ``doc_id`` (the document's partition key), other resources
+    and its inputs; it returns its output event (``Output``, or ``MaterializeResult`` when not
+    ``stored``), or yields it and then a result per check.
 
     Args:
         inputs: parameter name -> name of the upstream asset whose output it receives.
@@ -68,33 +74,45 @@ def corpus_asset(
         warning_checks: its non-blocking checks (a failure is reported with severity ``WARN`` and
             the document still builds), check name -> description.
     """
-    with warnings.catch_warnings():
-        # Dagster 1.13 marks `backfill_policy` beta and would warn on every import of kb
-        warnings.filterwarnings(
-            "ignore", message=r"Parameter `backfill_policy`", category=dg.BetaWarning
+    # batch imports this module (BuildConfig, failure_text): imported here, not at the top
+    from kb_assets.assets.batch import document_step  # noqa: PLC0415
+
+    def decorate(work: Callable[..., Any]) -> dg.AssetsDefinition:
+        compute = document_step(
+            work,
+            inputs=list(inputs or {}),
+            checks=[*(checks or {}), *(warning_checks or {})],
+            stored=stored,
         )
-        return dg.asset(
-            name=name,
-            partitions_def=documents_partitions,
-            group_name=CORPUS_GROUP,
-            kinds=kinds,
-            io_manager_key=BLOB_IO if stored else None,
-            # Any: a batched run passes a ``Batch`` where a single run passes one output
-            ins={
-                param: dg.AssetIn(upstream, dagster_type=dg.Any)
-                for param, upstream in (inputs or {}).items()
-            },
-            deps=list(after) or None,
-            check_specs=[
-                *(dg.AssetCheckSpec(check, asset=name, blocking=True, description=text)
-                  for check, text in (checks or {}).items()),
-                *(dg.AssetCheckSpec(check, asset=name, blocking=False, description=text)
-                  for check, text in (warning_checks or {}).items()),
-            ] or None,
-            description=description,
-            pool=ASSET_POOLS.get(name),
-            backfill_policy=BACKFILL_POLICY,
-        )
+        with warnings.catch_warnings():
+            # Dagster 1.13 marks `backfill_policy` beta and would warn on every import of kb
+            warnings.filterwarnings(
+                "ignore", message=r"Parameter `backfill_policy`", category=dg.BetaWarning
+            )
+            return dg.asset(
+                name=name,
+                partitions_def=documents_partitions,
+                group_name=CORPUS_GROUP,
+                kinds=kinds,
+                io_manager_key=BLOB_IO if stored else None,
+                # Any: a batched run passes a ``Batch`` where a single run passes one output
+                ins={
+                    param: dg.AssetIn(upstream, dagster_type=dg.Any)
+                    for param, upstream in (inputs or {}).items()
+                },
+                deps=list(after) or None,
+                check_specs=[
+                    *(dg.AssetCheckSpec(check, asset=name, blocking=True, description=text)
+                      for check, text in (checks or {}).items()),
+                    *(dg.AssetCheckSpec(check, asset=name, blocking=False, description=text)
+                      for check, text in (warning_checks or {}).items()),
+                ] or None,
+                description=description,
+                pool=ASSET_POOLS.get(name),
+                backfill_policy=BACKFILL_POLICY,
+            )(compute)
+
+    return decorate
 
 
 class BuildConfig(dg.Config):

@@ -10,11 +10,12 @@ is not embedded again.
 # parameter annotations as classes when it decorates them, to find config and resources.
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
-from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
     BuildConfig,
     check_chunks_of,
@@ -103,33 +104,12 @@ def indexed_chunk_ids(index: VectorIndex, doc_id: str) -> set[str]:
     ),
 )
 def embeddings(
-    context: dg.AssetExecutionContext,
     config: BuildConfig,
     stores: StoresResource,
     providers: dg.ResourceParam[Providers],
     document: MarkdownDocument,
     chunk_list: list[Chunk],
-):
-    """One document (``embed_document``), or each of a batched run (``batch.run_documents``:
-    ``document`` and ``chunk_list`` are then ``Batch``es; one check result over the batch)."""
-    yield from run_documents(
-        context, stores,
-        lambda doc, document, chunk_list: embed_document(
-            context, config, stores, providers, document, chunk_list
-        ),
-        {"document": document, "chunk_list": chunk_list},
-        checks=[CHECK_INDEX_MATCHES_CHUNKS],
-    )
-
-
-def embed_document(
-    context: dg.AssetExecutionContext,
-    config: BuildConfig,
-    stores: StoresResource,
-    providers: Providers,
-    document: MarkdownDocument,
-    chunk_list: list[Chunk],
-):
+) -> Iterator[Any]:
     """Embed changed chunks, upsert them, delete stale ids, then check the index. The points
     are the version's (``version_of``): ``document`` is its key, so a new version's points
     sit beside the served version's until ``record`` switches."""

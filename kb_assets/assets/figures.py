@@ -17,7 +17,6 @@ import time
 import dagster as dg
 import pymupdf
 
-from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
     BuildConfig,
     corpus_asset,
@@ -56,22 +55,6 @@ def figures(
     config: BuildConfig,
     stores: StoresResource,
     providers: dg.ResourceParam[Providers],
-    document: MarkdownDocument,
-):
-    """One document (``figures_of``), or each of a batched run (``batch.run_documents``;
-    ``document`` is then a ``Batch``, and so is the output: no return annotation)."""
-    return run_documents(
-        context, stores,
-        lambda doc, document: figures_of(context, config, stores, providers, document),
-        {"document": document},
-    )
-
-
-def figures_of(
-    context: dg.AssetExecutionContext,
-    config: BuildConfig,
-    stores: StoresResource,
-    providers: Providers,
     document: MarkdownDocument,
 ) -> dg.Output[StepSummary]:
     """Locate, crop, store and index the figures of the version being built (``version_of``:

@@ -13,10 +13,11 @@ dropped, other documents and versions untouched. It runs after
 import dataclasses
 import time
 from collections import Counter
+from collections.abc import Iterator
+from typing import Any
 
 import dagster as dg
 
-from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
     BuildConfig,
     check_chunks_of,
@@ -54,27 +55,7 @@ def graph(
     providers: dg.ResourceParam[Providers],
     document: MarkdownDocument,
     chunk_list: list[Chunk],
-):
-    """One document (``graph_document``), or each of a batched run (``batch.run_documents``:
-    ``document`` and ``chunk_list`` are then ``Batch``es; one check result over the batch)."""
-    yield from run_documents(
-        context, stores,
-        lambda doc, document, chunk_list: graph_document(
-            context, config, stores, providers, document, chunk_list
-        ),
-        {"document": document, "chunk_list": chunk_list},
-        checks=[CHECK_EDGES_RESOLVE],
-    )
-
-
-def graph_document(
-    context: dg.AssetExecutionContext,
-    config: BuildConfig,
-    stores: StoresResource,
-    providers: Providers,
-    document: MarkdownDocument,
-    chunk_list: list[Chunk],
-):
+) -> Iterator[Any]:
     """Extract, embed entity names, replace this version's edges, check provenance. The edges'
     ``sourceDoc`` is the version's key (``version_of``), so a new version's edges sit beside
     the served version's until ``record`` switches."""

@@ -9,7 +9,6 @@ import time
 
 import dagster as dg
 
-from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
     BuildConfig,
     corpus_asset,
@@ -45,22 +44,6 @@ def markdown(
     config: BuildConfig,
     stores: StoresResource,
     providers: dg.ResourceParam[Providers],
-):
-    """One document (``convert_document``), or each document of a batched run
-    (``batch.run_documents``: one output per document, a failure the document's own).
-
-    No return annotation: a batched run returns an ``Output`` of a ``batch.Batch``.
-    """
-    return run_documents(
-        context, stores, lambda doc: convert_document(context, config, stores, providers, doc)
-    )
-
-
-def convert_document(
-    context: dg.AssetExecutionContext,
-    config: BuildConfig,
-    stores: StoresResource,
-    providers: Providers,
     doc_id: str,
 ) -> dg.Output[MarkdownDocument]:
     """Convert the file of the version being built (``version_to_build``: the newest) — its

@@ -16,9 +16,7 @@ from collections import Counter
 
 import dagster as dg
 
-from kb_assets.assets.batch import run_documents
 from kb_assets.assets.common import (
-    BuildConfig,
     check_chunks_of,
     corpus_asset,
     timing,
@@ -42,22 +40,6 @@ from kb_shared.compliance.obligations import find_obligations
     ),
 )
 def obligations(
-    context: dg.AssetExecutionContext,
-    config: BuildConfig,
-    stores: StoresResource,
-    document: MarkdownDocument,
-    chunk_list: list[Chunk],
-):
-    """One document (``obligations_of``), or each of a batched run (``batch.run_documents``:
-    the inputs are then ``Batch``es, and so is the output: no return annotation)."""
-    return run_documents(
-        context, stores,
-        lambda doc, document, chunk_list: obligations_of(stores, document, chunk_list),
-        {"document": document, "chunk_list": chunk_list},
-    )
-
-
-def obligations_of(
     stores: StoresResource, document: MarkdownDocument, chunk_list: list[Chunk]
 ) -> dg.Output[StepSummary]:
     """Find the obligations of the version being built and file them under its key, replacing

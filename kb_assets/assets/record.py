@@ -28,8 +28,7 @@ removal (the span of one query) finds no passage of that document; it never mixe
 
 import dagster as dg
 
-from kb_assets.assets.batch import run_documents
-from kb_assets.assets.common import BuildConfig, corpus_asset, version_of
+from kb_assets.assets.common import corpus_asset, version_of
 from kb_assets.constants import (
     CHANGES,
     EMBEDDINGS,
@@ -58,26 +57,6 @@ from kb_shared.stores.catalog import DocumentVersionRow, VersionStatus
     ),
 )
 def record(
-    context: dg.AssetExecutionContext,
-    config: BuildConfig,
-    stores: StoresResource,
-    document: MarkdownDocument,
-    embedded: StepSummary,
-    graphed: StepSummary,
-    figured: StepSummary,
-):
-    """One document (``record_document``), or each of a batched run (``batch.run_documents``:
-    the inputs are then ``Batch``es, and the result one ``MaterializeResult`` with each
-    document's metadata on its partition)."""
-    return run_documents(
-        context, stores,
-        lambda doc, **inputs: record_document(context, stores, **inputs),
-        {"document": document, "embedded": embedded, "graphed": graphed, "figured": figured},
-        stored=False,
-    )
-
-
-def record_document(
     context: dg.AssetExecutionContext,
     stores: StoresResource,
     document: MarkdownDocument,

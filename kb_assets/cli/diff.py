@@ -9,7 +9,6 @@ says what to do).
 from __future__ import annotations
 
 import json
-import sys
 from typing import Annotated
 
 import typer
@@ -29,8 +28,7 @@ def diff_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the structured result.")] = False,
 ) -> None:
     """What changed since the document's previous issue (version or edition)."""
-    from rich.console import Console
-
+    from kb_assets.cli.common import err
     from kb_mcp.errors import ToolProblem
     from kb_mcp.links import links_for
     from kb_mcp.render_changes import MAX_LIMIT, comparison_output, comparison_text, find_comparison
@@ -38,7 +36,6 @@ def diff_command(
     from kb_shared.settings import Settings
     from kb_shared.stores import factory
 
-    err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
     settings = Settings()
     catalog = factory.open_catalog(settings)
     try:

@@ -16,22 +16,17 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kb_assets.cli.common import console, err
 from kb_shared.errors import KbError, MigrationRefusedError
 
 if TYPE_CHECKING:  # the migration imports every backend: only `kb migrate` loads it
     from kb_shared.stores.migrate import MigrationReport
-
-#: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 #: The setting that points kb at each moved store, for the closing hint.
 SETTING_OF = {

@@ -46,8 +46,7 @@ def obligations_command(
     ] = None,
 ) -> None:
     """The obligations register: every must / must not / should of the served documents."""
-    from rich.console import Console
-
+    from kb_assets.cli.common import console, err
     from kb_mcp.errors import ToolProblem
     from kb_mcp.links import links_for
     from kb_mcp.tools.search_obligations import register_keys
@@ -55,8 +54,6 @@ def obligations_command(
     from kb_shared.settings import Settings
     from kb_shared.stores import factory
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
-    err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
     settings = Settings()
     catalog = factory.open_catalog(settings)
     try:

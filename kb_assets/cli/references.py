@@ -10,37 +10,20 @@ requests still queued or failed. Removing unregisters the page and deletes its p
 from __future__ import annotations
 
 import json
-import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kb_assets.cli.common import console, err, home_stores
 from kb_shared.errors import ReferenceNotFoundError
 from kb_shared.identity import reference_id
-
-if TYPE_CHECKING:  # Dagster and the stores load when a command runs, not for `kb --help`
-    from kb_assets.resources import StoresResource
 
 references_app = typer.Typer(
     help="The live reference pages registered by the MCP tool add_reference.",
     no_args_is_help=True,
 )
-
-#: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
-
-
-def _stores() -> StoresResource:
-    from kb_assets.resources import StoresResource
-    from kb_shared.settings import Settings
-
-    settings = Settings()
-    settings.home.mkdir(parents=True, exist_ok=True)
-    return StoresResource(home=str(settings.home))
 
 
 @references_app.command("list")
@@ -51,7 +34,7 @@ def list_references(
     failed requests."""
     from kb_assets import references
 
-    stores = _stores()
+    _, stores = home_stores()
     try:
         catalog = stores.catalog()
         sources = catalog.list_reference_sources()
@@ -95,7 +78,7 @@ def remove(
     """Unregister a page: find_reference stops returning it (its point is deleted)."""
     from kb_assets import references
 
-    stores = _stores()
+    _, stores = home_stores()
     try:
         removed = references.remove_reference(stores, source_id)
     except ReferenceNotFoundError as error:

@@ -15,15 +15,14 @@ request approved); 1 the download, the admission or the build failed
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kb_assets.cli.common import console, err, home_stores
 from kb_shared.errors import IntakeError, RequestNotFoundError, RequestRefusedError
 
 if TYPE_CHECKING:  # Dagster and the stores load when a command runs, not for `kb --help`
@@ -36,21 +35,8 @@ requests_app = typer.Typer(
     no_args_is_help=True,
 )
 
-#: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
-
 #: Colour of each request status in the table.
 STATUS_COLOURS = {"pending": "yellow", "approved": "green", "failed": "red", "rejected": "dim"}
-
-
-def _context() -> tuple[Settings, StoresResource]:
-    from kb_assets.resources import StoresResource
-    from kb_shared.settings import Settings
-
-    settings = Settings()
-    settings.home.mkdir(parents=True, exist_ok=True)
-    return settings, StoresResource(home=str(settings.home))
 
 
 def request_json(row: DocumentRequestRow) -> dict[str, Any]:
@@ -83,7 +69,7 @@ def list_requests(
     A request without a source URL is flagged: it needs a link before it can be approved."""
     from kb_assets import request_jobs
 
-    _, stores = _context()
+    _, stores = home_stores()
     rows = stores.catalog().list_document_requests()
     stores.close()
     rejected = sum(1 for r in rows if r.status == request_jobs.REJECTED)
@@ -137,7 +123,7 @@ def approve(
     A download whose content is already in the corpus, or a build another live run is
     doing, is skipped with the reason (exit 0). With --new-version a name already in the corpus becomes
     that document's next version."""
-    settings, stores = _context()
+    settings, stores = home_stores()
     try:
         _approve(request_id, url, name, settings, stores, new_version=new_version)
     finally:
@@ -229,7 +215,7 @@ def reject(
     """Reject a request with a reason (hidden from `kb requests list` unless --all)."""
     from kb_assets import request_jobs
 
-    _, stores = _context()
+    _, stores = home_stores()
     try:
         row = request_jobs.reject_request(stores.catalog(), request_id, reason)
     except (RequestNotFoundError, RequestRefusedError, ValueError) as error:

@@ -11,15 +11,14 @@ configured (the message names the setting).
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kb_assets.cli.common import console, err, home_stores
 from kb_assets.constants import AER_PERFORMANCE, COMPLIANCE_ACTIONS
 
 if TYPE_CHECKING:  # Dagster and the market assets load when a sync runs, not for `kb --help`
@@ -31,65 +30,43 @@ sync_app = typer.Typer(
     no_args_is_help=True,
 )
 
-#: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
-
 
 def _aer_rows() -> tuple[tuple[str, str], ...]:
     """Rows of ``kb sync aer``'s table: (label, metadata key of ``kb_assets.market.assets``)."""
-    from kb_assets.market.assets import (
-        NEW_METRICS,
-        RELEASES,
-        ROWS_DELETED,
-        ROWS_INSERTED,
-        ROWS_READ,
-        ROWS_UNCHANGED,
-        ROWS_UPDATED,
-        SECONDS,
-        SYNCED_AT,
-    )
+    from kb_assets.market import assets as keys
 
     return (
         ("workbooks", "files"),
-        ("releases", RELEASES),
-        ("rows read", ROWS_READ),
-        ("inserted", ROWS_INSERTED),
-        ("updated", ROWS_UPDATED),
+        ("releases", keys.RELEASES),
+        ("rows read", keys.ROWS_READ),
+        ("inserted", keys.ROWS_INSERTED),
+        ("updated", keys.ROWS_UPDATED),
         ("  of which values changed", "values_changed"),
-        ("deleted", ROWS_DELETED),
-        ("unchanged", ROWS_UNCHANGED),
+        ("deleted", keys.ROWS_DELETED),
+        ("unchanged", keys.ROWS_UNCHANGED),
         ("superseded by a newer release", "superseded"),
         ("not reported (not stored)", "not_reported"),
-        ("new metrics", NEW_METRICS),
-        ("seconds", SECONDS),
-        ("synced at", SYNCED_AT),
+        ("new metrics", keys.NEW_METRICS),
+        ("seconds", keys.SECONDS),
+        ("synced at", keys.SYNCED_AT),
     )
 
 
 def _notion_rows() -> tuple[tuple[str, str], ...]:
-    """Rows of ``kb sync notion``'s table: (label, metadata key)."""
-    from kb_assets.market.assets import (
-        ROWS_DELETED,
-        ROWS_INSERTED,
-        ROWS_READ,
-        ROWS_UNCHANGED,
-        ROWS_UPDATED,
-        SECONDS,
-        SYNCED_AT,
-    )
+    """Rows of ``kb sync notion``'s table: (label, metadata key of ``kb_assets.market.assets``)."""
+    from kb_assets.market import assets as keys
 
     return (
         ("data source", "data_source_id"),
-        ("rows read", ROWS_READ),
-        ("inserted", ROWS_INSERTED),
-        ("updated", ROWS_UPDATED),
-        ("deleted", ROWS_DELETED),
-        ("unchanged", ROWS_UNCHANGED),
+        ("rows read", keys.ROWS_READ),
+        ("inserted", keys.ROWS_INSERTED),
+        ("updated", keys.ROWS_UPDATED),
+        ("deleted", keys.ROWS_DELETED),
+        ("unchanged", keys.ROWS_UNCHANGED),
         ("pages in the trash", "trashed"),
         ("requests", "requests"),
-        ("seconds", SECONDS),
-        ("synced at", SYNCED_AT),
+        ("seconds", keys.SECONDS),
+        ("synced at", keys.SYNCED_AT),
     )
 
 
@@ -97,15 +74,11 @@ def _run(asset: str, config: dict[str, Any]) -> SyncOutcome:
     from kb_assets.instance import dagster_instance
     from kb_assets.market.operations import run_sync
     from kb_assets.market.resources import NotionResource
-    from kb_assets.resources import StoresResource
-    from kb_shared.settings import Settings
 
-    settings = Settings()
-    settings.home.mkdir(parents=True, exist_ok=True)
-    home = str(settings.home)
-    resources = {"stores": StoresResource(home=home)}
+    settings, stores = home_stores()
+    resources: dict[str, Any] = {"stores": stores}
     if asset == COMPLIANCE_ACTIONS:
-        resources["notion"] = NotionResource(home=home)
+        resources["notion"] = NotionResource(home=str(settings.home))
     return run_sync(dagster_instance(settings), asset, config=config, settings=resources)
 
 

@@ -1,6 +1,7 @@
 """The kb MCP tools, one module each with a ``register(server, …)``; ``kb_mcp.server`` calls
 them. What they share is here: the server and context types, the read-only annotations, the
-registration decorator that applies ``kb_mcp.errors.tool_errors``, and the query argument.
+registration decorator that applies ``kb_mcp.errors.tool_errors``, and the argument types
+(the query, bounded and choice integers, required and optional text).
 
 The tool modules do not use ``from __future__ import annotations``: their signatures carry
 bounds taken from settings (the query length), which pydantic must resolve from the enclosing
@@ -185,6 +186,20 @@ def bounded_int(low: int, high: int, description: str) -> Any:
     return Annotated[
         int,
         Field(description=description, json_schema_extra={"minimum": low, "maximum": high}),
+    ]
+
+
+def required_text(max_chars: int, description: str) -> Any:
+    """A text argument a call must give, of 1 to ``max_chars`` characters: published as
+    ``minLength``/``maxLength`` in the input schema, and other text is refused by validation."""
+    return Annotated[str, Field(min_length=1, max_length=max_chars, description=description)]
+
+
+def optional_text(max_chars: int, description: str) -> Any:
+    """A text argument that may be absent (``None``), of at most ``max_chars`` characters:
+    published as ``maxLength`` in the input schema, and longer text is refused by validation."""
+    return Annotated[
+        Annotated[str, Field(max_length=max_chars)] | None, Field(description=description)
     ]
 
 

@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from kb_mcp.errors import ToolProblem
-from kb_mcp.tools import KbContext, KbServer, kb_tool, state_of
+from kb_mcp.tools import KbContext, KbServer, kb_tool, required_text, state_of
 from kb_mcp.tools.request_document import QUEUE_WRITE, check_link
 from kb_shared.errors import DuplicateRequestError, QueueFullError
 from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, DESCRIPTION_MAX, TITLE_MAX, URL_MAX
@@ -42,23 +42,11 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
         annotations=QUEUE_WRITE,
     )
     def add_reference(
-        url: Annotated[
-            str,
-            Field(
-                min_length=1, max_length=URL_MAX,
-                description="The page's https URL.",
-            ),
-        ],
+        url: required_text(URL_MAX, "The page's https URL."),
         title: Annotated[
             str, Field(min_length=1, max_length=TITLE_MAX)
         ],
-        description: Annotated[
-            str,
-            Field(
-                min_length=1, max_length=DESCRIPTION_MAX,
-                description="What it covers, for routing.",
-            ),
-        ],
+        description: required_text(DESCRIPTION_MAX, "What it covers, for routing."),
         ctx: KbContext,
     ) -> Annotated[CallToolResult, AddReferenceOutput]:
         state = state_of(ctx)

@@ -19,6 +19,8 @@ from kb_mcp.tools import (
     bounded_int,
     check_range,
     kb_tool,
+    optional_text,
+    required_text,
     state_of,
 )
 from kb_shared.errors import SchemaMissingError
@@ -38,21 +40,14 @@ def register(server: KbServer, *, links: Links) -> None:
     @kb_tool(server, "compare_versions", title="Compare versions", description=DESCRIPTION)
     def compare_versions(
         ctx: KbContext,
-        document: Annotated[
-            str,
-            Field(min_length=1, max_length=MAX_NAME_CHARS,
-                  description="File name or doc_id (list_documents)."),
-        ],
+        document: required_text(MAX_NAME_CHARS, "File name or doc_id (list_documents)."),
         from_version: Annotated[
             int | None, Field(ge=1, description="Older version number (default: the one before).")
         ] = None,
         to_version: Annotated[
             int | None, Field(ge=1, description="Newer version number (default: the served one).")
         ] = None,
-        against: Annotated[
-            str | None,
-            Field(max_length=MAX_NAME_CHARS, description="The other edition's file name."),
-        ] = None,
+        against: optional_text(MAX_NAME_CHARS, "The other edition's file name.") = None,
         offset: bounded_int(0, 100_000, "Skip this many changes (paging).") = 0,
         limit: bounded_int(1, render_changes.MAX_LIMIT, "Changes to list.") = (
             render_changes.DEFAULT_LIMIT

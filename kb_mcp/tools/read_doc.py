@@ -10,7 +10,7 @@ from kb_mcp import documents, render
 from kb_mcp.errors import ToolProblem
 from kb_mcp.links import Links
 from kb_mcp.schemas import ReadDocOutput
-from kb_mcp.tools import MAX_NAME_CHARS, KbContext, KbServer, kb_tool, state_of
+from kb_mcp.tools import MAX_NAME_CHARS, KbContext, KbServer, kb_tool, required_text, state_of
 
 DESCRIPTION = """\
 Read up to 5 whole chunks of one document, with their pages and headings: what comes before
@@ -23,13 +23,7 @@ def register(server: KbServer, *, links: Links) -> None:
 
     @kb_tool(server, "read_doc", title="Read document chunks", description=DESCRIPTION)
     def read_doc(
-        document: Annotated[
-            str,
-            Field(
-                min_length=1, max_length=MAX_NAME_CHARS,
-                description="Name or doc_id, as list_documents shows.",
-            ),
-        ],
+        document: required_text(MAX_NAME_CHARS, "Name or doc_id, as list_documents shows."),
         chunk_numbers: Annotated[
             list[Annotated[int, Field(json_schema_extra={"minimum": 0})]],
             Field(

@@ -18,7 +18,14 @@ from pydantic import BaseModel, Field
 
 from kb_mcp.documents import document_list
 from kb_mcp.errors import ToolProblem
-from kb_mcp.tools import KbContext, KbServer, kb_tool, state_of
+from kb_mcp.tools import (
+    KbContext,
+    KbServer,
+    kb_tool,
+    optional_text,
+    required_text,
+    state_of,
+)
 from kb_shared.errors import (
     DuplicateRequestError,
     FetchRefusedError,
@@ -327,13 +334,7 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
         annotations=QUEUE_WRITE,
     )
     def request_document(
-        title: Annotated[
-            str,
-            Field(
-                min_length=1, max_length=TITLE_MAX,
-                description="Official title (and number or version).",
-            ),
-        ],
+        title: required_text(TITLE_MAX, "Official title (and number or version)."),
         checked_indexed_documents: Annotated[
             bool,
             Field(
@@ -341,17 +342,8 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
             ),
         ],
         ctx: KbContext,
-        reason: Annotated[
-            str | None,
-            Field(max_length=REASON_MAX, description="The user's question."),
-        ] = None,
-        source_url: Annotated[
-            str | None,
-            Field(
-                max_length=URL_MAX,
-                description="Direct https link to the PDF.",
-            ),
-        ] = None,
+        reason: optional_text(REASON_MAX, "The user's question.") = None,
+        source_url: optional_text(URL_MAX, "Direct https link to the PDF.") = None,
     ) -> Annotated[CallToolResult, RequestDocumentOutput]:
         if not checked_indexed_documents:
             raise ToolProblem(

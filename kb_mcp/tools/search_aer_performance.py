@@ -10,9 +10,8 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from kb_mcp import render_market
-from kb_mcp.errors import ToolProblem
 from kb_mcp.schemas import SearchAerOutput
-from kb_mcp.tools import KbContext, KbServer, kb_tool, state_of
+from kb_mcp.tools import KbContext, KbServer, kb_tool, optional_text, state_of
 from kb_shared.errors import SchemaMissingError
 from kb_shared.stores.catalog.aer_search import DEFAULT_LIMIT, FILTER_MAX, MAX_LIMIT
 
@@ -29,10 +28,6 @@ search_docs for what the rules require. Cite figures by "file · sheet!cell" and
 """
 
 
-#: A text filter: at most ``FILTER_MAX`` characters (the store's own bound), or absent.
-TextFilter = Annotated[str, Field(max_length=FILTER_MAX)] | None
-#: A period bound: a quarter label or a date, or absent.
-PeriodBound = Annotated[str, Field(max_length=MAX_PERIOD_CHARS)] | None
 
 
 def register(server: KbServer) -> None:
@@ -44,33 +39,23 @@ def register(server: KbServer) -> None:
     )
     def search_aer_performance(
         ctx: KbContext,
-        retailer: Annotated[
-            TextFilter,
-            Field(description="As published, e.g. 'AGL Sales Pty Ltd'."),
-        ] = None,
-        jurisdiction: Annotated[
-            TextFilter,
-            Field(description="ACT, NSW, QLD, SA, TAS or National."),
-        ] = None,
-        fuel: Annotated[TextFilter, Field(description="electricity or gas.")] = None,
-        customer_type: Annotated[
-            TextFilter, Field(description="residential or small business.")
-        ] = None,
+        # the filters: FILTER_MAX characters at most (the store's own bound)
+        retailer: optional_text(FILTER_MAX, "As published, e.g. 'AGL Sales Pty Ltd'.") = None,
+        jurisdiction: optional_text(FILTER_MAX, "ACT, NSW, QLD, SA, TAS or National.") = None,
+        fuel: optional_text(FILTER_MAX, "electricity or gas.") = None,
+        customer_type: optional_text(FILTER_MAX, "residential or small business.") = None,
         schedule: Annotated[
             int | Annotated[str, Field(max_length=FILTER_MAX)] | None,
             Field(description="2, 3, 4 or 6."),
         ] = None,
-        metric: Annotated[
-            TextFilter,
-            Field(description="A metric key or any heading it was published under."),
-        ] = None,
-        period_from: Annotated[
-            PeriodBound,
-            Field(description="Quarter ('Q3 2024-25') or YYYY-MM-DD."),
-        ] = None,
-        period_to: Annotated[
-            PeriodBound, Field(description="Inclusive.")
-        ] = None,
+        metric: optional_text(
+            FILTER_MAX, "A metric key or any heading it was published under."
+        ) = None,
+        # a period bound: a quarter label or a date
+        period_from: optional_text(
+            MAX_PERIOD_CHARS, "Quarter ('Q3 2024-25') or YYYY-MM-DD."
+        ) = None,
+        period_to: optional_text(MAX_PERIOD_CHARS, "Inclusive.") = None,
         limit: Annotated[
             int,
             Field(ge=1, le=MAX_LIMIT,
@@ -85,9 +70,7 @@ def register(server: KbServer) -> None:
                 period_from=period_from, period_to=period_to, limit=limit,
             )
         except SchemaMissingError as exc:
-            raise ToolProblem(
-                f"The AER tables do not exist in kb's catalog ({exc}). The operator must run "
-                f"`kb db init`, then sync with {render_market.AER_SYNC_COMMAND}; until then kb "
-                "has no AER figures."
+            raise render_market.tables_missing(
+                "AER", render_market.AER_SYNC_COMMAND, "AER figures", exc
             ) from exc
         return render_market.aer_result(found)

@@ -9,9 +9,8 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from kb_mcp import render_market
-from kb_mcp.errors import ToolProblem
 from kb_mcp.schemas import SearchComplianceOutput
-from kb_mcp.tools import KbContext, KbServer, kb_tool, state_of
+from kb_mcp.tools import KbContext, KbServer, kb_tool, optional_text, state_of
 from kb_shared.errors import SchemaMissingError
 from kb_shared.stores.catalog.compliance import OPTION_MAX
 from kb_shared.stores.catalog.compliance_search import DEFAULT_LIMIT, MAX_LIMIT
@@ -29,43 +28,25 @@ fined, how often, how much. Use search_aer_performance for numbers about the mar
 search_docs for what the rules require.
 """
 
-#: A text filter: at most ``OPTION_MAX`` characters (the tracker's own bound), or absent.
-TextFilter = Annotated[str, Field(max_length=OPTION_MAX)] | None
-#: A date as YYYY-MM-DD, or absent.
-DateBound = Annotated[str, Field(max_length=MAX_DATE_CHARS)] | None
 
 
 def register(server: KbServer, *, max_query_chars: int) -> None:
     """Register ``search_compliance`` on ``server``; ``query`` takes at most
     ``max_query_chars`` characters (``Settings.max_query_chars``)."""
-    query_arg = Annotated[str, Field(max_length=max_query_chars)] | None
-
     @kb_tool(
         server, "search_compliance", title="Search enforcement actions", description=DESCRIPTION
     )
     def search_compliance(
         ctx: KbContext,
-        query: Annotated[
-            query_arg,
-            Field(description="Words of summary or organisation."),
-        ] = None,
-        organisation: Annotated[
-            TextFilter, Field(description="Name or part of it, e.g. 'AGL'.")
-        ] = None,
-        regulatory_body: Annotated[
-            TextFilter, Field(description="e.g. AER, ESC, ACCC.")
-        ] = None,
-        status: Annotated[TextFilter, Field(description="e.g. Paid, Open.")] = None,
-        misconduct_type: Annotated[
-            TextFilter, Field(description="e.g. Hardship.")
-        ] = None,
-        sector: Annotated[TextFilter, Field(description="e.g. Retail.")] = None,
-        date_from: Annotated[
-            DateBound, Field(description="YYYY-MM-DD, inclusive.")
-        ] = None,
-        date_to: Annotated[
-            DateBound, Field(description="YYYY-MM-DD, inclusive.")
-        ] = None,
+        query: optional_text(max_query_chars, "Words of summary or organisation.") = None,
+        # the filters: OPTION_MAX characters at most (the tracker's own bound)
+        organisation: optional_text(OPTION_MAX, "Name or part of it, e.g. 'AGL'.") = None,
+        regulatory_body: optional_text(OPTION_MAX, "e.g. AER, ESC, ACCC.") = None,
+        status: optional_text(OPTION_MAX, "e.g. Paid, Open.") = None,
+        misconduct_type: optional_text(OPTION_MAX, "e.g. Hardship.") = None,
+        sector: optional_text(OPTION_MAX, "e.g. Retail.") = None,
+        date_from: optional_text(MAX_DATE_CHARS, "YYYY-MM-DD, inclusive.") = None,
+        date_to: optional_text(MAX_DATE_CHARS, "YYYY-MM-DD, inclusive.") = None,
         min_fine: Annotated[
             float | None,
             Field(ge=0, le=MAX_FINE,
@@ -85,9 +66,7 @@ def register(server: KbServer, *, max_query_chars: int) -> None:
                 date_from=date_from, date_to=date_to, min_fine=min_fine, limit=limit,
             )
         except SchemaMissingError as exc:
-            raise ToolProblem(
-                f"The compliance tables do not exist in kb's catalog ({exc}). The operator "
-                f"must run `kb db init`, then sync with {render_market.NOTION_SYNC_COMMAND}; "
-                "until then kb has no enforcement data."
+            raise render_market.tables_missing(
+                "compliance", render_market.NOTION_SYNC_COMMAND, "enforcement data", exc
             ) from exc
         return render_market.compliance_result(found)

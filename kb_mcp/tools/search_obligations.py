@@ -26,6 +26,7 @@ from kb_mcp.tools import (
     bounded_int,
     check_range,
     kb_tool,
+    optional_text,
     state_of,
 )
 from kb_shared.errors import SchemaMissingError
@@ -53,22 +54,16 @@ def register(server: KbServer, *, links: Links) -> None:
     )
     def search_obligations(
         ctx: KbContext,
-        party: Annotated[
-            str | None,
-            Field(max_length=FILTER_MAX,
-                  description="Bound party or role, e.g. 'retailer', 'installer', 'AEMO'."),
-        ] = None,
-        document: Annotated[
-            str | None,
-            Field(max_length=MAX_NAME_CHARS,
-                  description="One document's file name or doc_id (list_documents)."),
-        ] = None,
+        party: optional_text(
+            FILTER_MAX, "Bound party or role, e.g. 'retailer', 'installer', 'AEMO'."
+        ) = None,
+        document: optional_text(
+            MAX_NAME_CHARS, "One document's file name or doc_id (list_documents)."
+        ) = None,
         modality: Annotated[Modality | None, Field(description="Only this modality.")] = None,
-        query: Annotated[
-            str | None,
-            Field(max_length=FILTER_MAX,
-                  description="Words that must all appear in the sentence, e.g. 'notify'."),
-        ] = None,
+        query: optional_text(
+            FILTER_MAX, "Words that must all appear in the sentence, e.g. 'notify'."
+        ) = None,
         has_deadline: Annotated[
             bool | None, Field(description="true: only those with a deadline or condition.")
         ] = None,
