@@ -21,7 +21,8 @@ its source); ``cached`` lets Python write and reuse bytecode under
 by pip leaves it. Each labelled run keeps its figures in
 ``benchmarks/work/cli-timing-<label>-<bytecode>.json``; the report
 (``benchmarks/results/cli-<date>.md``) shows every run measured so far, with the 1-minute
-load average read just before each command's runs.
+load average read just before each command's runs, and keeps the notes written by hand below
+its ``NOTES_HEADING`` when it is written again.
 """
 
 from __future__ import annotations
@@ -188,8 +189,25 @@ def saved_runs() -> dict[str, list[Timing]]:
     return found
 
 
+#: The first hand-written heading of a report: from it to the end, the text a person added
+#: after the runs is carried over when the report is written again the same day.
+NOTES_HEADING = "## What the figures say"
+
+
+def hand_written_notes(path: Path) -> str:
+    """The hand-written tail of the report at ``path`` (from ``NOTES_HEADING`` on), or ``""``
+    when there is no such report or heading."""
+    if not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8")
+    start = text.find(NOTES_HEADING)
+    return text[start:] if start >= 0 else ""
+
+
 def report(out: Report, runs: int, documents: int) -> Path:
-    """Write ``out`` (``benchmarks/results/cli-<date>.md``) from every saved run."""
+    """Write ``out`` (``benchmarks/results/cli-<date>.md``) from every saved run, keeping the
+    hand-written notes of the day's earlier report (``hand_written_notes``)."""
+    notes = hand_written_notes(out.path)
     out.fact("runs per command", runs)
     out.fact("status home", f"{documents} built Markdown documents ({HOME.relative_to(REPO_ROOT)})")
     out.heading("Wall seconds per command (fresh process each run)")
@@ -209,6 +227,8 @@ def report(out: Report, runs: int, documents: int) -> Path:
          "target s", "load (1 min) before", "wall s of each run"),
         rows, align="llrrrrrrl",
     )
+    if notes:
+        out.text(notes)
     return out.write()
 
 

@@ -1,7 +1,9 @@
 """``kb`` answers at once (issue 28): importing the CLI, ``kb --help`` and ``kb add`` of a
 refused URL load neither Dagster nor PyMuPDF nor a model runtime (nor SQLAlchemy or NumPy);
-each command imports what it needs when it runs. Checked in fresh interpreters, so an import
-anywhere on the way (the CLI, its sub-command modules, intake) fails it. Timings:
+each command imports what it needs when it runs. ``kb status`` needs Dagster and the catalog
+but not the code location (assets, jobs, IO manager), the fetcher, the PDF libraries nor the
+model runtimes, and runs with the garbage collector paused. Checked in fresh interpreters, so
+an import anywhere on the way (the CLI, its sub-command modules, intake) fails it. Timings:
 benchmarks/results/cli-*.md."""
 
 from __future__ import annotations
@@ -88,3 +90,48 @@ def test_kb_migrate_help_names_the_batch_default(tmp_path: Path) -> None:
     done = _run(_kb(["migrate", "--help"]), tmp_path)
     assert "exit 0" in done.stdout, done.stderr
     assert f"BATCH, {BATCH})" in " ".join(done.stdout.split())
+
+
+#: What `kb status` must not load: the heavy packages it has no use for (it reads Dagster's
+#: instance, and the catalog brings SQLAlchemy and NumPy), the code location's modules and the
+#: fetcher's HTTP client.
+STATUS_NEVER = tuple(name for name in HEAVY if name not in ("dagster", "sqlalchemy", "numpy"))
+STATUS_NEVER_MODULES = (
+    "kb_assets.assets", "kb_assets.definitions", "kb_assets.jobs", "kb_assets.io_manager",
+    "kb_shared.fetch", "httpx",
+)
+
+#: Prints which of ``STATUS_NEVER_MODULES`` (or a module inside one) were loaded, whether the
+#: collector is on, and whether the exit handlers froze the objects left (``gc.freeze``).
+STATUS_REPORT = (
+    "import atexit, gc\n"
+    f"never = {STATUS_NEVER_MODULES!r}\n"
+    "found = sorted(\n"
+    "    n for n in sys.modules if any(n == m or n.startswith(m + '.') for m in never)\n"
+    ")\n"
+    "print('modules:' + ','.join(found))\n"
+    "print('collector on:', gc.isenabled())\n"
+    "atexit._run_exitfuncs()\n"
+    "print('frozen at exit:', gc.get_freeze_count() > 0)\n"
+)
+
+
+def test_kb_status_loads_neither_the_code_location_nor_the_pdf_libraries(tmp_path: Path) -> None:
+    counting = (
+        "import gc\n"
+        "full = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and info['generation'] == 2 "
+        "and full.append(1))\n"
+    )
+    done = _run(counting + _kb(["status"]) + "print('full collections:', len(full))\n"
+                + STATUS_REPORT, tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    assert "exit 0" in done.stdout
+    assert "kb status (0 documents)" in done.stdout
+    assert not set(_loaded(done)) & set(STATUS_NEVER)
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("modules:")]
+    assert line == "modules:"
+    # Importing Dagster under a running collector cost about half of the command's CPU time.
+    assert "full collections: 0" in done.stdout
+    assert "collector on: True" in done.stdout  # restored for whoever called the command
+    assert "frozen at exit: True" in done.stdout  # the exit's collections skip those objects

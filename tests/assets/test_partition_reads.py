@@ -90,6 +90,23 @@ def test_partition_states_read_the_partition_set_once_for_all_assets(
     assert reads == [DOCUMENTS]
 
 
+def test_partition_states_read_the_asset_records_in_one_query(
+    instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dg.materialize([first, second], instance=instance, partition_key="a.pdf")
+    storage = instance.event_log_storage
+    asked = []
+    real = storage.get_asset_records
+    monkeypatch.setattr(
+        storage, "get_asset_records",
+        lambda asset_keys=None: asked.append(sorted(k.to_user_string() for k in asset_keys))
+        or real(asset_keys),
+    )
+    states = partition_states(instance, ["first", "second"], ["a.pdf", "c.pdf"])
+    assert states["a.pdf"] == {"first": "materialized", "second": "materialized"}
+    assert asked == [["first", "second"]]
+
+
 def test_a_snapshot_answers_this_thread_from_one_read(instance: dg.DagsterInstance) -> None:
     elsewhere: list[object] = []
 
