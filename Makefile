@@ -32,8 +32,13 @@ test: install
 
 # The developer's lane: every test but the slow ones (real-PDF builds, real servers), which
 # `make test` still runs. Every asset is covered here on fake providers (tests/assets/test_assets.py).
+# Two pytest-xdist workers; `make test-fast PYTEST_WORKERS=` runs it in one process (do that when
+# KB_TEST_NEO4J_URI is set: the Neo4j suites share one database). `make test` stays serial
+# (benchmarks/results/test-lanes.md says why).
+PYTEST_WORKERS ?= -n 2
+
 test-fast: install
-	@$(PY) -m pytest -m "not slow" $(PYTEST_ARGS); status=$$?; \
+	@$(PY) -m pytest -m "not slow" $(PYTEST_WORKERS) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test-fast: pytest collected no tests - failing" >&2; exit 1; fi; \
 	exit $$status
 

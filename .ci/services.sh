@@ -10,9 +10,10 @@
 #   kb_postgres_pause / kb_postgres_resume, kb_neo4j_pause / kb_neo4j_resume
 #                                # stop one server and start it again, data and port kept
 #
-# Everything lives in one temporary folder ($KB_SERVICES_DIR): the Postgres cluster (initdb'd
-# fresh, owned by the `postgres` user when run as root, since Postgres refuses to run as
-# root), the Neo4j store, their logs. Ports are free ports picked by the OS (bind to port 0).
+# Everything lives in one temporary folder ($KB_SERVICES_DIR, on the /dev/shm RAM disk when
+# there is one with 2 GiB free): the Postgres cluster (initdb'd fresh, owned by the `postgres` user when run
+# as root, since Postgres refuses to run as root), the Neo4j store, their logs. Ports are
+# free ports picked by the OS (bind to port 0).
 # Nothing is installed by kb_services_start; kb_postgres_install and kb_chromium_install (apt,
 # root only), kb_neo4j_fetch (Maven Central) and kb_conformance_install (npm) do that and are
 # called by .ci/run.
@@ -172,8 +173,14 @@ _kb_as_pg() {
 _kb_services_dir() {
     if [[ -z "${KB_SERVICES_DIR:-}" || ! -d "$KB_SERVICES_DIR" ]]; then
         # As root the cluster runs as `postgres`, which must reach it: /tmp, not root's TMPDIR.
+        # A RAM disk when there is one: Neo4j syncs its transaction log at every commit.
         local base="${TMPDIR:-/tmp}"
         [[ $EUID -eq 0 ]] && base=/tmp
+        # (only with 2 GiB free there: a container's /dev/shm is often 64 MiB)
+        if [[ -d /dev/shm && -w /dev/shm ]] \
+            && (( $(df -Pk /dev/shm | awk 'NR == 2 {print $4}') >= 2 * 1024 * 1024 )); then
+            base=/dev/shm
+        fi
         KB_SERVICES_DIR="$(mktemp -d "$base/kb-services.XXXXXX")" || return 1
         chmod 755 "$KB_SERVICES_DIR"
         export KB_SERVICES_DIR

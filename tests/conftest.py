@@ -14,6 +14,8 @@ cannot pass with a suite silently not run.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,6 +64,29 @@ def corpus_dir() -> Path:
     if not (path / "pdfs").is_dir():
         skip_or_fail(f"shared corpus not found at {path} (expected ../shared/corpus)")
     return path
+
+
+#: A RAM disk for the run's temporary files: the Dagster instances and the stores the tests
+#: create commit to SQLite, and each commit's fsync waits on the shared disk
+#: (benchmarks/results/test-lanes.md).
+MEMORY_TMPDIR = Path("/dev/shm")
+#: Below this much free space on ``MEMORY_TMPDIR`` the run keeps the system's temp folder.
+MEMORY_TMPDIR_MIN_FREE = 4 * 2**30
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Put the run's temporary files (``tmp_path``, ``tempfile``, and the servers and CLIs the
+    tests start, which inherit ``TMPDIR``) on ``MEMORY_TMPDIR`` when ``TMPDIR`` is not set and
+    that folder is writable with ``MEMORY_TMPDIR_MIN_FREE`` bytes free; else change nothing.
+    xdist workers inherit the controller's choice through the environment."""
+    if os.environ.get("TMPDIR") or config.option.basetemp:
+        return
+    if not (MEMORY_TMPDIR.is_dir() and os.access(MEMORY_TMPDIR, os.W_OK | os.X_OK)):
+        return
+    if shutil.disk_usage(MEMORY_TMPDIR).free < MEMORY_TMPDIR_MIN_FREE:
+        return
+    os.environ["TMPDIR"] = str(MEMORY_TMPDIR)
+    tempfile.tempdir = None  # tempfile.gettempdir() reads TMPDIR again
 
 
 @pytest.fixture
@@ -126,6 +151,35 @@ def built_corpus(tmp_path_factory: pytest.TempPathFactory):
     outcomes = operations.build_documents(stores, instance, added)
     stores.close()
     return home, {o.name: o for o in outcomes}
+
+
+@pytest.fixture(scope="session")
+def sample_home(tmp_path_factory: pytest.TempPathFactory):
+    """A KB_HOME where the real pipeline built the generated sample PDF
+    (``kb_assets.sample_pdf``), once per session. Read it only: a test that writes (builds,
+    deletes, re-embeds) works on its own copy (``copy_home``).
+
+    Returns ``(home, kb_assets.operations.BuildOutcome of the sample)``.
+    """
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf  # noqa: PLC0415
+    from tests.mcp.pipeline import build_corpus  # noqa: PLC0415
+
+    home = tmp_path_factory.mktemp("samplehome")
+    pdf = build_sample_pdf(home / "incoming" / SAMPLE_FILENAME)
+    # a session's Chromium keeps Playwright's event loop running in this thread: build in another
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        (outcome,) = pool.submit(build_corpus, home, [pdf]).result()
+    return home, outcome
+
+
+def copy_home(home: Path, target: Path) -> Path:
+    """Copy a built KB_HOME (stores, blobs, Dagster instance) to ``target``, which must not
+    exist; returns ``target``. The copied runs keep their configs, which name ``home``:
+    build anew in the copy rather than re-executing those runs."""
+    shutil.copytree(home, target)
+    return target
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,7 @@ import pytest
 from benchmarks import soak
 from benchmarks.soak import Hit, check_listed, check_read, check_versions, hits_of
 from benchmarks.soak_report import Call, Sample, Soak, verdicts
-from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
-from tests.mcp.pipeline import build_corpus
+from tests.conftest import copy_home
 
 DOC = "rules.pdf"
 
@@ -97,9 +96,10 @@ def test_verdicts_judge_errors_hangs_memory_descriptors_and_p95_stability() -> N
 
 
 @pytest.mark.slow
-def test_a_short_soak_calls_every_tool_without_errors(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    build_corpus(home, [build_sample_pdf(tmp_path / "incoming" / SAMPLE_FILENAME)])
+def test_a_short_soak_calls_every_tool_without_errors(
+    sample_home: tuple[Path, object], tmp_path: Path
+) -> None:
+    home = copy_home(sample_home[0], tmp_path / "home")
     plan = soak.Plan(clients=2, seconds=10, warmup_seconds=0, call_timeout=60)
     questions = ["What is IN008-24?", "Notification flow of a retailer", "Retailer obligations"]
     result = soak.run_soak(home, plan, questions, tmp_path / "server.log")

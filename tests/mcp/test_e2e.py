@@ -18,8 +18,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from benchmarks.mcp_server import KB_MCP, server_env
-from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
-from tests.conftest import REPO_ROOT, corpus_dir, require_services
+from kb_assets.sample_pdf import SAMPLE_FILENAME
+from tests.conftest import REPO_ROOT, copy_home, corpus_dir, require_services
 from tests.mcp.pipeline import build_corpus, running_server
 
 pytestmark = [pytest.mark.slow]
@@ -29,14 +29,13 @@ FAST_START = "aemo_Fast_Start_Unit_Inflexibility_Profile_Model_October_2014.pdf"
 
 
 @pytest.fixture(scope="module")
-def built_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """KB_HOME with the sample PDF (and the fast-start PDF when the corpus exists) built."""
-    home = tmp_path_factory.mktemp("e2e")
-    pdfs = [build_sample_pdf(home / "incoming" / SAMPLE_FILENAME)]
+def built_home(sample_home: tuple[Path, object], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """KB_HOME with the sample PDF (a copy of the session's ``sample_home``) and the
+    fast-start PDF, when the corpus exists, built."""
+    home = copy_home(sample_home[0], tmp_path_factory.mktemp("e2e") / "kb")
     real = Path(os.environ.get("KB_CORPUS_DIR", REPO_ROOT.parent / "shared" / "corpus"))
     if (real / "pdfs" / FAST_START).is_file():
-        pdfs.append(real / "pdfs" / FAST_START)
-    build_corpus(home, pdfs)
+        build_corpus(home, [real / "pdfs" / FAST_START])
     return home
 
 

@@ -5,7 +5,6 @@ rule — and the sample corpus built by the real pipeline (slow)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -181,17 +180,12 @@ def test_the_gallery_page_shows_figures_with_working_links_in_chromium(
 
 
 @pytest.fixture(scope="module")
-def sample_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """The kb HTTP app (real embedder) on the sample PDF built by the real pipeline."""
-    from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf  # noqa: PLC0415
+def sample_home_base(sample_home: tuple[Path, Any]) -> Iterator[tuple[str, Path]]:
+    """The kb HTTP app (real embedder) on the session's sample PDF built by the real pipeline
+    (``sample_home``; the app only reads it)."""
     from kb_shared.settings import Settings  # noqa: PLC0415
-    from tests.mcp.pipeline import build_corpus  # noqa: PLC0415
 
-    home = tmp_path_factory.mktemp("gallery-sample")
-    pdf = build_sample_pdf(home / "incoming" / SAMPLE_FILENAME)
-    # the session's Chromium keeps Playwright's event loop running in this thread: build in another
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(build_corpus, home, [pdf]).result()
+    home, _ = sample_home
     port = free_port()
     app = build_app(Settings(home=home, mcp_port=port), warm=False)
     with serving_in_thread(app, port) as url:
@@ -200,11 +194,11 @@ def sample_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 
 @pytest.mark.slow
 def test_the_sample_corpus_figure_is_in_its_gallery(
-    browser_page: Any, sample_base: tuple[str, Path]  # noqa: F811
+    browser_page: Any, sample_home_base: tuple[str, Path]  # noqa: F811
 ) -> None:
     from kb_assets.sample_pdf import FIGURE_PAGE  # noqa: PLC0415
 
-    base, home = sample_base
+    base, home = sample_home_base
     doc = "sample-retail-market-procedure.pdf"
     page = browser_page
     assert page.goto(f"{base}/documents/{doc}/figures").status == 200
