@@ -370,13 +370,17 @@ def build_documents(
     force: Iterable[str] = (),
     on_done: Callable[[BuildOutcome], None] | None = None,
     job: Callable[[], dg.JobDefinition] | None = None,
+    workers: int = 1,
 ) -> list[BuildOutcome]:
-    """Build each document in turn, its runs configured with ``stores``' settings; returns one
-    outcome per document (never raises for a document's failure — its reason is in the
-    outcome, and the run's failure hook put it on the catalog row).
+    """Build each document (in turn, or ``workers`` at once), its runs configured with
+    ``stores``' settings; returns one outcome per document, in the order of ``doc_ids`` (never
+    raises for a document's failure — its reason is in the outcome, and the run's failure hook
+    put it on the catalog row).
 
     ``job``: as ``run_build`` (``None``: its default). ``kb_assets.backfill.build_batches`` builds several documents
-    per run instead.
+    per run instead. ``workers`` > 1: that many documents at once, each in a worker process
+    (``kb_assets.build_workers``; ``job`` must then be importable there); capped by the
+    documents that need a run, so 1 of them is built here as with ``workers`` = 1.
 
     A document without a Dagster partition (the instance was reset) is not run: its outcome
     says to run ``kb repair``; nor is a ``deleting`` one (its outcome says to finish the delete);
@@ -385,7 +389,7 @@ def build_documents(
     do. Live runs are read once at the start and once more for each document just before it
     is built (a run requested meanwhile); a run whose process is gone is closed, not waited for.
 
-    SIGTERM or SIGINT stops the build (``stop_guard``): the document in progress gets
+    SIGTERM or SIGINT stops the build (``stop_guard``): the documents in progress get
     ``STOPPED_REASON`` and no further document is started; the outcomes so far are returned.
     """
     order = instance.get_dynamic_partitions(DOCUMENTS)
@@ -393,40 +397,50 @@ def build_documents(
     live = builds_in_progress(instance, order)
     queued = any(run.status == "queued" for run in live.values())
     queue_served = not queued or queue_is_served(instance)
-    outcomes: list[BuildOutcome] = []
+
+    def not_built(doc_id: str) -> BuildOutcome | None:
+        """The outcome of a document that is not to be run now, or ``None``."""
+        row = _find_row(stores, doc_id)
+        name = row.name if row else doc_id
+        elsewhere = live.get(doc_id) or (
+            live_build_of(instance, doc_id) if doc_id in known else None
+        )
+        if elsewhere is not None:
+            return BuildOutcome(
+                doc_id=doc_id, name=name, status=BUILDING_ELSEWHERE,
+                run_id=elsewhere.run_id, seconds=0.0, reason=elsewhere.reason(queue_served),
+            )
+        if row is not None and row.status == DocumentStatus.DELETING:
+            return BuildOutcome(
+                doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
+                seconds=0.0, reason=deleting_message(row),
+            )
+        if doc_id not in known:
+            return BuildOutcome(
+                doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
+                seconds=0.0,
+                reason="it has no Dagster partition (was KB_HOME/dagster reset?); run `kb repair`",
+            )
+        return None
+
     force = tuple(force)
+    if workers > 1:
+        workers = min(workers, sum(1 for doc_id in doc_ids if not_built(doc_id) is None))
+    if workers > 1:
+        from kb_assets.build_workers import build_in_workers  # noqa: PLC0415
+
+        return build_in_workers(
+            stores, instance, doc_ids, workers=workers, not_built=not_built, assets=assets,
+            force=force, on_done=on_done, job=job,
+        )
+    outcomes: list[BuildOutcome] = []
     with stop_guard(STOP_GRACE_SECONDS) as stop:
         for doc_id in doc_ids:
             if stop.signal is not None:
                 break
-            row = _find_row(stores, doc_id)
-            name = row.name if row else doc_id
-            elsewhere = live.get(doc_id) or (
-                live_build_of(instance, doc_id) if doc_id in known else None
+            outcome = not_built(doc_id) or build_one(
+                stores, instance, doc_id, assets=assets, force=force, job=job
             )
-            if elsewhere is not None:
-                outcome = BuildOutcome(
-                    doc_id=doc_id, name=name, status=BUILDING_ELSEWHERE,
-                    run_id=elsewhere.run_id, seconds=0.0, reason=elsewhere.reason(queue_served),
-                )
-            elif row is not None and row.status == DocumentStatus.DELETING:
-                outcome = BuildOutcome(
-                    doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
-                    seconds=0.0, reason=deleting_message(row),
-                )
-            elif doc_id not in known:
-                outcome = BuildOutcome(
-                    doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
-                    seconds=0.0,
-                    reason=(
-                        "it has no Dagster partition (was KB_HOME/dagster reset?); "
-                        "run `kb repair`"
-                    ),
-                )
-            else:
-                outcome = build_one(
-                    stores, instance, doc_id, assets=assets, force=force, job=job
-                )
             outcomes.append(outcome)
             if on_done is not None:
                 on_done(outcome)

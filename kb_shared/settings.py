@@ -181,6 +181,14 @@ class Settings(BaseSettings):
             "benchmarks/results/partitions-2026-12-01.md)."
         ),
     )
+    build_workers: int | None = Field(
+        None, ge=1, le=64,
+        description=(
+            "Documents `kb build` builds at once, each in a worker process (1 = one after "
+            "another in the kb process, the default: two gained nothing on a busy 2-core "
+            "machine; benchmarks/results/ingest-2026-12-06.md)."
+        ),
+    )
 
     # --- MCP server --------------------------------------------------------------------
     mcp_host: str = "127.0.0.1"

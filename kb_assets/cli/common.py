@@ -1,4 +1,5 @@
-"""What the ``kb`` command groups share: their two consoles and the stores under ``KB_HOME``.
+"""What the ``kb`` command groups share: their two consoles, the stores and the Dagster instance
+under ``KB_HOME``, and the results table.
 
 Light to import (rich only): the stores, and Dagster with them, load when a command calls
 ``home_stores`` (``tests/test_cli_imports.py``).
@@ -10,8 +11,11 @@ import sys
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.table import Table
 
 if TYPE_CHECKING:
+    import dagster as dg
+
     from kb_assets.resources import StoresResource
     from kb_shared.settings import Settings
 
@@ -28,9 +32,37 @@ def home_stores() -> tuple[Settings, StoresResource]:
     Raises:
         SettingsError: an invalid ``KB_*`` setting.
     """
-    from kb_assets.resources import StoresResource
     from kb_shared.settings import Settings
 
     settings = Settings()
+    return settings, stores_under(settings)
+
+
+def stores_under(settings: Settings) -> StoresResource:
+    """The stores under ``settings.home`` (created if missing); the first call imports Dagster."""
+    from kb_assets.resources import StoresResource
+
     settings.home.mkdir(parents=True, exist_ok=True)
-    return settings, StoresResource(home=str(settings.home))
+    return StoresResource(home=str(settings.home))
+
+
+def home_instance(settings: Settings) -> dg.DagsterInstance:
+    """The Dagster instance under ``KB_HOME/dagster`` (``kb_assets.instance``); the first
+    call imports Dagster."""
+    from kb_assets.instance import dagster_instance
+
+    return dagster_instance(settings)
+
+
+def results_table(title: str, *columns: str) -> Table:
+    """A results table whose text columns wrap (fold) instead of truncating names."""
+    table = Table(title=title)
+    for number, column in enumerate(columns):
+        text = number == 0 or column in ("id", "reason", "status")
+        table.add_column(column, overflow="fold", min_width=12 if text else None)
+    return table
+
+
+def count_text(value: int | None) -> str:
+    """A count for a table cell: blank when unknown (``None``)."""
+    return "" if value is None else str(value)

@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import quote
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from kb_assets.cli import documents
+from kb_assets.cli.common import (
+    console,
+    count_text,
+    err,
+    home_instance,
+    home_stores,
+    results_table,
+    stores_under,
+)
 from kb_assets.cli.diff import diff_command
 from kb_assets.cli.migrate import migrate_command
 from kb_assets.cli.obligations import obligations_command
@@ -55,49 +62,12 @@ app.command("migrate")(migrate_command)
 app.command("obligations")(obligations_command)
 app.command("diff")(diff_command)
 
-#: Piped output (CI logs, `| tee`) gets wide tables instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+app.command()(documents.status)
+app.command()(documents.versions)
+app.command()(documents.categorize)
+app.command("move", help="Same as `kb categorize`.")(documents.categorize)
+app.command()(documents.repair)
 
-#: One mark per asset state in `kb status`.
-STATE_MARKS = {"materialized": "✓", "failed": "✗", "in_progress": "…", "missing": "·"}
-#: The letter of each asset in `kb status`'s legend, in build order (``d``: changes, a diff).
-ASSET_LETTERS = {
-    "markdown": "m", "chunks": "c", "obligations": "o", "changes": "d", "embeddings": "e",
-    "graph": "g", "figures": "f", "record": "r",
-}
-
-
-def _table(title: str, *columns: str) -> Table:
-    """A results table whose text columns wrap (fold) instead of truncating names."""
-    table = Table(title=title)
-    for number, column in enumerate(columns):
-        text = number == 0 or column in ("id", "reason", "status")
-        table.add_column(column, overflow="fold", min_width=12 if text else None)
-    return table
-
-
-def _context() -> tuple[Settings, StoresResource]:
-    from kb_shared.settings import Settings
-
-    settings = Settings()
-    return settings, _stores(settings)
-
-
-def _stores(settings: Settings) -> StoresResource:
-    """The stores under ``settings.home`` (created if missing); the first call imports Dagster."""
-    from kb_assets.resources import StoresResource
-
-    settings.home.mkdir(parents=True, exist_ok=True)
-    return StoresResource(home=str(settings.home))
-
-
-def _instance(settings: Settings) -> dg.DagsterInstance:
-    """The Dagster instance under ``KB_HOME/dagster`` (``kb_assets.instance``); the first
-    call imports Dagster."""
-    from kb_assets.instance import dagster_instance
-
-    return dagster_instance(settings)
 
 
 @app.command()
@@ -172,8 +142,8 @@ def add(
     opened: list[StoresResource] = []  # none when every source was a refused URL
 
     def target() -> tuple[StoresResource, dg.DagsterInstance]:
-        opened.append(_stores(settings))
-        return opened[-1], _instance(settings)
+        opened.append(stores_under(settings))
+        return opened[-1], home_instance(settings)
 
     try:
         outcomes = admit_sources_opening(
@@ -197,7 +167,7 @@ def add(
         if refused or changed:
             raise typer.Exit(1)
         return
-    table = _table("kb add", "file", "status", "id", "reason")
+    table = results_table("kb add", "file", "status", "id", "reason")
     for o in outcomes:
         reason = o.reason or (f"version {o.version}" if o.version and o.version > 1 else "")
         reason = reason or (f"next edition of {o.edition_of}" if o.edition_of else "")
@@ -262,13 +232,14 @@ def _build(
     force: tuple[str, ...] = (),
     as_json: bool = False,
     batch: int = 1,
+    workers: int = 1,
 ) -> None:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from kb_assets import backfill, operations
     from kb_assets.constants import DocumentStatus
 
-    instance = _instance(settings)
+    instance = home_instance(settings)
     names = {r.doc_id: r.name for r in stores.catalog().list_documents()}
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -293,21 +264,22 @@ def _build(
             )
         else:
             outcomes = operations.build_documents(
-                stores, instance, doc_ids, assets=assets, force=force, on_done=done
+                stores, instance, doc_ids, assets=assets, force=force, on_done=done,
+                workers=workers,
             )
     stores.close()
     if as_json:
         console.print_json(json.dumps([o.as_dict() for o in outcomes]))
     else:
-        table = _table(
+        table = results_table(
             "kb build", "document", "pages", "chunks", "entities", "relationships",
             "figures", "seconds", "status",
         )
         for o in outcomes:
             status = _status_style(o.status)
             table.add_row(
-                o.name, _n(o.pages), _n(o.chunks), _n(o.entities), _n(o.relationships),
-                _n(o.figures), f"{o.seconds:.1f}", status,
+                o.name, count_text(o.pages), count_text(o.chunks), count_text(o.entities), count_text(o.relationships),
+                count_text(o.figures), f"{o.seconds:.1f}", status,
             )
         console.print(table)
     for o in outcomes:  # exit 0: another run builds it (operations.build_documents)
@@ -320,10 +292,6 @@ def _build(
         raise typer.Exit(1)
 
 
-def _n(value: int | None) -> str:
-    return "" if value is None else str(value)
-
-
 @app.command()
 def build(
     names: Annotated[
@@ -334,17 +302,21 @@ def build(
         bool, typer.Option("--force", help="Redo every step even if its inputs are unchanged.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, max=64, help=(
+        "Documents built at once, each in a worker process (default: KB_BUILD_WORKERS, else 1 "
+        "= one after another in this process)."))] = None,
 ) -> None:
-    """Materialise every pending or failed document in-process, then print a table.
+    """Materialise every pending or failed document, `--workers` at once, then print a table.
 
     Exits 1 when any document failed, naming each with its reason. SIGTERM or Ctrl-C stops
-    it within 10 s (``operations.stop_guard``); the next `kb build` builds the document that
-    was in progress again.
+    it within 10 s (``operations.stop_guard``); the next `kb build` builds the documents that
+    were in progress again.
     """
     from kb_assets import operations
+    from kb_assets.build_workers import resolve_workers
 
-    settings, stores = _context()
-    operations.recover_interrupted(stores, _instance(settings))  # a killed kb's leftovers
+    settings, stores = home_stores()
+    operations.recover_interrupted(stores, home_instance(settings))  # a killed kb's leftovers
     try:
         doc_ids = (
             [operations.resolve_document(stores, n).doc_id for n in names]
@@ -358,7 +330,8 @@ def build(
         console.print("nothing to build: every document is ready (use --all to rebuild)")
         return
     force_assets = tuple(operations.CORPUS_ASSETS) if force else ()
-    _build(settings, stores, doc_ids, force=force_assets, as_json=as_json)
+    at_once = resolve_workers(workers or settings.build_workers, len(doc_ids))
+    _build(settings, stores, doc_ids, force=force_assets, as_json=as_json, workers=at_once)
 
 
 @app.command()
@@ -382,7 +355,7 @@ def rebuild(
     from kb_assets import operations
     from kb_assets.constants import DocumentStatus
 
-    settings, stores = _context()
+    settings, stores = home_stores()
     try:
         selection = operations.rebuild_selection(asset)
     except ValueError as error:
@@ -439,8 +412,8 @@ def retry(
     from kb_assets.constants import DocumentStatus
     from kb_shared.stores.catalog import deleting_message
 
-    settings, stores = _context()
-    instance = _instance(settings)
+    settings, stores = home_stores()
+    instance = home_instance(settings)
     row = operations.resolve_document(stores, name)
     if row.status == DocumentStatus.DELETING:
         err.print(deleting_message(row))
@@ -469,8 +442,8 @@ def delete(
     marked `deleting` first (no longer served or built); run it again if it was stopped."""
     from kb_assets import operations
 
-    settings, stores = _context()
-    instance = _instance(settings)
+    settings, stores = home_stores()
+    instance = home_instance(settings)
     status = 0
     for name in names:
         try:
@@ -492,141 +465,12 @@ def delete(
     raise typer.Exit(status)
 
 
-@app.command()
-def versions(
-    name: Annotated[str, typer.Argument(help="The document, by file name or id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """List a document's versions, oldest first: label read from the document, status
-    (serving, superseded, pending, failed with the reason), sha256, added and superseded."""
-    _settings, stores = _context()
-    try:
-        row = stores.catalog().resolve(name)
-        history = stores.catalog().versions(row.doc_id) if row is not None else []
-    finally:
-        stores.close()
-    if row is None:
-        err.print(f"[red]no document {name!r} in the catalog; `kb status` lists them[/red]")
-        raise typer.Exit(1)
-    if as_json:
-        console.print_json(json.dumps([
-            {**asdict(v), "added_at": v.added_at.isoformat(),
-             "superseded_at": v.superseded_at.isoformat() if v.superseded_at else None}
-            for v in history
-        ]))
-        return
-    table = _table(
-        f"kb versions {row.name} ({row.doc_id})", "version", "label", "status", "sha256",
-        "added", "superseded", "file",
-    )
-    for v in history:
-        state = v.status + (f": {v.failure_reason}" if v.failure_reason else "")
-        table.add_row(
-            str(v.version), v.label or "", state, v.sha256[:12], f"{v.added_at:%Y-%m-%d %H:%M}",
-            f"{v.superseded_at:%Y-%m-%d %H:%M}" if v.superseded_at else "", v.name,
-        )
-    console.print(table)
-
-
-@app.command()
-def categorize(
-    name: Annotated[str, typer.Argument(help="The document, by file name or id.")],
-    category: Annotated[
-        str, typer.Argument(help="Its new category, e.g. aemo/procedures; \"\" for none.")
-    ],
-) -> None:
-    """Move a document to another category: the catalog row only, nothing is rebuilt (search
-    filters read categories from the catalog)."""
-    _settings, stores = _context()
-    catalog = stores.catalog()
-    try:
-        row = catalog.resolve(name)
-        if row is None:
-            err.print(f"[red]no document {name!r} in the catalog; `kb status` lists them[/red]")
-            raise typer.Exit(1)
-        try:
-            moved = catalog.set_category(row.doc_id, category)
-        except ValueError as error:
-            err.print(f"[red]category refused: {error}[/red]")
-            raise typer.Exit(2) from error
-    finally:
-        stores.close()
-    before, after = row.category or "(none)", moved.category or "(none)"
-    console.print(f"{moved.name}: category {before} -> {after} (nothing rebuilt)")
-
-
-app.command("move", help="Same as `kb categorize`.")(categorize)
-
-
-@app.command()
-def status(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """List documents with their per-asset state and counts (reads only; writes nothing)."""
-    from kb_assets import operations
-    from kb_assets.constants import DocumentStatus
-
-    settings, stores = _context()
-    rows = operations.document_status(stores, _instance(settings))
-    stores.close()
-    if as_json:
-        console.print_json(json.dumps(rows))
-        return
-    legend = " ".join(ASSET_LETTERS.get(a, "?") for a in rows[0]["assets"]) if rows else ""
-    table = _table(
-        f"kb status ({len(rows)} document{'s' if len(rows) != 1 else ''})", "document", "status",
-        "pages", "chunks", "entities", "relationships", "figures", f"assets ({legend})",
-    )
-    for r in rows:
-        assets = "".join(STATE_MARKS.get(v, "?") for v in r["assets"].values())
-        table.add_row(
-            r["name"], operations.status_text(r),
-            _n(r["pages"]), _n(r["chunks"]), _n(r["entities"]), _n(r["relationships"]),
-            _n(r["figures"]), assets,
-        )
-    console.print(table)
-    deleting = [r["name"] for r in rows if r["status"] == DocumentStatus.DELETING]
-    if deleting:
-        err.print(
-            f"{len(deleting)} document(s) are being deleted ({', '.join(deleting)}): they are "
-            "no longer served; if no `kb delete` is running, run `kb delete NAME` (or `kb "
-            "build`) to finish"
-        )
-    lost = [
-        r["name"] for r in rows if not r["partition"] and r["status"] != DocumentStatus.DELETING
-    ]
-    if lost:
-        err.print(
-            f"{len(lost)} document(s) have no Dagster partition ({', '.join(lost)}); "
-            "`kb repair` restores them"
-        )
-
-
-@app.command()
-def repair() -> None:
-    """Make the Dagster partition set match the catalog: add a partition for every document
-    that lost it (e.g. after KB_HOME/dagster was deleted) and remove partitions of documents
-    that are no longer in the catalog. Needed only after such drift; `kb status` reports it."""
-    from kb_assets import operations
-
-    settings, stores = _context()
-    report = operations.repair_partitions(stores, _instance(settings))
-    stores.close()
-    if not report.added and not report.removed:
-        console.print("nothing to repair: every catalog document has its partition")
-        return
-    if report.added:
-        console.print(f"added {len(report.added)} partition(s): {', '.join(report.added)}")
-    if report.removed:
-        console.print(f"removed {len(report.removed)} partition(s): {', '.join(report.removed)}")
-
-
 @db_app.command("init")
 def db_init() -> None:
     """Create the catalog and graph schema (idempotent); on Postgres also apply `sql/`."""
     from kb_shared.stores.factory import init_database
 
-    settings, _ = _context()
+    settings, _ = home_stores()
     done = init_database(settings)
     if done.sql_files:
         # one line however many files: a log reader greps it (soft_wrap: no folding)
@@ -727,13 +571,13 @@ def demo(
     from kb_assets import operations, serve
     from kb_assets.intake import IntakeStatus, admit
 
-    settings, stores = _context()
+    settings, stores = home_stores()
     if not paths:
         from kb_assets.sample_pdf import SAMPLE_FILENAME, build_sample_pdf
 
         paths = [build_sample_pdf(settings.home / "sample" / SAMPLE_FILENAME)]
         console.print(f"no DOCS given: using the generated sample {paths[0]}")
-    for o in admit(paths, stores, _instance(settings)):
+    for o in admit(paths, stores, home_instance(settings)):
         if o.status != IntakeStatus.ADDED:
             console.print(f"{o.name}: {o.status} ({o.reason})")
     todo = operations.documents_to_build(stores)
