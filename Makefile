@@ -24,18 +24,26 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m compileall -q -j 0 $(VENV)/lib kb_assets kb_mcp kb_shared > /dev/null
 	touch $@
 
-# pytest exits 5 when it collected nothing: that is a broken test run, never a pass.
+# Two pytest-xdist workers where tests share nothing (`make test PYTEST_WORKERS=` runs all in one
+# process); the slow tests and the service suites (one Postgres, one Neo4j, built homes shared
+# per session) run after them in one process (benchmarks/results/test-lanes.md).
+PYTEST_WORKERS ?= -n 2
+
+# pytest exits 5 when it collected nothing: when both halves of `make test` collected nothing,
+# that is a broken test run, never a pass.
 test: install
-	@$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
-	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests - failing" >&2; exit 1; fi; \
-	exit $$status
+	@$(PY) -m pytest -m "not slow and not services" $(PYTEST_WORKERS) $(PYTEST_ARGS); first=$$?; \
+	$(PY) -m pytest -m "slow or services" $(PYTEST_ARGS); second=$$?; \
+	if [ $$first -eq 5 ] && [ $$second -eq 5 ]; then \
+		echo "make test: pytest collected no tests - failing" >&2; exit 1; fi; \
+	if [ $$first -ne 0 ] && [ $$first -ne 5 ]; then exit $$first; fi; \
+	if [ $$second -ne 0 ] && [ $$second -ne 5 ]; then exit $$second; fi; \
+	exit 0
 
 # The developer's lane: every test but the slow ones (real-PDF builds, real servers), which
 # `make test` still runs. Every asset is covered here on fake providers (tests/assets/test_assets.py).
-# Two pytest-xdist workers; `make test-fast PYTEST_WORKERS=` runs it in one process (do that when
-# KB_TEST_NEO4J_URI is set: the Neo4j suites share one database). `make test` stays serial
-# (benchmarks/results/test-lanes.md says why).
-PYTEST_WORKERS ?= -n 2
+# On PYTEST_WORKERS as `make test`'s first half; `make test-fast PYTEST_WORKERS=` runs it in one
+# process (do that when KB_TEST_NEO4J_URI is set: the Neo4j suites share one database).
 
 test-fast: install
 	@$(PY) -m pytest -m "not slow" $(PYTEST_WORKERS) $(PYTEST_ARGS); status=$$?; \
