@@ -18,13 +18,11 @@ import dagster as dg
 
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.backfill import batch_failures_sensor
-from kb_assets.jobs import add_documents_job, build_documents_job, kb_resources
+from kb_assets.jobs import add_documents_job, build_documents_job, launch_resources
 from kb_assets.market import MARKET_ASSETS, MARKET_CHECKS, MARKET_JOBS, MARKET_SCHEDULES
-from kb_assets.market.resources import NotionResource
 from kb_assets.quality import QUALITY_ASSETS, QUALITY_CHECKS, quality_automation_sensor
 from kb_assets.references import index_references_job, reference_sensor
 from kb_assets.request_jobs import approve_document_request_job
-from kb_assets.resources import ProvidersResource, StoresResource
 from kb_assets.sensors import intake_sensor
 
 # Dagster 1.13 passes its own empty ``owners`` when it binds the intake sensor to the resolved
@@ -46,8 +44,6 @@ defs = dg.Definitions(
     sensors=[intake_sensor, reference_sensor, quality_automation_sensor, batch_failures_sensor],
     schedules=MARKET_SCHEDULES,
     # configured at launch, so blob_io's dependency is the run's own `stores` resource
-    resources=kb_resources(
-        StoresResource.configure_at_launch(), ProvidersResource(), NotionResource()
-    ),
+    resources=launch_resources(),
     executor=dg.in_process_executor,
 )

@@ -235,6 +235,13 @@ def kb_resources(
     }
 
 
+def launch_resources() -> dict[str, Any]:
+    """``kb_resources`` as the code location and the runs kb starts use them: ``stores``
+    configured at launch (from run config or the environment), providers and Notion from the
+    environment."""
+    return kb_resources(StoresResource.configure_at_launch(), ProvidersResource(), NotionResource())
+
+
 @functools.cache
 def _build_definitions() -> dg.Definitions:
     """The corpus assets and the build job on the environment's resources (``stores``
@@ -242,9 +249,7 @@ def _build_definitions() -> dg.Definitions:
     return dg.Definitions(
         assets=CORPUS_ASSETS,
         jobs=[build_documents_job],
-        resources=kb_resources(
-            StoresResource.configure_at_launch(), ProvidersResource(), NotionResource()
-        ),
+        resources=launch_resources(),
         executor=dg.in_process_executor,
     )
 

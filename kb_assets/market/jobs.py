@@ -29,22 +29,18 @@ notion_sync_job = dg.define_asset_job(
 def _sync_definitions() -> dg.Definitions:
     """The market assets, their checks and both sync jobs on the jobs' resources, once per
     process (imported here, not at the top: ``kb_assets.market`` imports this module)."""
-    from kb_assets.jobs import kb_resources  # noqa: PLC0415
+    from kb_assets.jobs import launch_resources  # noqa: PLC0415
     from kb_assets.market.assets import aer_performance, compliance_actions  # noqa: PLC0415
     from kb_assets.market.checks import (  # noqa: PLC0415
         aer_totals_match_their_parts,
         compliance_count_matches_read,
     )
-    from kb_assets.market.resources import NotionResource  # noqa: PLC0415
-    from kb_assets.resources import ProvidersResource, StoresResource  # noqa: PLC0415
 
     return dg.Definitions(
         assets=[aer_performance, compliance_actions],
         asset_checks=[aer_totals_match_their_parts, compliance_count_matches_read],
         jobs=[aer_sync_job, notion_sync_job],
-        resources=kb_resources(
-            StoresResource.configure_at_launch(), ProvidersResource(), NotionResource()
-        ),
+        resources=launch_resources(),
         executor=dg.in_process_executor,
     )
 
