@@ -321,11 +321,17 @@ class TreeMemory(threading.Thread):
 
 def plain_conversion(pdfs: Sequence[Path]) -> dict[str, float]:
     """Seconds raw ``pymupdf4llm.to_markdown`` (layout mode, ``use_ocr=False``: ``_convert``)
-    takes on every page of each PDF, one after another, after one untimed warm-up page."""
+    takes on every page of each PDF, one after another, after one untimed warm-up page, with
+    the layout model's sessions as pymupdf-layout ships them."""
     import pymupdf  # noqa: PLC0415
+    import pymupdf.layout  # noqa: PLC0415
 
     pymupdf.set_messages(pylogging=True, pylogging_name="pymupdf")
     pymupdf.set_log(pylogging=True, pylogging_name="pymupdf")
+    # The layout model as pymupdf-layout builds it (onnxruntime's default threads, spinning),
+    # in case kb's converter set its own in this process (kb_shared.providers.layout_sessions).
+    pymupdf._get_layout = None
+    pymupdf.layout.activate()
     if pdfs:
         _convert(pdfs[0], True, [0])
     seconds = {}

@@ -1,7 +1,7 @@
 """Several documents built at once: ``operations.build_documents(..., workers=N)`` hands each
 document to one of N worker processes, which builds it with ``operations.build_one`` — the
 run ``kb build`` makes in one process, so its outputs are the same
-(tests/assets/test_build_workers.py; timings: benchmarks/results/ingest-2026-12-06.md).
+(tests/assets/test_build_workers.py; timings: benchmarks/results/ingest-2026-12-06-workers.md).
 
 Processes, not threads: PyMuPDF does not support threads (its documentation, "Multiprocessing")
 and Dagster interrupts a step on a stop signal only in a process's main thread
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the parent imports Dagster already; a worker imports it whe
 
 #: Documents built at once when neither ``--workers`` nor ``KB_BUILD_WORKERS`` says: one, as
 #: two gained nothing on a busy 2-core machine and doubled the memory
-#: (benchmarks/results/ingest-2026-12-06.md); more is a setting away.
+#: (benchmarks/results/ingest-2026-12-06-workers.md); more is a setting away.
 DEFAULT_WORKERS = 1
 
 #: Seconds the ``kb`` process's own watchdog waits beyond ``STOP_GRACE_SECONDS``: the workers'
@@ -86,6 +86,8 @@ class WorkerSetup:
         stores_config: ``StoresResource`` fields (``launch_config()``: home and overrides).
         instance_ref: the Dagster instance's ``InstanceRef``.
         assets, force, job: ``build_one``'s arguments (``job``: a module-level function).
+        environment: variables the worker sets before it loads anything
+            (``worker_environment``).
     """
 
     stores_config: dict[str, Any]
@@ -93,6 +95,22 @@ class WorkerSetup:
     assets: tuple[str, ...] | None
     force: tuple[str, ...]
     job: Callable[[], Any] | None
+    environment: dict[str, str]
+
+
+def worker_environment(workers: int, cores: int | None = None,
+                       environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The thread settings each of ``workers`` processes gets: ``KB_LAYOUT_THREADS`` and
+    ``KB_LOCAL_EMBEDDING_THREADS`` set to the cores (``machine_cores()`` or ``cores``) divided
+    among the workers, at least 1, each only where ``environ`` (``os.environ``) leaves it
+    unset. N workers then run no more layout or embedding threads than there are cores, and
+    none spins (benchmarks/results/ingest-2026-12-06-workers.md)."""
+    from kb_shared.settings import Settings, env_name  # noqa: PLC0415
+
+    environ = os.environ if environ is None else environ
+    threads = str(max(1, (cores or machine_cores()) // max(1, workers)))
+    names = (env_name(Settings, "layout_threads"), env_name(Settings, "local_embedding_threads"))
+    return {name: threads for name in names if not environ.get(name)}
 
 
 def work(conn: connection.Connection, pickled_setup: bytes) -> None:
@@ -104,6 +122,7 @@ def work(conn: connection.Connection, pickled_setup: bytes) -> None:
     this process has its own process group."""
     os.setpgrp()  # Ctrl-C reaches the kb process, which forwards it once (module docstring)
     setup: WorkerSetup = pickle.loads(pickled_setup)  # noqa: S301 - from our own parent
+    os.environ.update(setup.environment)  # read when the first run builds its providers
     import dagster as dg  # noqa: PLC0415 - loaded with the setup already
 
     from kb_assets import operations  # noqa: PLC0415
@@ -312,6 +331,7 @@ def build_in_workers(
         assets=tuple(assets) if assets is not None else None,
         force=force,
         job=job,
+        environment=worker_environment(workers),
     )
     waiting = deque(enumerate(doc_ids))
     outcomes: dict[int, BuildOutcome] = {}

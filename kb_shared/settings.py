@@ -114,7 +114,16 @@ class Settings(BaseSettings):
         None, ge=1, le=256,
         description=(
             "Threads one offline embedding call may use; unset: every core, or the cores "
-            "divided among kb-mcp's workers (kb_mcp.cli.worker_threads)."
+            "divided among kb-mcp's or kb build's workers (kb_mcp.cli.worker_threads, "
+            "kb_assets.build_workers.worker_environment)."
+        ),
+    )
+    layout_threads: int | None = Field(
+        None, ge=1, le=256,
+        description=(
+            "Threads each of the offline PDF layout model's sessions may use (their idle "
+            "threads sleep); unset: every core, or the cores divided among kb build's workers "
+            "(kb_shared.providers.layout_sessions)."
         ),
     )
     gemini_embedding_model: str = Field(
@@ -186,7 +195,7 @@ class Settings(BaseSettings):
         description=(
             "Documents `kb build` builds at once, each in a worker process (1 = one after "
             "another in the kb process, the default: two gained nothing on a busy 2-core "
-            "machine; benchmarks/results/ingest-2026-12-06.md)."
+            "machine; benchmarks/results/ingest-2026-12-06-workers.md)."
         ),
     )
 

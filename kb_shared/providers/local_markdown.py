@@ -66,6 +66,7 @@ from kb_shared.ingest.pdf import (
 )
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
 from kb_shared.providers.hyphenation import break_words, document_vocabulary, english_words
+from kb_shared.providers.layout_sessions import use_configured_threads
 from kb_shared.providers.markdown_cleanup import (
     Block,
     Page,
@@ -127,6 +128,7 @@ def _layout_chunks(doc: pymupdf.Document, filename: str) -> list[dict]:
     """pymupdf4llm layout-mode page chunks (``text`` + ``page_boxes``), stdout captured."""
     _route_pymupdf_messages()
     with _stdout_to_log(filename):
+        use_configured_threads()  # once per process: the layout sessions kb runs
         return pymupdf4llm.to_markdown(
             doc,
             filename=filename,
