@@ -1,5 +1,6 @@
 """What the ``kb`` command groups share: their two consoles, the stores and the Dagster instance
-under ``KB_HOME``, and the results table.
+under ``KB_HOME``, the results table, and the option types more than one command declares
+(``text_option``, ``json_option``).
 
 Light to import (rich only): the stores, and Dagster with them, load when a command calls
 ``home_stores`` (``tests/test_cli_imports.py``).
@@ -8,8 +9,9 @@ Light to import (rich only): the stores, and Dagster with them, load when a comm
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -66,3 +68,17 @@ def results_table(title: str, *columns: str) -> Table:
 def count_text(value: int | None) -> str:
     """A count for a table cell: blank when unknown (``None``)."""
     return "" if value is None else str(value)
+
+
+def text_option(help_text: str) -> Any:
+    """The type of an optional text option (``str | None``; give it the default ``None``):
+    its flag is the parameter's name with dashes (``to_catalog`` -> ``--to-catalog``), its
+    help ``help_text``. Used as the annotation, like ``kb_mcp.tools.optional_text``."""
+    return Annotated[str | None, typer.Option(help=help_text)]
+
+
+def json_option(help_text: str) -> Any:
+    """The type of a command's ``--json`` flag (``bool``; give it the default ``False``), its
+    help ``help_text`` (what is printed as JSON)."""
+    return Annotated[bool, typer.Option("--json", help=help_text)]
+

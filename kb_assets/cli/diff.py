@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from kb_assets.cli.common import json_option, text_option
+
 
 def diff_command(
     name: Annotated[str, typer.Argument(help="The document: file name or doc_id.")],
@@ -22,10 +24,8 @@ def diff_command(
     to_version: Annotated[
         int | None, typer.Option("--to", min=1, help="Newer version (default: the served one).")
     ] = None,
-    against: Annotated[
-        str | None, typer.Option(help="The other edition of the series (file name or doc_id).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the structured result.")] = False,
+    against: text_option("The other edition of the series (file name or doc_id).") = None,
+    as_json: json_option("Print the structured result.") = False,
 ) -> None:
     """What changed since the document's previous issue (version or edition)."""
     from kb_assets.cli.common import err

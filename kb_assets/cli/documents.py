@@ -20,6 +20,7 @@ from kb_assets.cli.common import (
     err,
     home_instance,
     home_stores,
+    json_option,
     results_table,
 )
 
@@ -34,7 +35,7 @@ ASSET_LETTERS = {
 
 def versions(
     name: Annotated[str, typer.Argument(help="The document, by file name or id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: json_option("Print JSON.") = False,
 ) -> None:
     """List a document's versions, oldest first: label read from the document, status
     (serving, superseded, pending, failed with the reason), sha256, added and superseded."""
@@ -122,7 +123,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def status(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: json_option("Print JSON.") = False,
 ) -> None:
     """List documents with their per-asset state and counts (reads only; writes nothing)."""
     with _collector_paused():

@@ -24,8 +24,10 @@ from kb_assets.cli.common import (
     err,
     home_instance,
     home_stores,
+    json_option,
     results_table,
     stores_under,
+    text_option,
 )
 from kb_assets.cli.diff import diff_command
 from kb_assets.cli.migrate import migrate_command
@@ -77,20 +79,11 @@ def add(
         typer.Argument(help="Documents: files, folders (recursive) or https URLs of PDFs."),
     ],
     build: Annotated[bool, typer.Option("--build", help="Build the added documents now.")] = False,
-    name: Annotated[
-        str | None,
-        typer.Option(
-            "--name", help="The document name for a single URL (default: the download's own)."
-        ),
-    ] = None,
-    category: Annotated[
-        str | None,
-        typer.Option(
-            "--category",
-            help="Category of the added documents, e.g. aemo/procedures; files in subfolders "
-            "of a folder add their folder path below it (default: that folder path alone).",
-        ),
-    ] = None,
+    name: text_option("The document name for a single URL (default: the download's own).") = None,
+    category: text_option(
+        "Category of the added documents, e.g. aemo/procedures; files in subfolders of a folder "
+        "add their folder path below it (default: that folder path alone)."
+    ) = None,
     new_version: Annotated[
         bool,
         typer.Option(
@@ -100,22 +93,14 @@ def add(
             "until the new one is ready).",
         ),
     ] = False,
-    edition_of: Annotated[
-        str | None,
-        typer.Option(
-            "--edition-of",
-            help="Add the one new document as the next edition of this one (its file name or "
-            "doc_id), e.g. next year's issue under a new name; `kb diff` compares the two.",
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="Print each file's outcome as JSON (status, name_clash, doc_id, reason, hint, "
-            "version) instead of the table.",
-        ),
-    ] = False,
+    edition_of: text_option(
+        "Add the one new document as the next edition of this one (its file name or doc_id), "
+        "e.g. next year's issue under a new name; `kb diff` compares the two."
+    ) = None,
+    as_json: json_option(
+        "Print each file's outcome as JSON (status, name_clash, doc_id, reason, hint, version) "
+        "instead of the table."
+    ) = False,
 ) -> None:
     """Add documents: identity rules, copy to blobs, add the partition (then `kb build`).
 
@@ -301,7 +286,7 @@ def build(
     force: Annotated[
         bool, typer.Option("--force", help="Redo every step even if its inputs are unchanged.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+    as_json: json_option("Print results as JSON.") = False,
     workers: Annotated[int | None, typer.Option("--workers", min=1, max=64, help=(
         "Documents built at once, each in a worker process (default: KB_BUILD_WORKERS, else 1 "
         "= one after another in this process)."))] = None,

@@ -22,7 +22,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kb_assets.cli.common import console, err
+from kb_assets.cli.common import console, err, json_option, text_option
 from kb_shared.errors import KbError, MigrationRefusedError
 
 if TYPE_CHECKING:  # the migration imports every backend: only `kb migrate` loads it
@@ -38,21 +38,10 @@ SETTING_OF = {
 
 
 def migrate_command(
-    to_catalog: Annotated[
-        str | None,
-        typer.Option("--to-catalog", help="Target catalog URL (postgresql://user:pw@host/db)."),
-    ] = None,
-    to_qdrant: Annotated[
-        str | None,
-        typer.Option("--to-qdrant", help="Target Qdrant: server URL, or a folder (local mode)."),
-    ] = None,
-    to_neo4j: Annotated[
-        str | None,
-        typer.Option("--to-neo4j", help="Target Neo4j Bolt URI (login: KB_NEO4J_USER/PASSWORD)."),
-    ] = None,
-    to_blobs: Annotated[
-        str | None, typer.Option("--to-blobs", help="Target blob root (any fsspec URL).")
-    ] = None,
+    to_catalog: text_option("Target catalog URL (postgresql://user:pw@host/db).") = None,
+    to_qdrant: text_option("Target Qdrant: server URL, or a folder (local mode).") = None,
+    to_neo4j: text_option("Target Neo4j Bolt URI (login: KB_NEO4J_USER/PASSWORD).") = None,
+    to_blobs: text_option("Target blob root (any fsspec URL).") = None,
     replace: Annotated[
         bool,
         typer.Option("--replace", help="Overwrite target data that differs from the source."),
@@ -64,7 +53,7 @@ def migrate_command(
             show_default=False,
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+    as_json: json_option("Print the counts as JSON.") = False,
 ) -> None:
     """Copy the embedded stores of KB_HOME into server backends (any subset), then verify
     the counts. Running it again copies only what is missing."""

@@ -20,6 +20,8 @@ from typing import IO, Annotated, Any
 
 import typer
 
+from kb_assets.cli.common import text_option
+
 #: The CSV's columns, in order (issue 26: the register's fields plus the PDF link).
 CSV_COLUMNS = (
     "number", "document", "doc_id", "version", "page", "reference", "section", "party", "role",
@@ -28,18 +30,10 @@ CSV_COLUMNS = (
 
 
 def obligations_command(
-    party: Annotated[
-        str | None, typer.Option(help="Bound party or role, e.g. 'retailer' (any case).")
-    ] = None,
-    document: Annotated[
-        str | None, typer.Option(help="One document: file name or doc_id (`kb status`).")
-    ] = None,
-    modality: Annotated[
-        str | None, typer.Option(help="must, 'must not', should or 'should not'.")
-    ] = None,
-    query: Annotated[
-        str | None, typer.Option(help="Words that must all appear in the sentence.")
-    ] = None,
+    party: text_option("Bound party or role, e.g. 'retailer' (any case).") = None,
+    document: text_option("One document: file name or doc_id (`kb status`).") = None,
+    modality: text_option("must, 'must not', should or 'should not'.") = None,
+    query: text_option("Words that must all appear in the sentence.") = None,
     csv_file: Annotated[
         Path | None,
         typer.Option("--csv", help="Write the register as CSV to FILE ('-' for standard output)."),

@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kb_assets.cli.common import console, err, home_stores
+from kb_assets.cli.common import console, err, home_stores, json_option
 from kb_shared.errors import ReferenceNotFoundError
 from kb_shared.identity import reference_id
 
@@ -28,7 +28,7 @@ references_app = typer.Typer(
 
 @references_app.command("list")
 def list_references(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: json_option("Print JSON.") = False,
 ) -> None:
     """List the registered pages (id, title, URL, indexed, description) and the queued or
     failed requests."""

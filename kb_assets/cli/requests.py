@@ -22,7 +22,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kb_assets.cli.common import console, err, home_stores
+from kb_assets.cli.common import console, err, home_stores, json_option, text_option
 from kb_shared.errors import IntakeError, RequestNotFoundError, RequestRefusedError
 
 if TYPE_CHECKING:  # Dagster and the stores load when a command runs, not for `kb --help`
@@ -62,7 +62,7 @@ def list_requests(
     everything: Annotated[
         bool, typer.Option("--all", help="Include rejected requests (hidden by default).")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: json_option("Print JSON.") = False,
 ) -> None:
     """List the requests, oldest first (rejected ones only with --all).
 
@@ -98,14 +98,8 @@ def list_requests(
 @requests_app.command("approve")
 def approve(
     request_id: Annotated[int, typer.Argument(help="The request's id (kb requests list).")],
-    url: Annotated[
-        str | None,
-        typer.Option("--url", help="The https URL of the PDF (default: the request's own)."),
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option("--name", help="The document name (default: the download's own)."),
-    ] = None,
+    url: text_option("The https URL of the PDF (default: the request's own).") = None,
+    name: text_option("The document name (default: the download's own).") = None,
     new_version: Annotated[
         bool,
         typer.Option(

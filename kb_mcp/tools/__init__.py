@@ -1,7 +1,8 @@
 """The kb MCP tools, one module each with a ``register(server, …)``; ``kb_mcp.server`` calls
 them. What they share is here: the server and context types, the read-only annotations, the
 registration decorator that applies ``kb_mcp.errors.tool_errors``, and the argument types
-(the query, bounded and choice integers, required and optional text).
+(the query, bounded, validated and choice integers, required and optional text, the
+``documents`` and ``category`` filters).
 
 The tool modules do not use ``from __future__ import annotations``: their signatures carry
 bounds taken from settings (the query length), which pydantic must resolve from the enclosing
@@ -25,6 +26,7 @@ from pydantic import Field
 from kb_mcp.errors import ToolProblem, reported
 from kb_mcp.state import ServerState
 from kb_shared.search.retrieval import check_query
+from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: The kb server: its lifespan yields a ``ServerState``.
 KbServer: TypeAlias = MCPServer[ServerState]
@@ -41,6 +43,27 @@ MAX_NAME_CHARS = 1024
 
 #: The ``category`` argument of search_docs, search_graph and list_documents (issue 12).
 CATEGORY_HELP = "Only this folder path and below, e.g. 'aemo'."
+
+#: That ``category`` argument's type: a folder path of 1 to ``CATEGORY_MAX`` characters (the
+#: catalog's bound), or ``None`` for every category; pydantic's validation refuses the rest.
+CategoryArg: TypeAlias = Annotated[
+    str | None,
+    Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
+]
+
+#: Most names the ``documents`` argument takes (input schema ``maxItems``).
+MAX_DOCUMENT_FILTER = 20
+
+#: The ``documents`` argument of search_docs and display_process: at most
+#: ``MAX_DOCUMENT_FILTER`` names or doc_ids of 1 to ``MAX_NAME_CHARS`` characters, or ``None``
+#: for every served document; pydantic's validation refuses anything else.
+DocumentsArg: TypeAlias = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]] | None,
+    Field(
+        max_length=MAX_DOCUMENT_FILTER,
+        description="Names or doc_ids (list_documents).",
+    ),
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -187,6 +210,12 @@ def bounded_int(low: int, high: int, description: str) -> Any:
         int,
         Field(description=description, json_schema_extra={"minimum": low, "maximum": high}),
     ]
+
+
+def validated_int(low: int, high: int, description: str) -> Any:
+    """An integer argument of ``low``..``high`` published as ``minimum``/``maximum`` and
+    checked by pydantic's validation (the market tools' ``limit``), unlike ``bounded_int``."""
+    return Annotated[int, Field(ge=low, le=high, description=description)]
 
 
 def required_text(max_chars: int, description: str) -> Any:

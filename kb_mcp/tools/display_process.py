@@ -37,8 +37,8 @@ from kb_mcp.documents import search_scope
 from kb_mcp.errors import reported
 from kb_mcp.links import Links
 from kb_mcp.tools import (
-    MAX_NAME_CHARS,
     READ_ONLY,
+    DocumentsArg,
     KbContext,
     KbServer,
     check_search_query,
@@ -46,7 +46,6 @@ from kb_mcp.tools import (
     query_type,
     state_of,
 )
-from kb_mcp.tools.search_docs import MAX_DOCUMENT_FILTER
 from kb_shared.search import retrieval
 from kb_shared.search.query import start_query_embedding
 from kb_shared.search.retrieval import DocsAnswer, Passage
@@ -225,13 +224,7 @@ def build_apps(*, links: Links, max_query_chars: int) -> Apps:
     def display_process(
         query: query_arg,
         ctx: KbContext,
-        documents: Annotated[
-            list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]] | None,
-            Field(
-                max_length=MAX_DOCUMENT_FILTER,
-                description="Names or doc_ids (list_documents).",
-            ),
-        ] = None,
+        documents: DocumentsArg = None,
     ) -> Annotated[CallToolResult, DisplayProcessOutput]:
         state = state_of(ctx)
         text = check_search_query(query, max_query_chars)

@@ -12,8 +12,7 @@ from kb_mcp import render
 from kb_mcp.documents import DocumentList, document_list, series_notes, version_notes
 from kb_mcp.links import Links
 from kb_mcp.schemas import ListDocumentsOutput
-from kb_mcp.tools import CATEGORY_HELP, KbContext, KbServer, kb_tool, state_of
-from kb_shared.stores.catalog.documents import CATEGORY_MAX
+from kb_mcp.tools import CategoryArg, KbContext, KbServer, kb_tool, state_of
 
 DESCRIPTION = """\
 List the indexed documents (name, doc_id, title, version, counts, link) by category, with
@@ -78,10 +77,7 @@ def register(server: KbServer, *, links: Links) -> None:
     @kb_tool(server, "list_documents", title="List documents", description=DESCRIPTION)
     def list_documents(
         ctx: KbContext,
-        category: Annotated[
-            str | None,
-            Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
-        ] = None,
+        category: CategoryArg = None,
     ) -> Annotated[CallToolResult, ListDocumentsSeriesOutput]:
         listing = document_list(state_of(ctx).catalog, category)
         result = with_versions(render.document_list_result(listing, links, category), listing)

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from kb_mcp import render_market
 from kb_mcp.schemas import SearchAerOutput
-from kb_mcp.tools import KbContext, KbServer, kb_tool, optional_text, state_of
+from kb_mcp.tools import KbContext, KbServer, kb_tool, optional_text, state_of, validated_int
 from kb_shared.errors import SchemaMissingError
 from kb_shared.stores.catalog.aer_search import DEFAULT_LIMIT, FILTER_MAX, MAX_LIMIT
 
@@ -56,11 +56,7 @@ def register(server: KbServer) -> None:
             MAX_PERIOD_CHARS, "Quarter ('Q3 2024-25') or YYYY-MM-DD."
         ) = None,
         period_to: optional_text(MAX_PERIOD_CHARS, "Inclusive.") = None,
-        limit: Annotated[
-            int,
-            Field(ge=1, le=MAX_LIMIT,
-                  description="Figures listed; totals cover all."),
-        ] = DEFAULT_LIMIT,
+        limit: validated_int(1, MAX_LIMIT, "Figures listed; totals cover all.") = DEFAULT_LIMIT,
     ) -> Annotated[CallToolResult, SearchAerOutput]:
         state = state_of(ctx)
         try:

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from kb_mcp import render_market
 from kb_mcp.schemas import SearchComplianceOutput
-from kb_mcp.tools import KbContext, KbServer, kb_tool, optional_text, state_of
+from kb_mcp.tools import KbContext, KbServer, kb_tool, optional_text, state_of, validated_int
 from kb_shared.errors import SchemaMissingError
 from kb_shared.stores.catalog.compliance import OPTION_MAX
 from kb_shared.stores.catalog.compliance_search import DEFAULT_LIMIT, MAX_LIMIT
@@ -52,11 +52,7 @@ def register(server: KbServer, *, max_query_chars: int) -> None:
             Field(ge=0, le=MAX_FINE,
                   description="Dollars."),
         ] = None,
-        limit: Annotated[
-            int,
-            Field(ge=1, le=MAX_LIMIT,
-                  description="Actions listed; totals cover all."),
-        ] = DEFAULT_LIMIT,
+        limit: validated_int(1, MAX_LIMIT, "Actions listed; totals cover all.") = DEFAULT_LIMIT,
     ) -> Annotated[CallToolResult, SearchComplianceOutput]:
         state = state_of(ctx)
         try:

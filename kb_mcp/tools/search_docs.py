@@ -13,8 +13,8 @@ from kb_mcp.links import Links
 from kb_mcp.schemas import SearchDocsOutput
 from kb_mcp.state import ServerState
 from kb_mcp.tools import (
-    CATEGORY_HELP,
-    MAX_NAME_CHARS,
+    CategoryArg,
+    DocumentsArg,
     KbContext,
     KbServer,
     bounded_int,
@@ -26,12 +26,10 @@ from kb_mcp.tools import (
 )
 from kb_shared.search import quotes, retrieval
 from kb_shared.search.query import start_query_embedding
-from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: Upper bounds of the arguments (input schema ``maximum``/``maxItems``).
 MAX_TOP_K = 25
 MAX_OFFSET = 200
-MAX_DOCUMENT_FILTER = 20
 
 #: What the out-of-range errors of top_k and offset add (``kb_mcp.tools.check_range``).
 TOP_K_HINT = "For more results, page on with offset=next_offset."
@@ -60,22 +58,13 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
         query: query_arg,
         ctx: KbContext,
         top_k: bounded_int(1, MAX_TOP_K, "Results per page.") = 8,
-        documents: Annotated[
-            list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]] | None,
-            Field(
-                max_length=MAX_DOCUMENT_FILTER,
-                description="Names or doc_ids (list_documents).",
-            ),
-        ] = None,
+        documents: DocumentsArg = None,
         kind: Annotated[
             Literal["text", "table", "figure"] | None,
             Field(description="Only this kind."),
         ] = None,
         offset: bounded_int(0, MAX_OFFSET, "The previous answer's next_offset.") = 0,
-        category: Annotated[
-            str | None,
-            Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
-        ] = None,
+        category: CategoryArg = None,
     ) -> Annotated[CallToolResult, SearchDocsOutput]:
         text = check_search_query(query, max_query_chars)
         check_range("top_k", top_k, 1, MAX_TOP_K, TOP_K_HINT)

@@ -5,14 +5,13 @@ No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
 from typing import Annotated
 
 from mcp.types import CallToolResult
-from pydantic import Field
 
 from kb_mcp import graph_search, render
 from kb_mcp.documents import category_documents, category_prefix, served_documents
 from kb_mcp.links import Links
 from kb_mcp.schemas import SearchGraphOutput
 from kb_mcp.tools import (
-    CATEGORY_HELP,
+    CategoryArg,
     KbContext,
     KbServer,
     bounded_int,
@@ -24,7 +23,6 @@ from kb_mcp.tools import (
     query_type,
     state_of,
 )
-from kb_shared.stores.catalog.documents import CATEGORY_MAX
 
 #: Most relationships one call returns (input schema ``maximum``).
 MAX_GRAPH_TOP_K = 30
@@ -51,10 +49,7 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
             HOPS, "2 = one edge further."
         ) = 1,
         top_k: bounded_int(1, MAX_GRAPH_TOP_K, "Relationships to return.") = 10,
-        category: Annotated[
-            str | None,
-            Field(min_length=1, max_length=CATEGORY_MAX, description=CATEGORY_HELP),
-        ] = None,
+        category: CategoryArg = None,
     ) -> Annotated[CallToolResult, SearchGraphOutput]:
         text = check_search_query(query, max_query_chars)
         check_choice("hops", hops, HOPS, "hops=2 reaches one edge further than hops=1.")

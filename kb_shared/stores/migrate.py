@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import sqlalchemy as sa
@@ -239,10 +239,10 @@ def _target_settings(settings: Settings, targets: MigrationTargets) -> Settings:
 
 def _open_moves(
     settings: Settings, targets: MigrationTargets, stack: ExitStack, say: Progress
-) -> list[_Move]:
+) -> list[_Move[Any, Any]]:
     """Open every source and target store named by ``targets`` (closed by ``stack``)."""
     after = _target_settings(settings, targets)
-    moves: list[_Move] = []
+    moves: list[_Move[Any, Any]] = []
     source_url = sa.make_url(settings.resolved_database_url)
     if source_url.get_backend_name() == "sqlite" and not Path(source_url.database or "").is_file():
         raise MigrationError(
@@ -306,17 +306,26 @@ def _open_qdrant(settings: Settings, targets: MigrationTargets) -> VectorIndex:
 # --------------------------------------------------------------------------------------------
 
 
-class _Move(ABC):
-    """One store's copy. ``migrate`` calls ``differences`` on every move before any data is
-    written (it may create the target's schema), then ``clear`` where ``replace`` applies,
-    then ``copy`` (idempotent), then ``counts``."""
+#: The store a move reads from and the one it writes to.
+SourceT = TypeVar("SourceT")
+TargetT = TypeVar("TargetT")
+
+
+class _Move(ABC, Generic[SourceT, TargetT]):
+    """One store's copy from ``source`` into ``target`` (``where``: the target, passwords
+    hidden). ``migrate`` calls ``differences`` on every move before any data is written (it
+    may create the target's schema), then ``clear`` where ``replace`` applies, then ``copy``
+    (idempotent), then ``counts``."""
 
     #: the store's name in messages and the report
     store = ""
-    #: the target, passwords hidden
-    where = ""
     #: set by ``differences``: the target holds data the source does not
     differs = False
+
+    def __init__(self, source: SourceT, target: TargetT, where: str) -> None:
+        self.source = source
+        self.target = target
+        self.where = where
 
     @abstractmethod
     def differences(self) -> list[str]:
@@ -340,15 +349,13 @@ def _count_rows(conn: sa.Connection, table: sa.Table) -> int:
     return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
 
 
-class _CatalogMove(_Move):
+class _CatalogMove(_Move[Engine, Engine]):
     """Every catalog table, row by row, keyed by primary key."""
 
     store = "catalog"
 
     def __init__(self, source: Engine, target: Engine) -> None:
-        self.source = source
-        self.target = target
-        self.where = safe_url(target)
+        super().__init__(source, target, safe_url(target))
         present = {
             name: {column["name"] for column in sa.inspect(source).get_columns(name)}
             for name in sa.inspect(source).get_table_names()
@@ -459,15 +466,13 @@ class _CatalogMove(_Move):
         return lines
 
 
-class _VectorMove(_Move):
+class _VectorMove(_Move[SqliteVectorIndex, VectorIndex]):
     """Every point of the SQLite index, with its stored vectors, into another index."""
 
     store = "vectors"
 
     def __init__(self, source: SqliteVectorIndex, target: VectorIndex) -> None:
-        self.source = source
-        self.target = target
-        self.where = target.location
+        super().__init__(source, target, target.location)
         self.info = source.describe()
         if self.info is not None:
             source.open(self.info.model, self.info.dimension, create=False)
@@ -546,16 +551,14 @@ class _VectorMove(_Move):
         ]
 
 
-class _GraphMove(_Move):
+class _GraphMove(_Move[Engine, GraphStore]):
     """The SQL graph of the source catalog database, document by document."""
 
     store = "graph"
 
     def __init__(self, source: Engine, target: GraphStore, where: str) -> None:
-        self.source = source
+        super().__init__(source, target, where)
         self.reader = SqlGraphStore(source)
-        self.target = target
-        self.where = where
         self.documents: list[str] = []
         self.dimension: int | None = None
         #: a database the graph asset never wrote to has no graph tables: nothing to copy
@@ -657,15 +660,13 @@ class _GraphMove(_Move):
         ]
 
 
-class _BlobMove(_Move):
+class _BlobMove(_Move[BlobStore, BlobStore]):
     """Every blob key, byte for byte (a key the target holds at the same size is kept)."""
 
     store = "blobs"
 
     def __init__(self, source: BlobStore, target: BlobStore) -> None:
-        self.source = source
-        self.target = target
-        self.where = target.root_url
+        super().__init__(source, target, target.root_url)
         self.extra: list[str] = []
 
     def differences(self) -> list[str]:
