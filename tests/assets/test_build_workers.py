@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from kb_assets import operations
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.build_workers import resolve_workers
+from kb_assets.build_workers import largest_first, resolve_workers
 from kb_assets.cli import main as cli
 from kb_assets.constants import BUILD_JOB
 from kb_assets.intake import IntakeStatus, admit
@@ -157,6 +157,21 @@ def test_kb_build_refuses_workers_below_one_before_building_anything() -> None:
     assert refused.exit_code == 2
     said = " ".join(refused.output.split())
     assert "Invalid value for '--workers': Input should be greater than or equal to 1" in said
+
+
+def test_workers_take_the_documents_with_the_most_pages_first(
+    tmp_path: Path, instance: dg.DagsterInstance
+) -> None:
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    paths = []
+    for name, pages in zip(NAMES, (2, 5, 1, 5), strict=True):
+        (folder / name).write_bytes(tiny_pdf(name, pages=pages))
+        paths.append(folder / name)
+    stores = admit_all(paths, tmp_path / "home", instance)
+    # 5, 5 (ties keep the order given), 2, 1 pages; a document the catalog does not know last
+    assert largest_first(stores, [*DOCS, "unknown.pdf"]) == [1, 3, 0, 2, 4]
+    assert largest_first(stores, list(reversed(DOCS))) == [0, 2, 3, 1]
 
 
 @pytest.mark.slow
