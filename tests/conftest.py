@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -74,11 +74,71 @@ MEMORY_TMPDIR = Path("/dev/shm")
 MEMORY_TMPDIR_MIN_FREE = 4 * 2**30
 
 
+def cache_alembic_revision_scripts() -> None:
+    """Load each Alembic revision script (``.../versions/*.py``) once per process.
+
+    Dagster opens its SQLite storage through Alembic, whose ``ScriptDirectory`` compiles and
+    executes all 89 of Dagster's revision scripts anew on every open: for every Dagster
+    instance, and for every run's event-log file, the tests create (~20 s of the fast
+    lane's CPU; benchmarks/results/test-lanes.md). A revision script only defines its
+    revision ids and its ``upgrade``/``downgrade`` functions, so the module loaded first is
+    the one every later load would make. ``env.py`` (which runs the migrations when loaded)
+    is loaded as before.
+    """
+    import alembic.util  # noqa: PLC0415 - only to wrap its loader
+
+    load = alembic.util.load_python_file
+    if getattr(load, "kb_cached", False):
+        return
+    loaded: dict[tuple[str, str], Any] = {}
+
+    def load_once(dir_: str | os.PathLike[str], filename: str | os.PathLike[str]) -> Any:
+        key = (os.fspath(dir_), os.fspath(filename))
+        if key not in loaded:
+            if os.path.basename(key[0]) != "versions":
+                return load(dir_, filename)
+            loaded[key] = load(dir_, filename)
+        return loaded[key]
+
+    load_once.kb_cached = True  # type: ignore[attr-defined]
+    alembic.util.load_python_file = load_once
+
+
+def reuse_sqlite_event_log_engines() -> None:
+    """Make Dagster's SQLite event log reuse one SQLAlchemy engine per database URL.
+
+    ``SqliteEventLogStorage._connect`` builds a new engine (``NullPool``) for every query and
+    disposes of it after: hundreds per run, a sixth of a run's CPU on a KB_HOME instance
+    (benchmarks/results/test-lanes.md). A ``NullPool`` engine keeps no connection, so each
+    query still opens and closes its own SQLite connection as before; ``dispose`` leaves the
+    engine usable.
+    """
+    from dagster._core.storage.event_log.sqlite import sqlite_event_log  # noqa: PLC0415
+
+    build = sqlite_event_log.create_engine
+    if getattr(build, "kb_cached", False):
+        return
+    engines: dict[tuple[str, str], Any] = {}
+
+    def engine_for(url: str, **options: Any) -> Any:
+        key = (str(url), repr(sorted(options.items())))
+        if key not in engines:
+            engines[key] = build(url, **options)
+        return engines[key]
+
+    engine_for.kb_cached = True  # type: ignore[attr-defined]
+    sqlite_event_log.create_engine = engine_for
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Put the run's temporary files (``tmp_path``, ``tempfile``, and the servers and CLIs the
+    """Load Alembic's revision scripts once (``cache_alembic_revision_scripts``) and reuse
+    Dagster's SQLite event-log engines (``reuse_sqlite_event_log_engines``). Put the
+    run's temporary files (``tmp_path``, ``tempfile``, and the servers and CLIs the
     tests start, which inherit ``TMPDIR``) on ``MEMORY_TMPDIR`` when ``TMPDIR`` is not set and
     that folder is writable with ``MEMORY_TMPDIR_MIN_FREE`` bytes free; else change nothing.
     xdist workers inherit the controller's choice through the environment."""
+    cache_alembic_revision_scripts()
+    reuse_sqlite_event_log_engines()
     if os.environ.get("TMPDIR") or config.option.basetemp:
         return
     if not (MEMORY_TMPDIR.is_dir() and os.access(MEMORY_TMPDIR, os.W_OK | os.X_OK)):
@@ -105,6 +165,9 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     # A test that reads the environment (the CLI does) gets its own KB_HOME and instance.
     monkeypatch.setenv("KB_HOME", str(tmp_path / "kbhome"))
+    # `kb build` builds in this process, where a test's fake providers live (kb's default, 2
+    # worker processes, would build with the real ones); tests of workers ask for them.
+    monkeypatch.setenv("KB_BUILD_WORKERS", "1")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "kbhome" / "dagster"))
 
 

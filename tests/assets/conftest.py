@@ -28,8 +28,11 @@ def stores(home: Path) -> Iterator[StoresResource]:
 
 @pytest.fixture
 def instance() -> Iterator[dg.DagsterInstance]:
-    """An in-memory instance: runs, event logs and partitions for the test only."""
-    with dg.instance_for_test() as instance:
+    """An in-memory instance (``DagsterInstance.ephemeral``): runs, event logs and partitions
+    for the test only. Its event log keeps one in-memory SQLite database, where
+    ``instance_for_test``'s opens a file per run and per event: a run of the six assets costs
+    half the CPU (benchmarks/results/test-lanes.md)."""
+    with dg.DagsterInstance.ephemeral() as instance:
         yield instance
 
 

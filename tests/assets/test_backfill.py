@@ -47,7 +47,7 @@ def fake_job() -> dg.JobDefinition:
 
 @pytest.fixture
 def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         yield instance
 
 
@@ -89,7 +89,7 @@ def stored_state(stores: StoresResource) -> dict[str, tuple[Any, ...]]:
 def test_a_batch_of_three_equals_three_single_runs(
     tmp_path: Path, instance: dg.DagsterInstance
 ) -> None:
-    with dg.instance_for_test() as single_instance:
+    with dg.DagsterInstance.ephemeral() as single_instance:
         single = admit_three(tmp_path / "in", tmp_path / "single", single_instance, broken=False)
         outcomes = operations.build_documents(single, single_instance, DOCS, job=fake_job)
         assert [o.status for o in outcomes] == ["ready"] * 3

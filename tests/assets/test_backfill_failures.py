@@ -27,7 +27,7 @@ ASSET_NAMES = [asset.key.path[-1] for asset in CORPUS_ASSETS]
 
 @pytest.fixture
 def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         yield instance
 
 

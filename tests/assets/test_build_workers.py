@@ -139,9 +139,9 @@ def stored_state(stores: StoresResource) -> dict[str, Any]:
     }
 
 
-def test_resolve_workers_defaults_to_one_and_never_exceeds_the_documents_or_cores() -> None:
-    assert resolve_workers(None, 10, cores=2) == 1
-    assert resolve_workers(None, 10, cores=8) == 1
+def test_resolve_workers_defaults_to_two_and_never_exceeds_the_documents_or_cores() -> None:
+    assert resolve_workers(None, 10, cores=2) == 2
+    assert resolve_workers(None, 10, cores=8) == 2
     assert resolve_workers(2, 10, cores=2) == 2
     assert resolve_workers(None, 10, cores=1) == 1
     assert resolve_workers(None, 1, cores=8) == 1

@@ -24,7 +24,7 @@ def _tree(root: Path) -> Path:
 def test_a_base_category_prefixes_the_folder_paths(tmp_path: Path) -> None:
     docs = _tree(tmp_path)
     stores = StoresResource(home=str(tmp_path / "home"))
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         outcomes = admit([docs, tmp_path / "three.md"], stores, instance, category="AEMO/")
     assert [o.status for o in outcomes] == [IntakeStatus.ADDED] * 3
     rows = stores.catalog().list_documents()
@@ -37,7 +37,7 @@ def test_a_base_category_prefixes_the_folder_paths(tmp_path: Path) -> None:
 def test_a_bad_category_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     docs = _tree(tmp_path)
     stores = StoresResource(home=str(tmp_path / "home"))
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         with pytest.raises(ValueError, match="category 'a/../b' has a '.' or '..' segment"):
             admit([docs], stores, instance, category="a/../b")
         assert instance.get_dynamic_partitions("documents") == []

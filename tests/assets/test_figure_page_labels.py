@@ -85,7 +85,7 @@ def built(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoresReso
     source = tmp_path / "in" / NAME
     source.parent.mkdir()
     source.write_bytes(front_matter_pdf())
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         (outcome,) = admit([source], stores, instance)
         assert (outcome.status, outcome.doc_id) == (IntakeStatus.ADDED, DOC)
         result = dg.materialize(

@@ -407,6 +407,7 @@ def test_a_damaged_file_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.corpus
+@pytest.mark.slow  # ~10 s of CPU: openpyxl reads the 2 MB workbook in full, twice
 def test_the_real_non_aer_workbook_is_refused_not_mapped(tmp_path: Path) -> None:
     found = sorted((corpus_dir() / "aer").glob("*.xlsx"))
     assert found, "expected the real workbook in ../shared/corpus/aer"

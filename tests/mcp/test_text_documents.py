@@ -41,7 +41,7 @@ def guide_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbedd
     source.parent.mkdir()
     source.write_text(GUIDE_TEXT, encoding="utf-8")
     stores = StoresResource(home=str(home))
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         (outcome,) = admit([source], stores, instance)
         assert outcome.status == IntakeStatus.ADDED
         result = dg.materialize(

@@ -75,7 +75,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     root = tmp_path_factory.mktemp("source")
     stores = StoresResource(home=str(root / "kb"))
     providers = FakeProviders()
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         for name, markdown in MARKDOWN.items():
             pdf = root / "in" / name
             pdf.parent.mkdir(parents=True, exist_ok=True)
