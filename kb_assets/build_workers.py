@@ -37,10 +37,11 @@ if TYPE_CHECKING:  # the parent imports Dagster already; a worker imports it whe
     from kb_assets.operations import BuildOutcome
     from kb_assets.resources import StoresResource
 
-#: Documents built at once when neither ``--workers`` nor ``KB_BUILD_WORKERS`` says: one, as
-#: two gained nothing on a busy 2-core machine and doubled the memory
-#: (benchmarks/results/ingest-2026-12-06-workers.md); more is a setting away.
-DEFAULT_WORKERS = 1
+#: Documents built at once when neither ``--workers`` nor ``KB_BUILD_WORKERS`` says (never more
+#: than the cores): two, each worker's layout and embedding sessions on half the cores without
+#: spinning, built the same outputs in less wall time than one for ~2.4x the memory
+#: (benchmarks/results/ingest-2026-12-06-layout-threads.md).
+DEFAULT_WORKERS = 2
 
 #: Seconds the ``kb`` process's own watchdog waits beyond ``STOP_GRACE_SECONDS``: the workers'
 #: watchdogs end a step that ignores the signal first, and the ``kb`` process reports it.

@@ -288,8 +288,8 @@ def build(
     ] = False,
     as_json: json_option("Print results as JSON.") = False,
     workers: Annotated[int | None, typer.Option("--workers", min=1, max=64, help=(
-        "Documents built at once, each in a worker process (default: KB_BUILD_WORKERS, else 1 "
-        "= one after another in this process)."))] = None,
+        "Documents built at once, each in a worker process (default: KB_BUILD_WORKERS, else 2 "
+        "on a machine of 2 cores or more; 1 = one after another in this process)."))] = None,
 ) -> None:
     """Materialise every pending or failed document, `--workers` at once, then print a table.
 
