@@ -100,6 +100,9 @@ def _answering_pids(base: str, wanted: int, attempts: int = 40) -> set[int]:
 
 @pytest.mark.slow
 def test_two_workers_each_load_the_model_and_both_answer(two_workers: Server) -> None:
+    # the server is up once one worker answers; until the other has bound its socket, the
+    # kernel gives every connection to the first: wait for both (within 40 rounds of 8)
+    assert len(_answering_pids(two_workers.base, wanted=2)) == 2
     # 16 keep-alive connections opened one after another: each worker listens on its own
     # SO_REUSEPORT socket, so the kernel spreads them by address hash (all 16 on one worker:
     # p = 2 / 2**16)
