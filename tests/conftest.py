@@ -193,8 +193,9 @@ FAILING_PDFS = (
 
 @pytest.fixture(scope="session")
 def built_corpus(tmp_path_factory: pytest.TempPathFactory):
-    """A KB_HOME where the real pipeline built ``EVAL_PDFS`` and tried ``FAILING_PDFS``, once
-    per session (several minutes); skips (fails under CI) without ``../shared/corpus``.
+    """A KB_HOME where the real pipeline built ``EVAL_PDFS`` and tried ``FAILING_PDFS``, two at
+    once, once per session (several minutes); skips (fails under CI) without
+    ``../shared/corpus``.
 
     Returns ``(home, {file name: kb_assets.operations.BuildOutcome})``.
     """
@@ -211,7 +212,9 @@ def built_corpus(tmp_path_factory: pytest.TempPathFactory):
     intake = admit([pdfs / name for name in EVAL_PDFS + FAILING_PDFS], stores, instance)
     added = [o.doc_id for o in intake if o.status == IntakeStatus.ADDED]
     assert len(added) == len(EVAL_PDFS) + len(FAILING_PDFS), intake
-    outcomes = operations.build_documents(stores, instance, added)
+    # two at once, as `kb build` does by default on this 2-core machine (spawned workers,
+    # the real providers): the default path is the one the slow tests read from
+    outcomes = operations.build_documents(stores, instance, added, workers=2)
     stores.close()
     return home, {o.name: o for o in outcomes}
 
