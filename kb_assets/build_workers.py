@@ -105,7 +105,7 @@ def worker_environment(workers: int, cores: int | None = None,
     ``KB_LOCAL_EMBEDDING_THREADS`` set to the cores (``machine_cores()`` or ``cores``) divided
     among the workers, at least 1, each only where ``environ`` (``os.environ``) leaves it
     unset. N workers then run no more layout or embedding threads than there are cores, and
-    none spins (benchmarks/results/ingest-2026-12-06-workers.md)."""
+    none spins (benchmarks/results/ingest-2026-12-06-layout-threads.md)."""
     from kb_shared.settings import Settings, env_name  # noqa: PLC0415
 
     environ = os.environ if environ is None else environ

@@ -71,13 +71,11 @@ def _sessions_built_with(threads: int | None) -> Iterator[None]:
         ort.InferenceSession = shipped
 
 
-def _ours_in_force(threads: int | None, any_threads: bool = False) -> bool:
-    """Whether ``pymupdf`` pages use the model this module built (with ``threads``)."""
+def _ours_in_force() -> bool:
+    """Whether ``pymupdf`` pages use the model this module built last."""
     import pymupdf  # noqa: PLC0415
 
-    if not _built or pymupdf._get_layout is not _built["get_layout"]:
-        return False
-    return any_threads or _built["threads"] == threads
+    return bool(_built) and pymupdf._get_layout is _built["get_layout"]
 
 
 def use_layout_threads(threads: int | None) -> bool:
@@ -98,7 +96,7 @@ def use_layout_threads(threads: int | None) -> bool:
     if threads is not None and threads < 1:
         raise ValueError(f"layout threads must be 1 or more, not {threads}")
     with _LOCK:
-        if _ours_in_force(threads):
+        if _ours_in_force() and _built["threads"] == threads:
             return False
         import pymupdf  # noqa: PLC0415
 
@@ -116,6 +114,6 @@ def use_layout_threads(threads: int | None) -> bool:
 def use_configured_threads() -> bool:
     """``use_layout_threads(configured_threads())`` unless a model this module built is in
     force (the settings are then not read again). Same return and errors."""
-    if _ours_in_force(None, any_threads=True):
+    if _ours_in_force():
         return False
     return use_layout_threads(configured_threads())
