@@ -227,11 +227,12 @@ def image_blocks(images: Sequence[tuple[Passage, bytes]]) -> list[ContentBlock]:
     return blocks
 
 
-def _result(
+def tool_result(
     text: str, structured: BaseModel, extra: Sequence[ContentBlock] = ()
 ) -> CallToolResult:
-    """A tool result: ``text`` as the first content block, then ``extra``; ``structured`` as
-    its structured content."""
+    """The result of a tool with an output schema (every kb tool but ``echo``): ``text`` as
+    the first content block, then ``extra`` (image blocks); ``structured`` (a
+    ``kb_mcp.schemas`` model) as its structured content, dumped in JSON mode."""
     content: list[ContentBlock] = [TextContent(type="text", text=text), *extra]
     return CallToolResult(content=content, structured_content=structured.model_dump(mode="json"))
 
@@ -298,7 +299,7 @@ def docs_result(
         reranked=answer.reranked,
         edition_note=answer.edition_note,
     )
-    return _result("\n\n".join(parts), structured, image_blocks(images))
+    return tool_result("\n\n".join(parts), structured, image_blocks(images))
 
 
 def _relationship_line(rel: RankedRelationship) -> str:
@@ -375,7 +376,7 @@ def graph_result(answer: GraphAnswer, links: Links) -> CallToolResult:
         excerpts=[result_ref(passage, links) for passage in answer.excerpts],
         sources=source_refs,
     )
-    return _result("\n\n".join(parts), structured)
+    return tool_result("\n\n".join(parts), structured)
 
 
 def read_result(answer: ReadAnswer, links: Links) -> CallToolResult:
@@ -398,7 +399,7 @@ def read_result(answer: ReadAnswer, links: Links) -> CallToolResult:
         chunks=[result_ref(passage, links) for passage in answer.chunks],
         missing=answer.missing,
     )
-    return _result("\n\n".join(parts), structured)
+    return tool_result("\n\n".join(parts), structured)
 
 
 def document_ref(row: DocumentRow, links: Links) -> DocumentRef:
@@ -435,11 +436,12 @@ def _by_category(rows: list[DocumentRow]) -> list[tuple[str | None, list[Documen
     return sorted(groups.items(), key=lambda kv: (kv[0] is None, (kv[0] or "").casefold()))
 
 
-def document_list_result(
+def document_list_text(
     documents: DocumentList, links: Links, category: str | None = None
-) -> CallToolResult:
-    """The list_documents result; ready documents are grouped under their categories when any
-    has one, and ``category`` (the filter applied, if any) is named when nothing matched."""
+) -> str:
+    """The text of the list_documents result (``kb_mcp.tools.list_documents`` adds the version
+    and series notes); ready documents are grouped under their categories when any has one, and
+    ``category`` (the filter applied, if any) is named when nothing matched."""
     parts: list[str] = []
     groups = _by_category(documents.ready)
     grouped = any(name is not None for name, _ in groups)
@@ -481,4 +483,4 @@ def document_list_result(
         parts = [
             "The corpus is empty: the catalog has no documents. Add PDFs with `kb add PATH…`."
         ]
-    return _result("\n\n".join(parts), document_list_output(documents, links))
+    return "\n\n".join(parts)

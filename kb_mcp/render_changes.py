@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 
 from kb_mcp.documents import resolve_document
 from kb_mcp.errors import ToolProblem
 from kb_mcp.links import Links
+from kb_mcp.render import tool_result
 from kb_mcp.schemas import ChangeRef, ChangeSideRef, CompareVersionsOutput
 from kb_shared.compliance.changes import Change, Side
 from kb_shared.search.quotes import heading_label
@@ -274,9 +275,7 @@ def comparison_result(
     comparison: Comparison, links: Links, offset: int = 0, limit: int = DEFAULT_LIMIT
 ) -> CallToolResult:
     """The compare_versions result: ``comparison_text`` plus ``comparison_output``."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=comparison_text(comparison, links, offset, limit))],
-        structured_content=comparison_output(comparison, links, offset, limit).model_dump(
-            mode="json"
-        ),
+    return tool_result(
+        comparison_text(comparison, links, offset, limit),
+        comparison_output(comparison, links, offset, limit),
     )

@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel
+from mcp.types import CallToolResult
 
 from kb_mcp.errors import ToolProblem
+from kb_mcp.render import tool_result
 from kb_mcp.schemas import (
     AerFigureRef,
     AerHeadingMatchRef,
@@ -149,13 +149,6 @@ def _filters_phrase(filters: Mapping[str, str]) -> str:
     if not filters:
         return "no filters"
     return ", ".join(f"{name}={value!r}" for name, value in filters.items())
-
-
-def _result(text: str, structured: BaseModel) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=structured.model_dump(mode="json"),
-    )
 
 
 def _status(count: int, has_data: bool) -> MarketStatus:
@@ -388,7 +381,7 @@ def aer_result(found: AerSearchResult) -> CallToolResult:
         synced_at=_iso(found.synced_at),
         attribution=AER_ATTRIBUTION,
     )
-    return _result(aer_text(found, filters), structured)
+    return tool_result(aer_text(found, filters), structured)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,4 +517,4 @@ def compliance_result(found: ComplianceSearchResult) -> CallToolResult:
         filters=filters,
         synced_at=_iso(found.synced_at),
     )
-    return _result(compliance_text(found, filters), structured)
+    return tool_result(compliance_text(found, filters), structured)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 
 from kb_mcp.links import Links
+from kb_mcp.render import tool_result
 from kb_mcp.schemas import ObligationRef, SearchObligationsOutput
 from kb_shared import layout
 from kb_shared.search.quotes import heading_label
@@ -145,7 +146,4 @@ def obligations_result(
             obligation_ref(n, row, links) for n, row in enumerate(found.rows, found.offset + 1)
         ],
     )
-    return CallToolResult(
-        content=[TextContent(type="text", text=obligations_text(found, documents, links))],
-        structured_content=structured.model_dump(mode="json"),
-    )
+    return tool_result(obligations_text(found, documents, links), structured)

@@ -31,11 +31,15 @@ sync_app = typer.Typer(
 )
 
 
-def _aer_rows() -> tuple[tuple[str, str], ...]:
-    """Rows of ``kb sync aer``'s table: (label, metadata key of ``kb_assets.market.assets``)."""
+def _rows() -> tuple[tuple[str, str], ...]:
+    """Rows of ``kb sync``'s table, in order: (label, metadata key of
+    ``kb_assets.market.assets``). A sync's table has the rows its run's metadata holds: both
+    syncs' row counts, seconds and time; the AER's files, releases and metric rows; Notion's
+    data source, trash and requests."""
     from kb_assets.market import assets as keys
 
     return (
+        ("data source", "data_source_id"),
         ("workbooks", "files"),
         ("releases", keys.RELEASES),
         ("rows read", keys.ROWS_READ),
@@ -47,22 +51,6 @@ def _aer_rows() -> tuple[tuple[str, str], ...]:
         ("superseded by a newer release", "superseded"),
         ("not reported (not stored)", "not_reported"),
         ("new metrics", keys.NEW_METRICS),
-        ("seconds", keys.SECONDS),
-        ("synced at", keys.SYNCED_AT),
-    )
-
-
-def _notion_rows() -> tuple[tuple[str, str], ...]:
-    """Rows of ``kb sync notion``'s table: (label, metadata key of ``kb_assets.market.assets``)."""
-    from kb_assets.market import assets as keys
-
-    return (
-        ("data source", "data_source_id"),
-        ("rows read", keys.ROWS_READ),
-        ("inserted", keys.ROWS_INSERTED),
-        ("updated", keys.ROWS_UPDATED),
-        ("deleted", keys.ROWS_DELETED),
-        ("unchanged", keys.ROWS_UNCHANGED),
         ("pages in the trash", "trashed"),
         ("requests", "requests"),
         ("seconds", keys.SECONDS),
@@ -89,8 +77,9 @@ def _text(value: Any) -> str:
     return "" if value is None else escape(str(value))
 
 
-def _report(title: str, outcome: SyncOutcome, rows: tuple[tuple[str, str], ...]) -> None:
-    """Print the outcome; exit 1 (failed, or a check failed) or 2 (skipped)."""
+def _report(title: str, outcome: SyncOutcome) -> None:
+    """Print the outcome (its table: ``_rows``); exit 1 (failed, or a check failed) or 2
+    (skipped)."""
     from kb_assets.market.assets import NEW_METRIC_LIST
     from kb_assets.market.operations import SyncStatus
 
@@ -104,7 +93,7 @@ def _report(title: str, outcome: SyncOutcome, rows: tuple[tuple[str, str], ...])
     table = Table(title=f"{title} (run {outcome.run_id[:8]})")
     table.add_column("count", overflow="fold")
     table.add_column("value", overflow="fold", justify="right")
-    for label, key in rows:
+    for label, key in _rows():
         if key in outcome.metadata:
             table.add_row(label, _text(outcome.metadata[key]))
     console.print(table)
@@ -150,7 +139,7 @@ def sync_aer(
 
     given = [s if URL_PATTERN.match(s) else str(Path(s).expanduser().resolve())
              for s in sources or []]
-    _report("kb sync aer", _run(AER_PERFORMANCE, {"sources": given}), _aer_rows())
+    _report("kb sync aer", _run(AER_PERFORMANCE, {"sources": given}))
 
 
 @sync_app.command("notion")
@@ -168,4 +157,4 @@ def sync_notion_command(
     Needs NOTION_TOKEN and KB_NOTION_DATA_SOURCE_ID. An empty read, or one that would delete
     more than half the table, is refused with the counts unless --force. Exit 0 synced, 1
     failed (or a check failed), 2 not configured."""
-    _report("kb sync notion", _run(COMPLIANCE_ACTIONS, {"force": force}), _notion_rows())
+    _report("kb sync notion", _run(COMPLIANCE_ACTIONS, {"force": force}))

@@ -9,10 +9,11 @@ descriptor (title, description, URL), never the page's text. Rules: issue 12,
 
 from typing import Annotated
 
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from kb_mcp.errors import ToolProblem
+from kb_mcp.render import tool_result
 from kb_mcp.tools import KbContext, KbServer, kb_tool, required_text, state_of
 from kb_mcp.tools.request_document import QUEUE_WRITE, check_link
 from kb_shared.errors import DuplicateRequestError, QueueFullError
@@ -77,7 +78,4 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
         structured = AddReferenceOutput(
             request_id=request.id, url=request.url, title=request.title
         )
-        return CallToolResult(
-            content=[TextContent(type="text", text=text)],
-            structured_content=structured.model_dump(mode="json"),
-        )
+        return tool_result(text, structured)

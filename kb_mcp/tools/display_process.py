@@ -199,14 +199,12 @@ def display_result(
         ),
         view=view,
     )
-    if view:
-        first = docs.content[0]
-        text = first.text if isinstance(first, TextContent) else ""
-        noted = shown and not answer.low_confidence  # no "cite them" under a low-confidence one
-        content = [TextContent(type="text", text=f"{text}\n\n{VIEW_NOTE}" if noted else text)]
-    else:
-        content = list(docs.content)
-    return CallToolResult(content=content, structured_content=structured.model_dump(mode="json"))
+    first = docs.content[0]  # the text block (``render.tool_result``), then the images
+    text = first.text if isinstance(first, TextContent) else ""
+    if not view:
+        return render.tool_result(text, structured, docs.content[1:])
+    noted = shown and not answer.low_confidence  # no "cite them" under a low-confidence one
+    return render.tool_result(f"{text}\n\n{VIEW_NOTE}" if noted else text, structured)
 
 
 def lean_schemas(server: KbServer) -> None:

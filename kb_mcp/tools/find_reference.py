@@ -8,9 +8,10 @@ Issue 12, "find_reference / add_reference". No ``from __future__ import annotati
 
 from typing import Annotated
 
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
+from kb_mcp.render import tool_result
 from kb_mcp.tools import (
     KbContext,
     KbServer,
@@ -134,9 +135,7 @@ def register(server: KbServer, *, max_query_chars: int) -> None:
             vector = state.embedder.embed_query(text)
             hits = index.dense_search(vector, top_k, kinds=[KIND_REFERENCE])
         pages = reference_pages(hits)
-        return CallToolResult(
-            content=[TextContent(type="text", text=answer_text(text, pages))],
-            structured_content=FindReferenceOutput(
-                results=pages, low_confidence=is_low_confidence(pages)
-            ).model_dump(mode="json"),
+        return tool_result(
+            answer_text(text, pages),
+            FindReferenceOutput(results=pages, low_confidence=is_low_confidence(pages)),
         )

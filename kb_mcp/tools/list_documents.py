@@ -5,7 +5,7 @@ JSON. No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
 
 from typing import Annotated
 
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from kb_mcp import render
@@ -80,31 +80,17 @@ def register(server: KbServer, *, links: Links) -> None:
         category: CategoryArg = None,
     ) -> Annotated[CallToolResult, ListDocumentsSeriesOutput]:
         listing = document_list(state_of(ctx).catalog, category)
-        result = with_versions(render.document_list_result(listing, links, category), listing)
-        return with_series(result, listing, links)
+        text = render.document_list_text(listing, links, category) + listing_notes(listing)
+        return render.tool_result(text, listing_output(listing, links))
 
 
-def with_versions(result: CallToolResult, listing: DocumentList) -> CallToolResult:
-    """``result`` with ``version_notes(listing)`` appended to its text (unchanged when no
-    listed document has more than one version)."""
-    notes = version_notes(listing)
-    first = result.content[0] if result.content else None
-    if not notes or not isinstance(first, TextContent):
-        return result
-    text = first.text + "\n\n" + VERSIONS_HEADING + "\n" + "\n".join(f"- {n}" for n in notes)
-    return result.model_copy(
-        update={"content": [TextContent(type="text", text=text), *result.content[1:]]}
+def listing_notes(listing: DocumentList) -> str:
+    """What the list_documents text adds after the list: ``version_notes(listing)`` under
+    ``VERSIONS_HEADING``, then ``series_notes(listing)`` under ``SERIES_HEADING``, each only
+    when it has notes ("" when neither has)."""
+    sections = ((VERSIONS_HEADING, version_notes(listing)), (SERIES_HEADING, series_notes(listing)))
+    return "".join(
+        f"\n\n{heading}\n" + "\n".join(f"- {note}" for note in notes)
+        for heading, notes in sections
+        if notes
     )
-
-
-def with_series(result: CallToolResult, listing: DocumentList, links: Links) -> CallToolResult:
-    """``result`` with ``series_notes(listing)`` appended to its text (when there are any) and
-    its structured content as ``listing_output``."""
-    notes = series_notes(listing)
-    content = list(result.content)
-    first = content[0] if content else None
-    if notes and isinstance(first, TextContent):
-        text = first.text + "\n\n" + SERIES_HEADING + "\n" + "\n".join(f"- {n}" for n in notes)
-        content[0] = TextContent(type="text", text=text)
-    structured = listing_output(listing, links).model_dump(mode="json")
-    return result.model_copy(update={"content": content, "structured_content": structured})

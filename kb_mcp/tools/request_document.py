@@ -13,11 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from kb_mcp.documents import document_list
 from kb_mcp.errors import ToolProblem
+from kb_mcp.render import tool_result
 from kb_mcp.tools import (
     KbContext,
     KbServer,
@@ -277,7 +278,7 @@ def _matched(title: str, match: TitleMatch) -> CallToolResult:
         "different document, call request_document again with a more specific title (its "
         "official number or version)."
     )
-    return _answer(text, RequestDocumentOutput(outcome="already_indexed", match=_ref(match)))
+    return tool_result(text, RequestDocumentOutput(outcome="already_indexed", match=_ref(match)))
 
 
 def _logged(
@@ -316,14 +317,7 @@ def _logged(
         has_source_url=request.source_url is not None,
         other_version=_ref(other) if other is not None else None,
     )
-    return _answer(text, structured)
-
-
-def _answer(text: str, structured: RequestDocumentOutput) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=structured.model_dump(mode="json"),
-    )
+    return tool_result(text, structured)
 
 
 def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> None:
