@@ -78,7 +78,9 @@ def add(
         list[str],
         typer.Argument(help="Documents: files, folders (recursive) or https URLs of PDFs."),
     ],
-    build: Annotated[bool, typer.Option("--build", help="Build the added documents now.")] = False,
+    build: Annotated[bool, typer.Option("--build", help=(
+        "Build the added documents now, as many at once as `kb build` (KB_BUILD_WORKERS)."
+    ))] = False,
     name: text_option("The document name for a single URL (default: the download's own).") = None,
     category: text_option(
         "Category of the added documents, e.g. aemo/procedures; files in subfolders of a folder "
@@ -169,8 +171,11 @@ def add(
         console.print(f"{len(added)} added; {then}")
     else:
         console.print("nothing added.")
-    if build and added:
-        _build(settings, opened[0], added)
+    if build and added:  # as `kb build` would: KB_BUILD_WORKERS documents at once
+        from kb_assets.build_workers import resolve_workers
+
+        workers = resolve_workers(settings.build_workers, len(added))
+        _build(settings, opened[0], added, workers=workers)
     if refused:
         err.print(f"{refused} file(s) refused; see the reasons above")
     if changed:

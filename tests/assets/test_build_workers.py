@@ -159,6 +159,28 @@ def test_kb_build_refuses_workers_below_one_before_building_anything() -> None:
     assert "Invalid value for '--workers': Input should be greater than or equal to 1" in said
 
 
+def test_kb_add_build_builds_the_added_documents_as_many_at_once_as_kb_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[tuple[list[str], int]] = []
+
+    def build_documents(stores, instance, doc_ids, **options):  # the documents and workers
+        asked.append((list(doc_ids), options["workers"]))
+        return [operations.BuildOutcome(d, d, "ready", "run", 0.1) for d in doc_ids]
+
+    monkeypatch.setattr(operations, "build_documents", build_documents)
+    monkeypatch.setattr("kb_assets.build_workers.machine_cores", lambda: 4)
+    pdfs = write_pdfs(tmp_path / "in")
+    monkeypatch.setenv("KB_BUILD_WORKERS", "3")
+    added = CliRunner().invoke(cli.app, ["add", "--build", str(pdfs[0]), str(pdfs[1])])
+    assert added.exit_code == 0, added.output
+    monkeypatch.delenv("KB_BUILD_WORKERS")
+    alone = CliRunner().invoke(cli.app, ["add", "--build", str(pdfs[2])])
+    assert alone.exit_code == 0, alone.output
+    # 3 asked, capped by the 2 documents; unset: the default 2, capped by the 1 document
+    assert asked == [(list(DOCS[:2]), 2), ([DOCS[2]], 1)]
+
+
 def test_workers_take_the_documents_with_the_most_pages_first(
     tmp_path: Path, instance: dg.DagsterInstance
 ) -> None:
