@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from annotated_types import Ge, Le
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -38,6 +38,21 @@ class ProviderChoice(StrEnum):
     AUTO = "auto"
     LOCAL = "local"
     CLOUD = "cloud"
+
+
+#: How many threads an offline model may use (unset: kb divides the cores itself; each
+#: field's description says how).
+ThreadCount = Annotated[int | None, Field(ge=1, le=256)]
+
+#: The limit of one Dagster concurrency pool (``kb_assets/pools.py``): ``llm_pool_limit``
+#: limits the ``llm`` pool, and so on.
+PoolLimit = Annotated[
+    int | None,
+    Field(
+        ge=1, le=1000,
+        description="Concurrent steps in the pool the setting is named after; unset = no limit.",
+    ),
+]
 
 
 class Settings(BaseSettings):
@@ -110,16 +125,16 @@ class Settings(BaseSettings):
             "e5-small-q4); chosen on the regulatory eval set, see benchmarks/results."
         ),
     )
-    local_embedding_threads: int | None = Field(
-        None, ge=1, le=256,
+    local_embedding_threads: ThreadCount = Field(
+        None,
         description=(
             "Threads one offline embedding call may use; unset: every core, or the cores "
             "divided among kb-mcp's or kb build's workers (kb_mcp.cli.worker_threads, "
             "kb_assets.build_workers.worker_environment)."
         ),
     )
-    layout_threads: int | None = Field(
-        None, ge=1, le=256,
+    layout_threads: ThreadCount = Field(
+        None,
         description=(
             "Threads each of the offline PDF layout model's sessions may use (their idle "
             "threads sleep); unset: every core, or the cores divided among kb build's workers "
@@ -174,15 +189,9 @@ class Settings(BaseSettings):
             "unset = SQLite under {home}/dagster."
         ),
     )
-    llm_pool_limit: int | None = Field(
-        None, ge=1, le=1000, description="Concurrent steps in the `llm` pool; unset = no limit."
-    )
-    vectors_pool_limit: int | None = Field(
-        None, ge=1, le=1000, description="Concurrent steps in the `vectors` pool; unset = no limit."
-    )
-    graph_pool_limit: int | None = Field(
-        None, ge=1, le=1000, description="Concurrent steps in the `graph` pool; unset = no limit."
-    )
+    llm_pool_limit: PoolLimit = None
+    vectors_pool_limit: PoolLimit = None
+    graph_pool_limit: PoolLimit = None
     backfill_batch: int = Field(
         25, ge=1, le=1000,
         description=(

@@ -74,14 +74,16 @@ from kb_shared.search.quotes import unit_offset
 from kb_shared.search.retrieval_features import Unit, units
 
 __all__ = [
-    "MODALITIES", "MUST", "MUST_NOT", "SHOULD", "SHOULD_NOT", "Obligation", "deadline_of",
-    "find_obligations", "heading_number", "heading_party", "modality_of", "role_of",
+    "MODALITIES", "MUST", "MUST_NOT", "SHOULD", "SHOULD_NOT", "Obligation", "ObligationStatement",
+    "deadline_of", "find_obligations", "heading_number", "heading_party", "modality_of", "role_of",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class Obligation:
-    """One obligation: one bound party of one sentence (a sentence binding two is two).
+class ObligationStatement:
+    """What one obligation says: one bound party of one sentence (a sentence binding two is
+    two). ``Obligation`` adds where it was found; the catalog's ``ObligationRow`` where it is
+    filed.
 
     Attributes:
         party: the bound party as the document names it ("the relevant Market Participant"),
@@ -98,13 +100,6 @@ class Obligation:
             mode = 2"), ``None`` when there is none.
         reference: the clause it sits under, section number plus paragraph ("2.6.5(f)"),
             ``None`` when the document numbers neither.
-        chunk_id: the chunk it was found in.
-        page: 1-based page of the modal, from the chunk's ``page_runs`` when located, else the
-            chunk's ``page_start``.
-        heading_path: the chunk's heading path.
-        party_inferred: the sentence names no party ("a rebid must be submitted"); ``party``
-            is the one its context binds (module docstring: an agent, a stem, a heading, the
-            section's named parties).
     """
 
     party: str
@@ -114,6 +109,22 @@ class Obligation:
     action: str
     deadline: str | None
     reference: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Obligation(ObligationStatement):
+    """One obligation as the detector finds it: ``ObligationStatement``'s fields, then these.
+
+    Attributes:
+        chunk_id: the chunk it was found in.
+        page: 1-based page of the modal, from the chunk's ``page_runs`` when located, else the
+            chunk's ``page_start``.
+        heading_path: the chunk's heading path.
+        party_inferred: the sentence names no party ("a rebid must be submitted"); ``party``
+            is the one its context binds (module docstring: an agent, a stem, a heading, the
+            section's named parties).
+    """
+
     chunk_id: str
     page: int | None
     heading_path: tuple[str, ...] = ()

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -24,11 +25,21 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: inject a dict lookup so every refusal is checked offline.
 Resolver = Callable[[str, int], Sequence[str]]
 
+_NetworkT = TypeVar("_NetworkT", ipaddress.IPv4Network, ipaddress.IPv6Network)
+
+
+def _labelled(
+    network: Callable[[str], _NetworkT], entries: Iterable[tuple[str, str]]
+) -> tuple[tuple[_NetworkT, str], ...]:
+    """``(network, label)`` pairs from ``(CIDR text, label)`` entries, in their order."""
+    return tuple((network(cidr), label) for cidr, label in entries)
+
+
 #: IPv4 ranges never fetched from, first match wins (broadcast before the reserved 240/4).
 #: IANA IPv4 Special-Purpose Address Registry; 224/4 multicast from RFC 5771.
-_IPV4_DENY: tuple[tuple[ipaddress.IPv4Network, str], ...] = tuple(
-    (ipaddress.IPv4Network(net), label)
-    for net, label in (
+_IPV4_DENY = _labelled(
+    ipaddress.IPv4Network,
+    (
         ("0.0.0.0/8", "an unspecified ('this network') address"),
         ("10.0.0.0/8", "a private address"),
         ("100.64.0.0/10", "a carrier-grade NAT (shared) address"),
@@ -45,14 +56,14 @@ _IPV4_DENY: tuple[tuple[ipaddress.IPv4Network, str], ...] = tuple(
         ("224.0.0.0/4", "a multicast address"),
         ("255.255.255.255/32", "the broadcast address"),
         ("240.0.0.0/4", "a reserved address"),
-    )
+    ),
 )
 
 #: IPv6 ranges never fetched from (IANA IPv6 Special-Purpose Address Registry, RFC 4291
 #: for multicast, RFC 3879 for the deprecated site-local block, RFC 8215 for local-use NAT64).
-_IPV6_DENY: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
-    (ipaddress.IPv6Network(net), label)
-    for net, label in (
+_IPV6_DENY = _labelled(
+    ipaddress.IPv6Network,
+    (
         ("::/128", "the unspecified address"),
         ("::1/128", "a loopback address"),
         ("64:ff9b:1::/48", "a local-use NAT64 address"),
@@ -64,19 +75,19 @@ _IPV6_DENY: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
         ("fe80::/10", "a link-local address"),
         ("fec0::/10", "a site-local address"),
         ("ff00::/8", "a multicast address"),
-    )
+    ),
 )
 
 #: IPv6 prefixes whose last 32 bits are an IPv4 address: (prefix, what the wrapper is called).
 #: RFC 4291 (mapped, compatible), RFC 2765 (translated), RFC 6052 (NAT64 well-known prefix).
-_LOW32_WRAPPERS: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
-    (ipaddress.IPv6Network(net), label)
-    for net, label in (
+_LOW32_WRAPPERS = _labelled(
+    ipaddress.IPv6Network,
+    (
         ("::ffff:0:0/96", "an IPv4-mapped address"),
         ("::ffff:0:0:0/96", "an IPv4-translated address"),
         ("64:ff9b::/96", "a NAT64 address"),
         ("::/96", "an IPv4-compatible address"),
-    )
+    ),
 )
 
 
@@ -101,8 +112,10 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[str, list[ipaddress.I
     return "", []
 
 
-def _ipv4_refusal(address: ipaddress.IPv4Address) -> str | None:
-    for network, label in _IPV4_DENY:
+def _denied(address: IPAddress, deny: Iterable[tuple[IPNetwork, str]]) -> str | None:
+    """The label of the first ``deny`` network holding ``address``, else "a reserved address"
+    when it is not globally reachable, else None."""
+    for network, label in deny:
         if address in network:
             return label
     if not address.is_global:
@@ -119,20 +132,15 @@ def refusal(address: IPAddress) -> str | None:
     is public. Everything else goes through the explicit deny lists, then ``is_global``.
     """
     if isinstance(address, ipaddress.IPv4Address):
-        return _ipv4_refusal(address)
+        return _denied(address, _IPV4_DENY)
     wrapper, inner = embedded_ipv4(address)
     if wrapper:
         for embedded in inner:
-            why = _ipv4_refusal(embedded)
+            why = _denied(embedded, _IPV4_DENY)
             if why is not None:
                 return f"{wrapper} of {embedded}, {why}"
         return None
-    for network, label in _IPV6_DENY:
-        if address in network:
-            return label
-    if not address.is_global:
-        return "a reserved address (not globally reachable)"
-    return None
+    return _denied(address, _IPV6_DENY)
 
 
 def parse_address(text: str) -> IPAddress | None:

@@ -80,13 +80,30 @@ class FigurePayload:
 
 
 @dataclass(frozen=True, slots=True)
-class PointPayload:
-    """The typed payload of one indexed point (chunk or figure): the writer builds it, the
-    reader parses it, and only ``to_payload``/``from_payload`` know the JSON keys.
+class CitedPages:
+    """The document and pages one point or result cites, the first fields of both
+    ``PointPayload`` and ``Citation``.
 
     Attributes:
         doc_id, name, title, version: the document (title falls back to the name on read).
         page_start, page_end: 1-based pages, ``None`` when unknown.
+    """
+
+    doc_id: str
+    name: str
+    title: str
+    version: str
+    page_start: int | None
+    page_end: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PointPayload(CitedPages):
+    """The typed payload of one indexed point (chunk or figure): the writer builds it, the
+    reader parses it, and only ``to_payload``/``from_payload`` know the JSON keys.
+
+    Attributes:
+        doc_id … page_end: ``CitedPages``'s fields.
         section: heading path joined with ``PATH_SEPARATOR`` ("" when none).
         chunk_index: 0-based chunk index for chunk points, ``None`` for figures.
         pdf_key, markdown_key: blob keys (``kb_shared.layout``); URLs are made at serve time.
@@ -98,12 +115,6 @@ class PointPayload:
             for figures and for chunks indexed before pages were located).
     """
 
-    doc_id: str
-    name: str
-    title: str
-    version: str
-    page_start: int | None
-    page_end: int | None
     section: str = ""
     chunk_index: int | None = None
     pdf_key: str = ""
@@ -281,15 +292,10 @@ def page_reference(page: int | None, label: str = "") -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Citation:
-    """The citation fields of one result, read from its payload."""
+class Citation(CitedPages):
+    """The citation fields of one result, read from its payload: ``CitedPages``'s, then the
+    section and the printed page labels (``PointPayload``'s fields of the same names)."""
 
-    doc_id: str
-    name: str
-    title: str
-    version: str
-    page_start: int | None
-    page_end: int | None
     section: str
     page_label_start: str = ""
     page_label_end: str = ""

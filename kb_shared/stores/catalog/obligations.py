@@ -23,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from kb_shared.errors import QueryError
-from kb_shared.compliance.obligations import MODALITIES, Obligation
+from kb_shared.compliance.obligations import MODALITIES, Obligation, ObligationStatement
 from kb_shared.stores.catalog.common import CATALOG_METADATA, CatalogBase, clean_filters, to_row
 
 #: Obligations listed per call by default, and at most; ``count`` always covers every match.
@@ -64,22 +64,16 @@ _WORD = re.compile(r"[0-9a-z]+")
 
 
 @dataclass(frozen=True, slots=True)
-class ObligationRow:
-    """One stored obligation: ``Obligation``'s fields plus where it is filed (``doc_id``,
-    ``version``, ``version_key``) and ``number``, its 1-based place in its document's reading
-    order. ``heading`` is the heading path joined with " › " ("" when none)."""
+class ObligationRow(ObligationStatement):
+    """One stored obligation: ``ObligationStatement``'s fields, then where it is filed
+    (``doc_id``, ``version``, ``version_key``), ``number``, its 1-based place in its
+    document's reading order, and ``Obligation``'s ``page`` and ``chunk_id``. ``heading`` is
+    the heading path joined with " › " ("" when none)."""
 
     doc_id: str
     version: int
     version_key: str
     number: int
-    party: str
-    role: str | None
-    modality: str
-    text: str
-    action: str
-    deadline: str | None
-    reference: str | None
     page: int | None
     chunk_id: str
     heading: str

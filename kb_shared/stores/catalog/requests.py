@@ -275,8 +275,49 @@ _REFERENCE_QUEUE = _Queue(
 )
 
 
-class RequestCatalog(CatalogBase):
-    """The intake queues and reference sources of the catalog (see the module docstring)."""
+class _QueueWrites(CatalogBase):
+    """What the two intake queues' inserts share (``_enqueue``)."""
+
+    def _enqueue(self, queue: _Queue, values: dict[str, Any], max_pending: int) -> Any:
+        """Insert checked ``values`` as a pending request of ``queue``, under the queue's
+        advisory lock: refused when the queue is full or the same request is pending."""
+        table = queue.table
+        try:
+            with self._write() as conn:
+                self._advisory_lock(conn, _QUEUE_LOCKS[table.name])
+                pending = conn.scalar(
+                    sa.select(sa.func.count()).select_from(table).where(table.c.status == "pending")
+                )
+                if (pending or 0) >= max_pending:
+                    raise QueueFullError(
+                        f"the {queue.what} queue already holds {pending} pending requests (the "
+                        f"ceiling is {max_pending}); an operator must review them before more "
+                        "can be added"
+                    )
+                same = conn.execute(
+                    sa.select(table).where(
+                        table.c[queue.unique] == values[queue.unique], table.c.status == "pending"
+                    )
+                ).first()
+                if same is not None:
+                    raise DuplicateRequestError(
+                        f"a request for {queue.shown_as.format(**same._mapping)} is already "
+                        f"pending (request #{same.id})"
+                    )
+                row = conn.execute(table.insert().values(**values).returning(*table.c)).one()
+        except IntegrityError as exc:  # a concurrent insert won the partial unique index
+            raise DuplicateRequestError(
+                f"a request for {queue.shown_as.format(**values)} is already pending"
+            ) from exc
+        return to_row(queue.row, row)
+
+
+class RequestQueue(_QueueWrites):
+    """The document-request queue as the MCP server writes it (MCP tool ``request_document``):
+    queue a request, count one more ask of a pending one. With ``ReferenceQueue``'s, the only
+    catalog writes the MCP server makes: on Postgres the ``kb_reader`` role may INSERT the
+    queue's content columns and UPDATE ``request_count`` only (``sql/003_reader_role.sql``).
+    The server holds its catalog as this type (``kb_shared.stores.readers``)."""
 
     def add_document_request(
         self,
@@ -315,10 +356,6 @@ class RequestCatalog(CatalogBase):
         }
         return self._enqueue(_DOCUMENT_QUEUE, values, max_pending)
 
-    def list_document_requests(self, status: str | None = None) -> list[DocumentRequestRow]:
-        """Document requests (all, or those with ``status``), oldest first."""
-        return self._list_requests(_DOCUMENT_QUEUE, status)
-
     def join_document_request(self, title: str) -> DocumentRequestRow:
         """Count one more ask of the pending request whose ``title_key`` is ``title``'s:
         ``request_count`` goes up by one (the one UPDATE ``kb_reader`` may make).
@@ -341,24 +378,11 @@ class RequestCatalog(CatalogBase):
             raise RequestNotFoundError(f'no pending document request for "{clean}"')
         return to_row(DocumentRequestRow, row)
 
-    def set_document_request_status(
-        self,
-        request_id: int,
-        status: str,
-        failure_reason: str | None = None,
-        *,
-        doc_id: str | None = None,
-        run_id: str | None = None,
-    ) -> DocumentRequestRow:
-        """Decide a document request: ``approved``, ``rejected`` or ``failed`` (needs a reason),
-        recording the document and run an approval produced (``None`` clears them).
 
-        Raises:
-            RequestNotFoundError: no such request.
-            ValueError: an unknown status or a failed status without a reason.
-        """
-        produced = {"doc_id": doc_id, "run_id": run_id}
-        return self._decide(_DOCUMENT_QUEUE, request_id, status, failure_reason, produced)
+class ReferenceQueue(_QueueWrites):
+    """The reference-page queue as the MCP server uses it (``add_reference``): queue a page
+    and read the registered ones. On Postgres the ``kb_reader`` role may INSERT the queue's
+    ``url``, ``title`` and ``description`` only (``sql/003_reader_role.sql``)."""
 
     def add_reference_request(
         self,
@@ -378,6 +402,41 @@ class RequestCatalog(CatalogBase):
         values = _reference_values(url, title, description)
         return self._enqueue(_REFERENCE_QUEUE, values, max_pending)
 
+    def list_reference_sources(self) -> list[ReferenceSourceRow]:
+        """Every registered reference page, ordered by URL."""
+        with self._read() as conn:
+            rows = conn.execute(sa.select(reference_sources).order_by(reference_sources.c.url))
+            return [to_row(ReferenceSourceRow, r) for r in rows]
+
+
+class RequestCatalog(RequestQueue, ReferenceQueue):
+    """The intake queues and reference sources of the catalog (see the module docstring): the
+    MCP server's two narrow queues, plus listing and deciding requests and registering and
+    removing reference pages."""
+
+    def list_document_requests(self, status: str | None = None) -> list[DocumentRequestRow]:
+        """Document requests (all, or those with ``status``), oldest first."""
+        return self._list_requests(_DOCUMENT_QUEUE, status)
+
+    def set_document_request_status(
+        self,
+        request_id: int,
+        status: str,
+        failure_reason: str | None = None,
+        *,
+        doc_id: str | None = None,
+        run_id: str | None = None,
+    ) -> DocumentRequestRow:
+        """Decide a document request: ``approved``, ``rejected`` or ``failed`` (needs a reason),
+        recording the document and run an approval produced (``None`` clears them).
+
+        Raises:
+            RequestNotFoundError: no such request.
+            ValueError: an unknown status or a failed status without a reason.
+        """
+        produced = {"doc_id": doc_id, "run_id": run_id}
+        return self._decide(_DOCUMENT_QUEUE, request_id, status, failure_reason, produced)
+
     def list_reference_requests(self, status: str | None = None) -> list[ReferenceRequestRow]:
         """Reference requests (all, or those with ``status``), oldest first."""
         return self._list_requests(_REFERENCE_QUEUE, status)
@@ -387,39 +446,6 @@ class RequestCatalog(CatalogBase):
     ) -> ReferenceRequestRow:
         """Decide a reference request (same rules as ``set_document_request_status``)."""
         return self._decide(_REFERENCE_QUEUE, request_id, status, failure_reason)
-
-    def _enqueue(self, queue: _Queue, values: dict[str, Any], max_pending: int) -> Any:
-        """Insert checked ``values`` as a pending request of ``queue``, under the queue's
-        advisory lock: refused when the queue is full or the same request is pending."""
-        table = queue.table
-        try:
-            with self._write() as conn:
-                self._advisory_lock(conn, _QUEUE_LOCKS[table.name])
-                pending = conn.scalar(
-                    sa.select(sa.func.count()).select_from(table).where(table.c.status == "pending")
-                )
-                if (pending or 0) >= max_pending:
-                    raise QueueFullError(
-                        f"the {queue.what} queue already holds {pending} pending requests (the "
-                        f"ceiling is {max_pending}); an operator must review them before more "
-                        "can be added"
-                    )
-                same = conn.execute(
-                    sa.select(table).where(
-                        table.c[queue.unique] == values[queue.unique], table.c.status == "pending"
-                    )
-                ).first()
-                if same is not None:
-                    raise DuplicateRequestError(
-                        f"a request for {queue.shown_as.format(**same._mapping)} is already "
-                        f"pending (request #{same.id})"
-                    )
-                row = conn.execute(table.insert().values(**values).returning(*table.c)).one()
-        except IntegrityError as exc:  # a concurrent insert won the partial unique index
-            raise DuplicateRequestError(
-                f"a request for {queue.shown_as.format(**values)} is already pending"
-            ) from exc
-        return to_row(queue.row, row)
 
     def _list_requests(self, queue: _Queue, status: str | None) -> list[Any]:
         order = (queue.table.c.created_at, queue.table.c.id)
@@ -477,12 +503,6 @@ class RequestCatalog(CatalogBase):
             )
             row = conn.execute(stmt.returning(*reference_sources.c)).one()
         return to_row(ReferenceSourceRow, row)
-
-    def list_reference_sources(self) -> list[ReferenceSourceRow]:
-        """Every registered reference page, ordered by URL."""
-        with self._read() as conn:
-            rows = conn.execute(sa.select(reference_sources).order_by(reference_sources.c.url))
-            return [to_row(ReferenceSourceRow, r) for r in rows]
 
     def remove_reference_source(self, source_id: int) -> ReferenceSourceRow:
         """Unregister reference page ``source_id``; returns the row as it was (its vector
