@@ -29,11 +29,17 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # per session) run after them in one process (benchmarks/results/test-lanes.md).
 PYTEST_WORKERS ?= -n 2
 
+# pytest caches the test modules it rewrites (its assert messages) in __pycache__ only when
+# bytecode may be written: with PYTHONDONTWRITEBYTECODE set, as on this machine, every run and
+# every xdist worker rewrites all ~300 test modules again, ~7 s of CPU each
+# (benchmarks/results/test-lanes.md).
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
+
 # pytest exits 5 when it collected nothing: when both halves of `make test` collected nothing,
 # that is a broken test run, never a pass.
 test: install
-	@$(PY) -m pytest -m "not slow and not services" $(PYTEST_WORKERS) $(PYTEST_ARGS); first=$$?; \
-	$(PY) -m pytest -m "slow or services" $(PYTEST_ARGS); second=$$?; \
+	@$(PYTEST) -m "not slow and not services" $(PYTEST_WORKERS) $(PYTEST_ARGS); first=$$?; \
+	$(PYTEST) -m "slow or services" $(PYTEST_ARGS); second=$$?; \
 	if [ $$first -eq 5 ] && [ $$second -eq 5 ]; then \
 		echo "make test: pytest collected no tests - failing" >&2; exit 1; fi; \
 	if [ $$first -ne 0 ] && [ $$first -ne 5 ]; then exit $$first; fi; \
@@ -46,7 +52,7 @@ test: install
 # process (do that when KB_TEST_NEO4J_URI is set: the Neo4j suites share one database).
 
 test-fast: install
-	@$(PY) -m pytest -m "not slow" $(PYTEST_WORKERS) $(PYTEST_ARGS); status=$$?; \
+	@$(PYTEST) -m "not slow" $(PYTEST_WORKERS) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test-fast: pytest collected no tests - failing" >&2; exit 1; fi; \
 	exit $$status
 

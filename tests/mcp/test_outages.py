@@ -23,6 +23,7 @@ from starlette.testclient import TestClient
 from kb_mcp.http import build_app
 from kb_mcp.server import build_server
 from kb_shared.settings import Settings
+from kb_shared.stores import factory
 from tests.conftest import neo4j_uri, postgres_url
 from tests.mcp.corpus import HashingEmbedder, corpus_settings, write_corpus
 from tests.stores.test_outages import Outage
@@ -114,8 +115,10 @@ CASES = {
 
 @pytest.mark.parametrize("store", list(CASES))
 def test_a_store_that_is_down_is_named_by_healthz_and_by_the_tools_that_need_it(
-    store: str, home: Path
+    store: str, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # nothing listens on the port: the reader's retries cannot succeed, only take time
+    monkeypatch.setattr(factory, "READER_RETRY_SECONDS", 0.2)
     port = closed_port()
     named, down, failing, role = CASES[store]
     named = named.format(port=port)
@@ -159,7 +162,6 @@ def server_stores(tmp_path: Path) -> Iterator[tuple[Settings, Outage, Outage]]:
     """The corpus in a fresh Postgres database (read as ``kb_reader``) and the real Neo4j,
     with an ``Outage`` for each server (both started again at teardown)."""
     from benchmarks.postgres import reader_database  # noqa: PLC0415
-    from kb_shared.stores import factory  # noqa: PLC0415
 
     uri = neo4j_uri()
     with reader_database(postgres_url(), "kb_outage_mcp") as (writer_url, reader_url):
