@@ -23,11 +23,11 @@ from __future__ import annotations
 import datetime as dt
 import math
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import fastexcel
 import openpyxl
@@ -136,18 +136,8 @@ def read_workbook(path: str | Path) -> AerWorkbook:
     name = path.name
     if path.suffix.lower() not in WORKBOOK_SUFFIXES:
         raise AerWorkbookError(name, None, None, "not an .xlsx or .xlsm workbook")
-    try:
-        book = openpyxl.load_workbook(path, data_only=False, keep_links=False)
-        values = fastexcel.read_excel(path)
-    except (InvalidFileException, zipfile.BadZipFile, fastexcel.FastExcelError) as exc:
-        raise AerWorkbookError(name, None, None, f"cannot be opened as a workbook ({exc})") from exc
-    except OSError:
-        raise
-    except Exception as exc:  # openpyxl raises KeyError, ValueError, ParseError... on bad parts
-        raise AerWorkbookError(
-            name, None, None, f"is a damaged workbook ({type(exc).__name__}: {exc})"
-        ) from exc
-    title = book.properties.title or ""
+    # name, title and each sheet's A5 decide before any sheet is parsed in full (``_outline``)
+    title, outline = _opening(name, lambda: _outline(path))
     schedule = schedule_from_file_name(path.stem) or schedule_from_file_name(title)
     if schedule is None:
         raise AerWorkbookError(
@@ -168,26 +158,29 @@ def read_workbook(path: str | Path) -> AerWorkbook:
             name, None, None, "neither the file name nor the title names the release quarter "
             "('Quarter 3 2025-26')"
         )
-
     skipped: list[tuple[str, str]] = []
-    sheets: list[_SheetResult] = []
-    for ws in book.worksheets:
-        a5 = _text(ws.cell(LABEL_ROW, 1).value)
-        if ws.sheet_state != "visible":
-            skipped.append((ws.title, "hidden"))
+    data_sheets: list[str] = []
+    for sheet, state, a5 in outline:
+        if state != "visible":
+            skipped.append((sheet, "hidden"))
         elif a5 is not None and a5.casefold() == RETAILER_HEADER:
-            reader = _SheetReader(name, schedule, release, ws, _frame(values, name, ws.title))
-            sheets.append(reader.read())
-        elif normalize_words(ws.title) in NON_DATA_SHEETS:
-            skipped.append((ws.title, "not a data sheet"))
+            data_sheets.append(sheet)
+        elif normalize_words(sheet) in NON_DATA_SHEETS:
+            skipped.append((sheet, "not a data sheet"))
         else:
             raise AerWorkbookError(
-                name, ws.title, "A5", f"reads {a5!r}, not 'Retailer': the sheet does not have "
+                name, sheet, "A5", f"reads {a5!r}, not 'Retailer': the sheet does not have "
                 "the AER layout (A4 'National', A5 'Retailer', headings in row 4, quarters in "
                 "row 5); if it holds no data add its name to NON_DATA_SHEETS"
             )
-    if not sheets:
+    if not data_sheets:
         raise AerWorkbookError(name, None, None, "no sheet has the AER layout ('Retailer' in A5)")
+    book = _opening(name, lambda: openpyxl.load_workbook(path, data_only=False, keep_links=False))
+    values = _opening(name, lambda: fastexcel.read_excel(path))
+    sheets = [
+        _SheetReader(name, schedule, release, book[sheet], _frame(values, name, sheet)).read()
+        for sheet in data_sheets
+    ]
 
     latest, latest_at = max((s.latest, (s.sheet, s.latest_cell)) for s in sheets)
     if latest != release:
@@ -224,6 +217,39 @@ def read_workbook(path: str | Path) -> AerWorkbook:
         skipped_sheets=tuple(skipped),
         not_reported=sum(s.not_reported for s in sheets),
     )
+
+
+_Loaded = TypeVar("_Loaded")
+
+
+def _outline(path: Path) -> tuple[str, list[tuple[str, str, str | None]]]:
+    """The workbook's title property ("" when unset) and each sheet's (name, state, text of
+    A5), read without parsing the sheets past row 5 (openpyxl's read-only mode reads rows
+    lazily): enough to refuse a workbook of another kind in milliseconds, not after seconds
+    of loading every cell."""
+    book = openpyxl.load_workbook(path, read_only=True, keep_links=False)
+    try:
+        sheets = [(ws.title, ws.sheet_state, _text(ws.cell(LABEL_ROW, 1).value))
+                  for ws in book.worksheets]
+        return book.properties.title or "", sheets
+    finally:
+        book.close()
+
+
+def _opening(name: str, load: Callable[[], _Loaded]) -> _Loaded:
+    """``load()`` (opening workbook ``name``), with every way a file fails to open as a
+    workbook raised as ``AerWorkbookError`` (``OSError``, a missing or unreadable file, as is).
+    """
+    try:
+        return load()
+    except (InvalidFileException, zipfile.BadZipFile, fastexcel.FastExcelError) as exc:
+        raise AerWorkbookError(name, None, None, f"cannot be opened as a workbook ({exc})") from exc
+    except OSError:
+        raise
+    except Exception as exc:  # openpyxl raises KeyError, ValueError, ParseError... on bad parts
+        raise AerWorkbookError(
+            name, None, None, f"is a damaged workbook ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 # --------------------------------------------------------------------------------------------

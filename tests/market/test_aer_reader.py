@@ -406,8 +406,34 @@ def test_a_damaged_file_is_refused(tmp_path: Path) -> None:
     assert "cannot be opened as a workbook" in str(_refusal(path))
 
 
+def test_a_workbook_of_another_kind_is_refused_before_any_sheet_is_read_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    book = openpyxl.Workbook()
+    book.active.title = "Sales"
+    book.active["A5"] = "Region"
+    for row in range(6, 2006):  # a sheet worth parsing only if it were AER data
+        book.active.cell(row, 1, f"region {row}")
+    named = tmp_path / "Sales 2025.xlsx"
+    book.save(named)
+    disguised = tmp_path / "Schedule 3 - Quarter 3 2025-26 Retail Performance Data.xlsx"
+    book.save(disguised)
+    opened: list[bool] = []
+    load = openpyxl.load_workbook
+
+    def recording(path, **options):  # which loads happened: read-only (lazy) or full
+        opened.append(options.get("read_only", False))
+        return load(path, **options)
+
+    monkeypatch.setattr(openpyxl, "load_workbook", recording)
+    assert "names the schedule" in str(_refusal(named))
+    error = _refusal(disguised)
+    assert (error.sheet, error.cell) == ("Sales", "A5")
+    assert "reads 'Region', not 'Retailer'" in str(error)
+    assert opened == [True, True]  # each refused from its outline, never loaded in full
+
+
 @pytest.mark.corpus
-@pytest.mark.slow  # ~10 s of CPU: openpyxl reads the 2 MB workbook in full, twice
 def test_the_real_non_aer_workbook_is_refused_not_mapped(tmp_path: Path) -> None:
     found = sorted((corpus_dir() / "aer").glob("*.xlsx"))
     assert found, "expected the real workbook in ../shared/corpus/aer"
