@@ -125,7 +125,9 @@ def read_workbook(path: str | Path) -> AerWorkbook:
 
     The schedule and the release quarter come from the file name (or the document title);
     the release must be the latest quarter in the sheets. Hidden sheets and sheets named like
-    a contents or notes page (``NON_DATA_SHEETS``) are skipped and listed.
+    a contents or notes page (``NON_DATA_SHEETS``) are skipped and listed. Name, title and
+    every sheet's A5 are checked before any sheet is read in full, so a workbook with several
+    faults is refused for the first of those before any fault inside a data sheet.
 
     Raises:
         AerWorkbookError: the file is not a workbook, or anything in it does not fit the
