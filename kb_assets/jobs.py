@@ -25,13 +25,8 @@ from kb_assets.constants import (
     INBOX_REFUSED,
     PARTITION_TAG,
 )
-from kb_assets.intake import (
-    IntakeOutcome,
-    IntakeStatus,
-    admit_sources,
-    is_url,
-    previous_edition,
-)
+from kb_assets.intake import IntakeOutcome, IntakeStatus, previous_edition
+from kb_assets.url_intake import admit_sources, is_url
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.assets.common import failure_text
 from kb_assets.io_manager import BlobIOManager
@@ -76,7 +71,7 @@ class AddDocumentsConfig(dg.Config):
 
     The Dagster UI cannot send file bytes, so a file must already be on the machine that runs
     the code location (e.g. a shared folder), or be reachable by an https URL, which the run
-    downloads through the safe fetcher (``kb_assets.intake.admit_sources``).
+    downloads through the safe fetcher (``kb_assets.url_intake.admit_sources``).
     """
 
     paths: list[str] = Field(

@@ -6,7 +6,7 @@ Approving is the only thing that downloads, and it re-derives everything instead
 the request (issue 12, "request_document (MCP) and the review queue"; mcp-utilities README):
 the URL is the operator's or else the request's, the name the operator's or else the
 download's, the download goes through the safe fetcher and the bytes through the same
-admission as any file (``kb_assets.intake.admit_sources``). An added document marks the
+admission as any file (``kb_assets.url_intake.admit_sources``). An added document marks the
 request ``approved`` with its ``doc_id``; then a build run makes it searchable and the run's id
 is recorded too. A download whose content the corpus already holds (``held_by``: the same
 file, or the same content under another name) is skipped, not failed: nothing is added and
@@ -25,7 +25,8 @@ import dagster as dg
 from pydantic import Field
 
 from kb_assets.constants import DocumentStatus
-from kb_assets.intake import IntakeOutcome, IntakeStatus, admit_sources, is_url
+from kb_assets.intake import IntakeOutcome, IntakeStatus
+from kb_assets.url_intake import admit_sources, is_url
 from kb_assets.resources import StoresResource
 from kb_shared.errors import IntakeError, RequestNotFoundError, RequestRefusedError
 from kb_shared.identity import normalize_name

@@ -122,7 +122,8 @@ def add(
     if as_json and build:
         err.print("[red]--json lists what was added; build them with `kb build --json`[/red]")
         raise typer.Exit(2)
-    from kb_assets.intake import IntakeStatus, admit_sources_opening
+    from kb_assets.intake import IntakeStatus
+    from kb_assets.url_intake import admit_sources_opening
     from kb_shared.settings import Settings
 
     settings = Settings()

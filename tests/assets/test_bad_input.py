@@ -33,12 +33,13 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from kb_assets import intake
+from kb_assets import intake, url_intake
 from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, DOCUMENTS
 from kb_assets.jobs import kb_resources
-from kb_assets.intake import IntakeStatus, admit, admit_sources
+from kb_assets.intake import IntakeStatus, admit
+from kb_assets.url_intake import admit_sources
 from kb_assets.jobs import build_documents_job
 from kb_assets.resources import StoresResource
 from kb_shared.errors import AerWorkbookError, ConversionError, NotionSchemaError
@@ -323,7 +324,7 @@ def add(case: Case, tmp_path: Path, stores: StoresResource, instance: dg.Dagster
         return Fetched(asked, asked, (), "93.184.215.14", None, "application/pdf", data,
                        sha256_bytes(data))
 
-    monkeypatch.setattr(intake, "fetcher_for", lambda settings: download)
+    monkeypatch.setattr(url_intake, "fetcher_for", lambda settings: download)
     (outcome,) = admit_sources([url], stores, instance, name=case.name)
     return outcome
 

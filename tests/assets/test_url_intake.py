@@ -3,7 +3,7 @@
 
 The refusals run the production fetcher (the addresses are refused before any connection).
 The downloads reach a local HTTPS server with a test CA (``tests/fetch_server.py``) through
-``LocalSite.fetcher``, which the tests install as ``kb_assets.intake.fetcher_for``: a resolver
+``LocalSite.fetcher``, which the tests install as ``kb_assets.url_intake.fetcher_for``: a resolver
 that maps the test host names to 127.0.0.1 and a policy that exempts exactly 127.0.0.1/32 —
 test-only, no setting can do it. ``LocalSite`` is shared with the request and MCP tests.
 """
@@ -23,12 +23,13 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from kb_assets import intake
+from kb_assets import intake, url_intake
 from kb_assets.cli import main as cli
 from kb_assets.constants import ADD_JOB, DOCUMENTS
 from kb_assets.definitions import defs
 from kb_assets.instance import dagster_instance
-from kb_assets.intake import IntakeStatus, admit_sources
+from kb_assets.intake import IntakeStatus
+from kb_assets.url_intake import admit_sources
 from kb_assets.jobs import AddDocumentsConfig
 from kb_assets.resources import StoresResource
 from kb_shared.fetch.fetcher import Expectation, FetchPolicy, fetch
@@ -70,7 +71,7 @@ class LocalSite:
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return table[host]
 
-    def fetcher(self, settings: Settings) -> intake.UrlFetcher:
+    def fetcher(self, settings: Settings) -> url_intake.UrlFetcher:
         """The production fetcher's rules with the test resolver, CA and 127.0.0.1 exempt."""
         policy = FetchPolicy(
             max_bytes=settings.max_upload_bytes,
@@ -111,7 +112,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSite]:
 @pytest.fixture
 def reach_site(site: LocalSite, monkeypatch: pytest.MonkeyPatch) -> LocalSite:
     """Intake downloads through ``site``'s fetcher for this test."""
-    monkeypatch.setattr(intake, "fetcher_for", site.fetcher)
+    monkeypatch.setattr(url_intake, "fetcher_for", site.fetcher)
     return site
 
 

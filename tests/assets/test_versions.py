@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from kb_assets import intake, operations, request_jobs
+from kb_assets import operations, request_jobs, url_intake
 from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.constants import BUILD_JOB, CHUNKS, EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
@@ -666,7 +666,7 @@ def test_an_approved_request_becomes_a_new_version_only_when_asked(
             content_type="application/pdf", data=data, sha256=sha256_bytes(data),
         )
 
-    monkeypatch.setattr(intake, "fetcher_for", lambda settings: download)
+    monkeypatch.setattr(url_intake, "fetcher_for", lambda settings: download)
     catalog = stores.catalog()
     request = catalog.add_document_request(
         "Fake procedure", "the new revision", url, checked_indexed_documents=True
