@@ -45,6 +45,11 @@ SQL_SCHEMA = (CATALOG_METADATA, GRAPH_METADATA)
 #: down within seconds (issue 16, "Crash and outage recovery").
 READER_RETRY_SECONDS = 2.0
 
+#: Seconds a writing graph store (a build's ``graph`` step) retries a transaction while Neo4j
+#: is unreachable: the driver's own default (``max_transaction_retry_time``, 30 s), kept, and
+#: named so an outage test can shorten it.
+WRITER_RETRY_SECONDS = 30.0
+
 #: The numbered Postgres DDL files (``NNN_*.sql``) of a kb checkout; not installed with the
 #: package, so ``init_database`` takes another folder as an argument.
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
@@ -195,7 +200,9 @@ def open_graph_store(
         from kb_shared.stores.graph_neo4j import Neo4jGraphStore  # noqa: PLC0415
 
         return Neo4jGraphStore(
-            _neo4j_driver(settings, retry_seconds=READER_RETRY_SECONDS if read_only else None),
+            _neo4j_driver(
+                settings, retry_seconds=READER_RETRY_SECONDS if read_only else WRITER_RETRY_SECONDS
+            ),
             database=settings.neo4j_database,
             owns_driver=True,
             read_only=read_only,

@@ -34,7 +34,7 @@ from kb_assets.intake import IntakeStatus, admit
 from kb_assets.jobs import build_documents_job
 from kb_assets.resources import StoresResource
 from kb_shared.stores.catalog import DocumentRow
-from kb_shared.stores import vectors_sqlite
+from kb_shared.stores import factory, vectors_sqlite
 from tests.assets.fake_providers import FakeProviders
 from tests.conftest import REPO_ROOT, neo4j_uri, postgres_url, skip_or_fail
 from tests.fakes import HashingEmbedder, tiny_pdf
@@ -284,6 +284,9 @@ def test_neo4j_down_during_a_build(
     outages: list[Outage],
 ) -> None:
     uri = neo4j_uri()
+    # the build's graph step retries 30 s in production; while Neo4j is stopped that is only
+    # waiting (the reason it fails with is the same after 2 s)
+    monkeypatch.setattr(factory, "WRITER_RETRY_SECONDS", 2.0)
     outage = Outage("neo4j")
     outages.append(outage)
     stores = StoresResource(home=str(tmp_path / "kb"), overrides={"neo4j_uri": uri})
