@@ -185,7 +185,8 @@ def display_result(
             URLs and the text content carries no image blocks.
     """
     answer = dataclasses.replace(answer, next_offset=None)
-    docs = render.docs_result(answer, links, loaded)
+    # under a view the images travel in the structured content only: none as image blocks
+    docs = render.docs_result(answer, links, () if view else loaded)
     by_number = {passage.number: png for passage, png in loaded}
     shown = render.shown_results(answer)
     structured = DisplayProcessOutput(
