@@ -203,9 +203,9 @@ class Settings(BaseSettings):
         None, ge=1, le=64,
         description=(
             "Documents `kb build` and `kb add --build` build at once, each in a worker "
-            "process given the cores "
-            "divided among the workers (1 = one after another in the kb process); unset: 2, "
-            "or 1 on a 1-core machine (benchmarks/results/ingest-2026-12-06-layout-threads.md)."
+            "process given the cores divided among the workers (1 = one after another in the "
+            "kb process); unset: 2, or 1 on a 1-core machine "
+            "(benchmarks/results/ingest-2026-12-06-layout-threads.md)."
         ),
     )
 
