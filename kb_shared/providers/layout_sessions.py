@@ -8,11 +8,18 @@ document converted at once (``kb build --workers 2``) or anything beside a conve
 cores that are only spinning (benchmarks/results/ingest-2026-12-06-layout-threads.md).
 
 ``use_layout_threads(threads)`` builds the layout model again in this process, each session
-given ``threads`` intra-op threads (``None``: onnxruntime's choice, every core) and idle threads
-that sleep, and makes it the one ``pymupdf`` pages use (``pymupdf._get_layout``, which
-``pymupdf.layout.activate`` sets); again only when something else replaced that model
-(pymupdf4llm's ``use_layout`` turned off and on). The models and their inputs are unchanged, so
-are their outputs: only the thread pool differs. ``KB_LAYOUT_THREADS`` sets ``threads``
+given ``threads`` intra-op threads (``None``: onnxruntime's choice, every core), idle threads
+that sleep and onnxruntime's memory arena, and makes it the one ``pymupdf`` pages use
+(``pymupdf._get_layout``, which ``pymupdf.layout.activate`` sets); again only when something
+else replaced that model (pymupdf4llm's ``use_layout`` turned off and on). The models and their
+inputs are unchanged, so are their outputs: only the thread pool and the allocator differ.
+
+The arena: pymupdf-layout turns it off so that a long-lived process gives memory back between
+documents. Without it every page's run allocates its large buffers afresh, and the layout step
+took a quarter more time; with it a process holds ~250 MB more, which stayed flat over 20
+corpus PDFs of different page sizes (benchmarks/results/ingest-2026-12-07-layout-arena.md). A
+build's processes end with the build (``kb build``'s workers, each Dagster run's process), so
+what the arena keeps is given back then. ``KB_LAYOUT_THREADS`` sets ``threads``
 (``configured_threads``); ``kb build --workers N`` gives each worker the cores divided among
 the workers (``kb_assets.build_workers.worker_environment``).
 """
@@ -49,8 +56,9 @@ def configured_threads() -> int | None:
 @contextlib.contextmanager
 def _sessions_built_with(threads: int | None) -> Iterator[None]:
     """While inside, every ``onnxruntime.InferenceSession`` built gets ``threads`` intra-op
-    threads (``None``: onnxruntime's default) and sleeping idle threads, keeping any other
-    option its caller set (pymupdf-layout turns the memory arena off)."""
+    threads (``None``: onnxruntime's default), sleeping idle threads and the CPU memory arena
+    (which pymupdf-layout turns off; the module docstring says why), keeping any other option
+    its caller set."""
     import onnxruntime as ort  # noqa: PLC0415
 
     shipped = ort.InferenceSession
@@ -62,6 +70,7 @@ def _sessions_built_with(threads: int | None) -> Iterator[None]:
             if threads is not None:
                 options.intra_op_num_threads = threads
             options.add_session_config_entry(SPINNING_ENTRY, "0")
+            options.enable_cpu_mem_arena = True
             super().__init__(path_or_bytes, options, *args, **kwargs)
 
     ort.InferenceSession = _Session

@@ -84,22 +84,22 @@ def test_kb_converts_on_its_own_layout_sessions_with_the_configured_threads_and_
     seen = run_conversions(sample_pdf, KB_LAYOUT_THREADS="1")
     assert seen["replaced"] is True
     # the three sessions pymupdf-layout builds, one thread each, idle threads asleep, and the
-    # memory arena pymupdf-layout turns off still off
+    # memory arena pymupdf-layout turns off on again
     assert seen["sessions"] == [
-        ["feature_imf1.onnx", 1, "0", False],
-        ["layout_rf2.4.1+imf1.onnx", 1, "0", False],
-        ["table_grid_model_v4_ep.onnx", 1, "0", False],
+        ["feature_imf1.onnx", 1, "0", True],
+        ["layout_rf2.4.1+imf1.onnx", 1, "0", True],
+        ["table_grid_model_v4_ep.onnx", 1, "0", True],
     ]
     # the model stays in force: a later conversion rebuilds nothing and reads no setting
     assert seen["again"] is False
-    # one thread and no spinning change nothing the model outputs
+    # one thread, no spinning and the arena change nothing the model outputs
     assert seen["raw_same"] is True
 
 def test_unset_layout_threads_leave_the_count_to_onnxruntime_but_still_stop_spinning(
     sample_pdf: Path,
 ) -> None:
     seen = run_conversions(sample_pdf, "load")
-    assert [s[1:] for s in seen["sessions"]] == [[0, "0", False]] * 3
+    assert [s[1:] for s in seen["sessions"]] == [[0, "0", True]] * 3
 
 
 def test_layout_threads_below_one_are_refused() -> None:
