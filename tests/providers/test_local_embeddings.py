@@ -154,6 +154,36 @@ def test_rows_come_back_in_input_order(embedder: LocalEmbedder) -> None:
     np.testing.assert_allclose(together, alone, atol=1e-6)
 
 
+def test_minilm_batches_documents_of_one_token_length_together_and_keeps_their_vectors() -> None:
+    # Characters and tokens disagree: plain words run ~4 characters a token, "1.2 " 4
+    # characters for 3 tokens. By characters the batches of two would be {words200,
+    # digits148} and {digits100, words48}; by tokens (113, 77, 52, 14 with [CLS] and [SEP])
+    # they are {digits148, digits100} and {words200, words48}: less padding, and each text
+    # keeps its vector, whatever batch it lands in.
+    texts = {
+        "words200": "the " * 50, "digits148": "1.2 " * 37, "digits100": "1.2 " * 25,
+        "words48": "the " * 12,
+    }
+    names = list(texts)
+    minilm = load_local_embedder("minilm-int8", batch_size=2, threads=1)
+    minilm.warm()
+    assert minilm._sizes(list(texts.values())) == [52, 113, 77, 14]
+    batches: list[list[str]] = []
+    encode = minilm._encode
+
+    def recording(batch: list[str], query: bool) -> np.ndarray:
+        batches.append([names[list(texts.values()).index(text)] for text in batch])
+        return encode(batch, query)
+
+    minilm._encode = recording  # type: ignore[method-assign]
+    together = minilm.embed_documents(list(texts.values()))
+    assert batches == [["digits148", "digits100"], ["words200", "words48"]]
+    alone = np.vstack([minilm.embed_documents([text]) for text in texts.values()])
+    np.testing.assert_allclose(together, alone, rtol=0, atol=1e-6)
+    # the other engines measure texts in characters (their batches are not padded to tokens)
+    assert Usem3Embedder()._sizes(["a b c", "d"]) == [0, 0]
+
+
 @pytest.mark.parametrize(("query", "paraphrase", "unrelated"), TRIPLES)
 def test_query_is_closer_to_its_paraphrase_than_to_an_unrelated_sentence(
     embedder: LocalEmbedder, query: str, paraphrase: str, unrelated: str
