@@ -88,8 +88,8 @@ def _ours_in_force() -> bool:
 
 
 def use_layout_threads(threads: int | None) -> bool:
-    """Rebuild this process's layout model with ``threads`` per session and sleeping idle
-    threads, unless the model in force is already that one. Takes ~1 s (the sessions are
+    """Rebuild this process's layout model with ``threads`` per session, sleeping idle
+    threads and the memory arena, unless the model in force is already that one. Takes ~1 s (the sessions are
     built again); the model it replaces is freed.
 
     Args:

@@ -150,8 +150,8 @@ class LocalEmbedder(Embedder):
     Args:
         spec: the model spec; defaults to the subclass's registered one (tests pass a copy
             whose ``weight_files`` point elsewhere).
-        batch_size: texts per inference call for documents (default
-            ``spec.document_batch_size``), ≥ 1.
+        batch_size: texts per inference call for documents and entity names (default
+            ``spec.document_batch_size`` and ``spec.name_batch_size``), ≥ 1.
         threads: CPU threads for the engine (``None`` = the engine's default, all cores).
 
     Raises:
@@ -172,6 +172,9 @@ class LocalEmbedder(Embedder):
         self.model = self.spec.model_id
         self.dimension = self.spec.dimension
         self.batch_size = batch_size or self.spec.document_batch_size
+        self.name_batch_size = (
+            batch_size or self.spec.name_batch_size or self.spec.document_batch_size
+        )
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
         if threads is not None and threads < 1:
@@ -227,13 +230,14 @@ class LocalEmbedder(Embedder):
             return np.zeros((0, self.dimension), dtype=np.float32)
         self.warm()
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        batch = self.name_batch_size if query else self.batch_size
         with self._lock:
-            sizes = self._sizes(texts) if len(texts) > self.batch_size else [0] * len(texts)
+            sizes = self._sizes(texts) if len(texts) > batch else [0] * len(texts)
             order = sorted(
                 range(len(texts)), key=lambda i: (sizes[i], len(texts[i])), reverse=True
             )
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
+            for start in range(0, len(order), batch):
+                rows = order[start : start + batch]
                 vectors = np.asarray(self._encode([texts[i] for i in rows], query))
                 if vectors.shape != (len(rows), self.dimension):
                     raise EmbeddingError(
@@ -293,7 +297,8 @@ class LocalEmbedder(Embedder):
 
     def embed_names(self, names: Sequence[str]) -> np.ndarray:
         """Embed entity names with the query convention (seeds are matched against query
-        vectors), in batches. Returns ``(len(names), dimension)`` ``float32``."""
+        vectors), ``name_batch_size`` at a time. Returns ``(len(names), dimension)``
+        ``float32``."""
         return self._embed(_check_texts(names, "names"), query=True)
 
 

