@@ -13,15 +13,16 @@ that sleep and onnxruntime's memory arena, and makes it the one ``pymupdf`` page
 (``pymupdf._get_layout``, which ``pymupdf.layout.activate`` sets); again only when something
 else replaced that model (pymupdf4llm's ``use_layout`` turned off and on). The models and their
 inputs are unchanged, so are their outputs: only the thread pool and the allocator differ.
+``KB_LAYOUT_THREADS`` sets ``threads`` (``configured_threads``); ``kb build --workers N`` gives
+each worker the cores divided among the workers
+(``kb_assets.build_workers.worker_environment``).
 
 The arena: pymupdf-layout turns it off so that a long-lived process gives memory back between
 documents. Without it every page's run allocates its large buffers afresh, and the layout step
 took a quarter more time; with it a process holds ~250 MB more, which stayed flat over 20
 corpus PDFs of different page sizes (benchmarks/results/ingest-2026-12-07-layout-arena.md). A
 build's processes end with the build (``kb build``'s workers, each Dagster run's process), so
-what the arena keeps is given back then. ``KB_LAYOUT_THREADS`` sets ``threads``
-(``configured_threads``); ``kb build --workers N`` gives each worker the cores divided among
-the workers (``kb_assets.build_workers.worker_environment``).
+what the arena keeps is given back then.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def _ours_in_force() -> bool:
 
 def use_layout_threads(threads: int | None) -> bool:
     """Rebuild this process's layout model with ``threads`` per session, sleeping idle
-    threads and the memory arena, unless the model in force is already that one. Takes ~1 s (the sessions are
-    built again); the model it replaces is freed.
+    threads and the memory arena, unless the model in force is already that one. Takes ~1 s
+    (the sessions are built again); the model it replaces is freed.
 
     Args:
         threads: intra-op threads per layout session, ≥ 1, or ``None`` for every core.
