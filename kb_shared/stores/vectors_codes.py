@@ -40,11 +40,13 @@ import numpy as np
 
 from kb_shared.stores.vectors_resident import (
     RELOAD_FRACTION,
+    CheckedFilters,
     CopyTables,
     Numbering,
     Positions,
     PositionsSnapshot,
     fetch_batches,
+    filter_mask,
     refresh,
     removed_since,
 )
@@ -164,22 +166,16 @@ class CodeCache:
         self._snapshot = merged
         self.key = key
 
-    def candidates(
-        self,
-        code: bytes,
-        count: int,
-        documents: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> list[int]:
+    def candidates(self, code: bytes, count: int, filters: CheckedFilters = ()) -> list[int]:
         """Rowids of the (at most) ``count`` live codes nearest ``code`` by Hamming distance
-        among those of ``documents`` / ``kinds`` (``None``: any), nearest first (ties by rowid).
+        among those passing ``filters`` (``filter_mask``; empty: any), nearest first (ties by
+        rowid).
         """
         snap = self._snapshot
         eligible = snap.alive
-        if documents is not None:
-            eligible = eligible & self.documents.mask(snap.documents, documents)
-        if kinds is not None:
-            eligible = eligible & self.kinds.mask(snap.kinds, kinds)
+        if filters:
+            eligible = eligible & filter_mask(filters, snap.documents, snap.kinds,
+                                              self.documents, self.kinds)
         chosen = int(eligible.sum())
         if chosen == 0 or count <= 0:
             return []
@@ -404,19 +400,15 @@ class DenseSnapshot(PositionsSnapshot):
     lengths: np.ndarray
 
     def search(
-        self,
-        query: np.ndarray,
-        limit: int,
-        documents: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
+        self, query: np.ndarray, limit: int, filters: CheckedFilters = ()
     ) -> list[tuple[int, float]]:
         """``(rowid, cosine distance)`` of the ``limit`` live points nearest ``query``
-        (float32 ``(dimension,)``) among those of ``documents`` / ``kinds`` (``None``: any),
+        (float32 ``(dimension,)``) among those passing ``filters`` (``in_scope``; empty: any),
         nearest first, equal distances by point id (``cosine_distances``; exact: every
         eligible point is scored)."""
         eligible = self.alive
-        if documents is not None or kinds is not None:
-            eligible = eligible & self.in_scope(None, documents, kinds)
+        if filters:
+            eligible = eligible & self.in_scope(None, filters)
         chosen = int(np.count_nonzero(eligible))
         if chosen == 0 or limit <= 0:
             return []

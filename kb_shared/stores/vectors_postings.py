@@ -231,14 +231,10 @@ class PostingsSnapshot(resident.PositionsSnapshot):
         return scores
 
     def search(
-        self,
-        text: str,
-        limit: int,
-        documents: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
+        self, text: str, limit: int, filters: resident.CheckedFilters = ()
     ) -> list[ScoredRow]:
         """The ``limit`` best live points for ``text`` by Qdrant's score (``totals`` rounded
-        to float32), ties by point id, among those of ``documents`` / ``kinds`` (``None``:
+        to float32), ties by point id, among those passing ``filters`` (``in_scope``; empty:
         any); ``[]`` when no point holds a term of ``text``. Filters narrow the answer, not
         the statistics, as on the FTS5 path."""
         scores = self.totals(text) if limit > 0 else None
@@ -247,8 +243,8 @@ class PostingsSnapshot(resident.PositionsSnapshot):
         matched = np.flatnonzero(scores)
         if self.live < self.alive.size:
             matched = matched[self.alive[matched]]
-        if documents is not None or kinds is not None:
-            matched = matched[self.in_scope(matched, documents, kinds)]
+        if filters:
+            matched = matched[self.in_scope(matched, filters)]
         rounded = scores[matched].astype(np.float32)
         if matched.size > limit:  # keep the best limit and every point tied with the last
             cut = -np.partition(-rounded, limit - 1)[limit - 1]

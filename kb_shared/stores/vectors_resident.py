@@ -32,6 +32,9 @@ LOCK_WAIT = 0.05
 RELOAD_FRACTION = 0.25
 
 Key = tuple[str, int]
+#: The checked filters of a search as the copies take them: ``kb_shared.stores.vectors.Filters``
+#: (``("document", names)`` and/or ``("kind", names)``, each only when given); empty: none.
+CheckedFilters = Sequence[tuple[str, Sequence[str]]]
 B = TypeVar("B")
 C = TypeVar("C")
 
@@ -62,6 +65,19 @@ class Numbering:
         return np.isin(numbers, np.asarray(wanted, dtype=np.int32))
 
 
+def filter_mask(filters: CheckedFilters, documents: np.ndarray, kinds: np.ndarray,
+                document_numbering: Numbering, kind_numbering: Numbering) -> np.ndarray:
+    """Which points pass every one of ``filters``, given each point's ``documents`` and
+    ``kinds`` (int32 numbers of ``document_numbering`` / ``kind_numbering``, same shape):
+    bool, one per point; a name never numbered matches nothing (``Numbering.mask``)."""
+    held = {"document": (documents, document_numbering), "kind": (kinds, kind_numbering)}
+    scope = np.ones(documents.size, dtype=bool)
+    for name, values in filters:
+        numbers, numbering = held[name]
+        scope &= numbering.mask(numbers, values)
+    return scope
+
+
 @dataclass(frozen=True, eq=False)
 class PositionsSnapshot:
     """One immutable state of an appending copy (its cache builds them; nothing changes one).
@@ -86,19 +102,13 @@ class PositionsSnapshot:
         """Positions whose point was removed or written again."""
         return int(self.alive.size - self.live)
 
-    def in_scope(self, positions: np.ndarray | None, documents: Sequence[str] | None,
-                 kinds: Sequence[str] | None) -> np.ndarray:
-        """Which of ``positions`` (int, or ``None``: every position held) hold a point of
-        one of ``documents`` and of one of ``kinds`` (``None``: any): bool, one per
-        position, alive or not."""
+    def in_scope(self, positions: np.ndarray | None, filters: CheckedFilters) -> np.ndarray:
+        """Which of ``positions`` (int, or ``None``: every position held) hold a point that
+        passes ``filters`` (``filter_mask``): bool, one per position, alive or not."""
         held_documents = self.documents if positions is None else self.documents[positions]
         held_kinds = self.kinds if positions is None else self.kinds[positions]
-        scope = np.ones(held_documents.size, dtype=bool)
-        if documents is not None:
-            scope &= self.document_numbering.mask(held_documents, documents)
-        if kinds is not None:
-            scope &= self.kind_numbering.mask(held_kinds, kinds)
-        return scope
+        return filter_mask(filters, held_documents, held_kinds, self.document_numbering,
+                           self.kind_numbering)
 
 
 class Positions:

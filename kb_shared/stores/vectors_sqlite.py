@@ -564,13 +564,11 @@ class SqliteVectorIndex(VectorIndex):
         cache = self._refreshed_codes()
         if cache is None or cache.size < self.exact_below:
             return None
-        wanted = dict(filters)
         return cache.candidates(
             binary_code(query),
             max(self.oversample * limit, self.min_rescore,
                 math.ceil(self.rescore_share * cache.size)),
-            documents=wanted.get("document"),
-            kinds=wanted.get("kind"),
+            filters=filters,
         )
 
     def _refreshed_codes(self) -> CodeCache | None:
@@ -631,8 +629,7 @@ class SqliteVectorIndex(VectorIndex):
         snapshot = self._dense_copy.refreshed(conn, key, self.exact_below - 1, dimension)
         if snapshot is None:
             return None
-        wanted = dict(filters)
-        return snapshot.search(query, limit, wanted.get("document"), wanted.get("kind"))
+        return snapshot.search(query, limit, filters)
 
     def _generation_key(self, conn: sqlite3.Connection) -> tuple[str, int] | None:
         """``(epoch, generation)`` the read transaction sees; ``None`` on a version-2 file."""
@@ -705,8 +702,7 @@ class SqliteVectorIndex(VectorIndex):
         snapshot = self._postings.refreshed(conn, key, self.resident_points)
         if snapshot is None:
             return None
-        wanted = dict(filters)
-        return snapshot.search(text, limit, wanted.get("document"), wanted.get("kind"))
+        return snapshot.search(text, limit, filters)
 
     def export_points(self, after: str | None = None, limit: int = 500) -> list[ExportedPoint]:
         """Up to ``limit`` stored points with id greater than ``after`` (``None``: from the

@@ -302,7 +302,7 @@ def test_a_failed_delta_read_leaves_the_copy_as_it_was() -> None:
     assert cache.key == ("e", 1)
     cache.apply(("e", 2), [1], [rows([4], [3])])
     assert cache.snapshot.search(unit[3], 5) == [(4, 0.0), (2, 1.0)]
-    assert cache.snapshot.search(unit[2], 1, kinds=["table"]) == []
+    assert cache.snapshot.search(unit[2], 1, [("kind", ["table"])]) == []
 
 
 def test_a_version_2_file_is_scanned_by_vec0_until_upgraded(tmp_path: Path) -> None:

@@ -226,9 +226,9 @@ def test_code_cache_applies_removals_then_writes_and_ranks_by_hamming_distance()
     assert cache.size == 3
     # distance to 0x00: rowid 5 -> 0, rowid 9 -> 4, rowid 2 -> 8
     assert cache.candidates(b"\x00", 3) == [5, 9, 2]
-    assert cache.candidates(b"\x00", 2, documents=["a"]) == [5, 9]
-    assert cache.candidates(b"\x00", 5, kinds=["table"]) == [9]
-    assert cache.candidates(b"\x00", 5, documents=["unknown"]) == []
+    assert cache.candidates(b"\x00", 2, [("document", ["a"])]) == [5, 9]
+    assert cache.candidates(b"\x00", 5, [("kind", ["table"])]) == [9]
+    assert cache.candidates(b"\x00", 5, [("document", ["unknown"])]) == []
     # rowid 5 removed; rowid 9 removed then written again (live); rowid 3 is new and lands
     # between stored rowids; rowid 2 rewritten with another code
     cache.apply(("e1", 6), [5, 9], CodeRows([9, 3, 2], [b"\x01", b"\x00", b"\x03"],
@@ -236,8 +236,8 @@ def test_code_cache_applies_removals_then_writes_and_ranks_by_hamming_distance()
     assert cache.key == ("e1", 6)
     assert cache.size == 3
     assert cache.candidates(b"\x00", 10) == [3, 9, 2]
-    assert cache.candidates(b"\x00", 10, documents=["c"]) == [3, 9]
-    assert cache.candidates(b"\x00", 10, documents=["a"]) == []
+    assert cache.candidates(b"\x00", 10, [("document", ["c"])]) == [3, 9]
+    assert cache.candidates(b"\x00", 10, [("document", ["a"])]) == []
 
 
 def test_binary_code_sets_a_bit_per_positive_component_most_significant_first() -> None:

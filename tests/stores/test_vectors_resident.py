@@ -14,6 +14,7 @@ from kb_shared.stores.vectors_resident import (
     Positions,
     PositionsSnapshot,
     fetch_batches,
+    filter_mask,
     refresh,
     removed_since,
 )
@@ -48,10 +49,23 @@ def _snapshot(key: tuple[str, int] | None) -> PositionsSnapshot:
 def test_snapshot_scope_and_dead_count() -> None:
     snap = _snapshot(("e", 1))
     assert snap.dead == 1
-    assert snap.in_scope(None, ["d1"], None).tolist() == [True, False, True]
-    assert snap.in_scope(None, ["d1"], ["figure"]).tolist() == [False, False, True]
-    assert snap.in_scope(np.array([2, 1]), None, ["text"]).tolist() == [False, True]
-    assert snap.in_scope(None, ["never seen"], None).tolist() == [False, False, False]
+    assert snap.in_scope(None, [("document", ["d1"])]).tolist() == [True, False, True]
+    assert snap.in_scope(None, [("document", ["d1"]), ("kind", ["figure"])]).tolist() == \
+        [False, False, True]
+    assert snap.in_scope(np.array([2, 1]), [("kind", ["text"])]).tolist() == [False, True]
+    assert snap.in_scope(None, [("document", ["never seen"])]).tolist() == [False, False, False]
+
+
+def test_filter_mask_keeps_the_points_passing_every_filter() -> None:
+    documents, kinds = Numbering(), Numbering()
+    held_documents = documents.numbered(["d1", "d2", "d1", "d3"])
+    held_kinds = kinds.numbered(["text", "table", "table", "text"])
+    assert filter_mask([], held_documents, held_kinds, documents, kinds).tolist() == \
+        [True, True, True, True]
+    assert filter_mask([("document", ["d1", "d3"]), ("kind", ["text"])], held_documents,
+                       held_kinds, documents, kinds).tolist() == [True, False, False, True]
+    assert filter_mask([("kind", ["figure"])], held_documents, held_kinds, documents,
+                       kinds).tolist() == [False, False, False, False]
 
 
 @dataclass
