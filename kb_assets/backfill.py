@@ -142,14 +142,13 @@ def build_batches(
     ``run_build``'s default; a batch run: ``default_job``).
     """
 
-    chosen = {} if job is None else {"job": job}
     order = instance.get_dynamic_partitions(DOCUMENTS)
     known = set(order)
     force = tuple(force)
     outcomes: list[BuildOutcome] = []
     unknown = [d for d in doc_ids if d not in known]
     if unknown:
-        outcomes += build_documents(stores, instance, unknown, on_done=on_done, **chosen)
+        outcomes += build_documents(stores, instance, unknown, on_done=on_done, job=job)
     close_abandoned_runs(instance)
     records = StepRecords(stores.blobs())
     with stop_guard(STOP_GRACE_SECONDS) as stop:
@@ -157,7 +156,7 @@ def build_batches(
             if stop.signal is not None:
                 break
             if len(docs) == 1:
-                done = [build_one(stores, instance, docs[0], assets=assets, force=force, **chosen)]
+                done = [build_one(stores, instance, docs[0], assets=assets, force=force, job=job)]
             else:
                 done = _build_batch(stores, instance, records, docs, assets, force, job)
             for outcome in done:
@@ -179,7 +178,6 @@ def _build_batch(
     job: Callable[[], dg.JobDefinition] | None,
 ) -> list[BuildOutcome]:
 
-    chosen = {} if job is None else {"job": job}
     started = time.perf_counter()
     result = run_batch_build(
         instance, docs[0], docs[-1], assets=assets, force=force, settings=stores,
@@ -199,7 +197,7 @@ def _build_batch(
         if result.success and doc not in failed:
             outcomes.append(outcome_of(stores, doc, result, seconds, success=True))
         else:  # alone now: its own run, its own failure event and reason
-            outcomes.append(build_one(stores, instance, doc, assets=assets, force=force, **chosen))
+            outcomes.append(build_one(stores, instance, doc, assets=assets, force=force, job=job))
     return outcomes
 
 
