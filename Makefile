@@ -70,6 +70,7 @@ bench-cli: install
 
 bench: install
 	$(PY) -m benchmarks.ingest --mode-pages 10
+	$(PY) -m benchmarks.ingest --corpus-list benchmarks/corpora/eval21.txt --skip-modes
 	$(PY) -m benchmarks.retrieval --home benchmarks/work/ingest
 	$(PY) -m benchmarks.citations $(BENCH_SETS)
 	$(PY) -m benchmarks.lever_loso $(BENCH_SETS)

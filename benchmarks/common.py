@@ -602,20 +602,57 @@ def select_pdfs(folder: Path, names: Sequence[str] | None = None) -> list[Path]:
     Raises:
         FileNotFoundError: ``folder`` does not exist, or a name matches no file.
     """
-    import fnmatch  # noqa: PLC0415
-
     if not folder.is_dir():
         raise FileNotFoundError(f"no PDF folder at {folder} (pass the path with --corpus)")
     every = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".pdf")
     if not names:
         return every
+    return _named(every, names, str(folder))
+
+
+def _named(every: Sequence[Path], names: Sequence[str], where: str) -> list[Path]:
+    """The paths of ``every`` whose file name matches one of ``names`` (``fnmatch``), in the
+    order of ``names``, each once; raises ``FileNotFoundError`` for a name matching none."""
+    import fnmatch  # noqa: PLC0415
+
     chosen: list[Path] = []
     for name in names:
         matches = [p for p in every if fnmatch.fnmatch(p.name, name)]
         if not matches:
-            raise FileNotFoundError(f"no PDF in {folder} matches {name!r}")
+            raise FileNotFoundError(f"no PDF in {where} matches {name!r}")
         chosen.extend(p for p in matches if p not in chosen)
     return chosen
+
+
+def listed_pdfs(
+    manifest: Path, root: Path = DEFAULT_CORPUS, names: Sequence[str] | None = None
+) -> list[Path]:
+    """The PDFs a corpus list names (``benchmarks/corpora/*.txt``: one path a line, relative to
+    ``root``, the shared corpus by default; blank lines and ``#`` comments skipped), in its
+    order, or only those whose file name matches one of ``names`` (as ``select_pdfs``).
+
+    Raises:
+        FileNotFoundError: the list, or any PDF it names, is missing (all missing ones are
+            named), or a name matches no listed PDF.
+        ValueError: the list names no PDF, or two PDFs of one file name (a build would
+            refuse the second as a duplicate name).
+    """
+    lines = [line.strip() for line in manifest.read_text(encoding="utf-8").splitlines()]
+    paths = [root / line for line in lines if line and not line.startswith("#")]
+    if not paths:
+        raise ValueError(f"{manifest} names no PDF")
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"{len(missing)} PDF(s) of {manifest} are not under {root}: {', '.join(missing)}"
+        )
+    seen: dict[str, Path] = {}
+    for path in paths:
+        if path.name in seen:
+            raise ValueError(f"{manifest} names two PDFs called {path.name}: {seen[path.name]} "
+                             f"and {path}")
+        seen[path.name] = path
+    return _named(paths, names, str(manifest)) if names else paths
 
 
 @dataclass

@@ -5,6 +5,8 @@ Run from the repository root (not part of the unit test run)::
     .venv/bin/python -m benchmarks.ingest                 # the 14 PDFs of ../shared/corpus/pdfs
     .venv/bin/python -m benchmarks.ingest --quick         # 3 PDFs, a smoke run (~2 min)
     .venv/bin/python -m benchmarks.ingest --pdfs 'aemo_*' --corpus /other/pdfs
+    .venv/bin/python -m benchmarks.ingest --corpus-list benchmarks/corpora/eval21.txt --skip-modes
+                                                          # issue 28's 21-PDF corpus
     .venv/bin/python -m benchmarks.ingest --pdfs 'a.pdf,b.pdf' --workers-ab   # issue 28's A/B
 
 What it does, in one process:
@@ -55,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.common import (
+    DEFAULT_CORPUS,
     DEFAULT_PDFS,
     WORK_DIR,
     Report,
@@ -68,6 +71,7 @@ from benchmarks.common import (
     log,
     materialisations,
     numeric,
+    listed_pdfs,
     open_corpus,
     pdf_page_count,
     peak_rss_bytes,
@@ -729,6 +733,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--corpus", type=Path, default=DEFAULT_PDFS,
                         help=f"folder of PDFs (default: {DEFAULT_PDFS})")
+    parser.add_argument("--corpus-list", type=Path, default=None,
+                        help="a list of PDFs relative to the shared corpus (e.g. "
+                        "benchmarks/corpora/eval21.txt) instead of --corpus's folder")
     parser.add_argument("--pdfs", default="",
                         help="comma-separated file names or patterns (e.g. 'aemo_*') to limit "
                         "the run to")
@@ -758,7 +765,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n.strip() for n in args.pdfs.split(",") if n.strip()] or (
         list(QUICK_PDFS) if args.quick else None
     )
-    pdfs = select_pdfs(args.corpus.resolve(), names)
+    if args.corpus_list is not None:
+        pdfs = listed_pdfs(args.corpus_list, names=names)
+        source = f"{args.corpus_list} (relative to {DEFAULT_CORPUS})"
+    else:
+        pdfs = select_pdfs(args.corpus.resolve(), names)
+        source = str(args.corpus)
     from kb_assets.build_workers import resolve_workers  # noqa: PLC0415
 
     workers = resolve_workers(args.workers, len(pdfs))
@@ -773,13 +785,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report.write())
         return 0 if not diff else 1
     variant = "quick" if args.quick else ("subset" if names else "")
+    if args.corpus_list is not None:
+        variant = "-".join(filter(None, [args.corpus_list.stem, variant]))
     report = Report("ingest", "Ingest benchmark (kb build)", variant=variant)
     home = fresh_dir("ingest" + (f"-{variant}" if variant else ""))
-    report.fact("corpus", f"{args.corpus} ({len(pdfs)} PDFs)")
+    report.fact("corpus", f"{source} ({len(pdfs)} PDFs)")
     report.fact("KB_HOME", home)
     report.fact("providers", "all local (KB_*_PROVIDER=local)")
     report.fact("documents at once", workers)
-    log(f"building {len(pdfs)} PDFs from {args.corpus}, {workers} at once")
+    log(f"building {len(pdfs)} PDFs from {source}, {workers} at once")
 
     with TreeMemory() as memory:
         results, wall, intake = build(pdfs, home, workers=workers)
