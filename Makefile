@@ -62,8 +62,10 @@ demo: install
 	$(VENV)/bin/kb demo $(DOCS)
 
 # Benchmarks (reports in benchmarks/results/, see benchmarks/README.md). `make bench` runs
-# ingest, retrieval quality and serving latency on the shared corpus; ingest leaves its
-# KB_HOME in benchmarks/work/ingest for the other two.
+# ingest on the shared corpus PDFs and on issue 28's 21-PDF corpus (benchmarks/corpora/
+# eval21.txt, its home in benchmarks/work/ingest-eval21), then retrieval quality, citations,
+# the levers left out in turn and serving latency; the first ingest leaves its KB_HOME in
+# benchmarks/work/ingest for them.
 # CLI start-up, cold, 5 runs a command (issue 28): benchmarks/results/cli-2026-12-06.md.
 bench-cli: install
 	$(PY) -m benchmarks.cli_timing --label after --bytecode cached

@@ -628,8 +628,9 @@ def listed_pdfs(
     manifest: Path, root: Path = DEFAULT_CORPUS, names: Sequence[str] | None = None
 ) -> list[Path]:
     """The PDFs a corpus list names (``benchmarks/corpora/*.txt``: one path a line, relative to
-    ``root``, the shared corpus by default; blank lines and ``#`` comments skipped), in its
-    order, or only those whose file name matches one of ``names`` (as ``select_pdfs``).
+    ``root``, the shared corpus by default; blank lines and ``#`` comments skipped), in the
+    list's order; with ``names``, only those whose file name matches one of them, in the order
+    of ``names`` (as ``select_pdfs``).
 
     Raises:
         FileNotFoundError: the list, or any PDF it names, is missing (all missing ones are

@@ -67,11 +67,11 @@ from benchmarks.common import (
     fmt_duration,
     fresh_dir,
     kb_environment,
+    listed_pdfs,
     load_average,
     log,
     materialisations,
     numeric,
-    listed_pdfs,
     open_corpus,
     pdf_page_count,
     peak_rss_bytes,
@@ -731,11 +731,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.ingest", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_PDFS,
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--corpus", type=Path, default=DEFAULT_PDFS,
                         help=f"folder of PDFs (default: {DEFAULT_PDFS})")
-    parser.add_argument("--corpus-list", type=Path, default=None,
-                        help="a list of PDFs relative to the shared corpus (e.g. "
-                        "benchmarks/corpora/eval21.txt) instead of --corpus's folder")
+    source.add_argument("--corpus-list", type=Path, default=None,
+                        help=f"a list of PDFs, one path a line relative to {DEFAULT_CORPUS} "
+                        "(e.g. benchmarks/corpora/eval21.txt), instead of --corpus's folder")
     parser.add_argument("--pdfs", default="",
                         help="comma-separated file names or patterns (e.g. 'aemo_*') to limit "
                         "the run to")
@@ -756,7 +757,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "--workers, plain conversion again, and the outputs compared")
     parser.add_argument("--ab-reverse", action="store_true",
                         help="with --workers-ab: build with --workers workers first, then 1")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.quick and args.corpus_list is not None:
+        parser.error("--quick builds 3 PDFs of the shared corpus folder; it does not combine "
+                     "with --corpus-list (use --pdfs to pick PDFs of the list)")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:

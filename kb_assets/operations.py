@@ -460,8 +460,7 @@ def build_one(
 ) -> BuildOutcome:
     """Build one document in its own run (``run_build``) and report its outcome."""
     started = time.perf_counter()
-    chosen = {} if job is None else {"job": job}  # None: run_build's own default job
-    result = run_build(instance, doc_id, assets=assets, force=force, settings=stores, **chosen)
+    result = run_build(instance, doc_id, assets=assets, force=force, settings=stores, job=job)
     seconds = round(time.perf_counter() - started, 2)
     return outcome_of(stores, doc_id, result, seconds, success=result.success)
 

@@ -1,8 +1,10 @@
-"""benchmarks.common: report headers never carry a database password."""
+"""benchmarks.common: report headers never carry a database password; corpus lists name the
+shared PDFs a benchmark builds."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +34,7 @@ def test_positive_counts_parses_a_list_and_refuses_zero_or_none() -> None:
 
 
 def test_the_eval21_list_names_21_shared_pdfs_among_them_every_pdf_the_regulatory_set_cites(
-    corpus,
+    corpus: Path,
 ) -> None:
     import json
 
@@ -54,7 +56,9 @@ def test_the_eval21_list_names_21_shared_pdfs_among_them_every_pdf_the_regulator
     ]
 
 
-def test_a_corpus_list_names_every_missing_pdf_and_refuses_a_repeated_file_name(tmp_path) -> None:
+def test_a_corpus_list_names_every_missing_pdf_and_refuses_a_repeated_file_name(
+    tmp_path: Path,
+) -> None:
     from benchmarks.common import listed_pdfs
 
     (tmp_path / "a").mkdir()

@@ -69,10 +69,16 @@ def filter_mask(filters: CheckedFilters, documents: np.ndarray, kinds: np.ndarra
                 document_numbering: Numbering, kind_numbering: Numbering) -> np.ndarray:
     """Which points pass every one of ``filters``, given each point's ``documents`` and
     ``kinds`` (int32 numbers of ``document_numbering`` / ``kind_numbering``, same shape):
-    bool, one per point; a name never numbered matches nothing (``Numbering.mask``)."""
+    bool, one per point; a name never numbered matches nothing (``Numbering.mask``).
+
+    Raises:
+        ValueError: a filter on a field other than ``document`` or ``kind``.
+    """
     held = {"document": (documents, document_numbering), "kind": (kinds, kind_numbering)}
     scope = np.ones(documents.size, dtype=bool)
     for name, values in filters:
+        if name not in held:
+            raise ValueError(f"the resident copies filter by document or kind, not {name!r}")
         numbers, numbering = held[name]
         scope &= numbering.mask(numbers, values)
     return scope

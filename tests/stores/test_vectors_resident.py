@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 
 from kb_shared.stores.vectors_resident import (
     CopyTables,
@@ -66,6 +67,8 @@ def test_filter_mask_keeps_the_points_passing_every_filter() -> None:
                        held_kinds, documents, kinds).tolist() == [True, False, False, True]
     assert filter_mask([("kind", ["figure"])], held_documents, held_kinds, documents,
                        kinds).tolist() == [False, False, False, False]
+    with pytest.raises(ValueError, match=r"by document or kind, not 'section'$"):
+        filter_mask([("section", ["1"])], held_documents, held_kinds, documents, kinds)
 
 
 @dataclass
