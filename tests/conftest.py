@@ -104,6 +104,34 @@ def cache_alembic_revision_scripts() -> None:
     alembic.util.load_python_file = load_once
 
 
+def share_alembic_revision_maps() -> None:
+    """Give every Alembic ``ScriptDirectory`` of one folder the same ``RevisionMap``.
+
+    Dagster makes a new ``ScriptDirectory`` each time it stamps or checks a SQLite storage's
+    revision (every Dagster instance and run database the tests open), and each built its
+    map of Dagster's 89 revisions again: ~6 ms of CPU, 1,266 times in tests/assets alone
+    (benchmarks/results/test-lanes.md, 2026-12-07). The map only describes the scripts in the
+    folder, which do not change while the tests run; it is built on first use, as before.
+    """
+    from alembic.script import ScriptDirectory  # noqa: PLC0415 - only to wrap its constructor
+
+    setup = ScriptDirectory.__init__
+    if getattr(setup, "kb_cached", False):
+        return
+    maps: dict[tuple[Any, ...], Any] = {}
+
+    def setup_sharing(self: ScriptDirectory, *args: Any, **kwargs: Any) -> None:
+        setup(self, *args, **kwargs)
+        key = (
+            os.fspath(self.dir), tuple(os.fspath(p) for p in self.version_locations),
+            self.sourceless, self.recursive_version_locations,
+        )
+        self.revision_map = maps.setdefault(key, self.revision_map)
+
+    setup_sharing.kb_cached = True  # type: ignore[attr-defined]
+    ScriptDirectory.__init__ = setup_sharing  # type: ignore[method-assign]
+
+
 def reuse_sqlite_event_log_engines() -> None:
     """Make Dagster's SQLite event log reuse one SQLAlchemy engine per database URL.
 
@@ -131,13 +159,15 @@ def reuse_sqlite_event_log_engines() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Load Alembic's revision scripts once (``cache_alembic_revision_scripts``) and reuse
-    Dagster's SQLite event-log engines (``reuse_sqlite_event_log_engines``). Put the
+    """Load Alembic's revision scripts once (``cache_alembic_revision_scripts``), share
+    their revision maps (``share_alembic_revision_maps``) and reuse Dagster's SQLite
+    event-log engines (``reuse_sqlite_event_log_engines``). Put the
     run's temporary files (``tmp_path``, ``tempfile``, and the servers and CLIs the
     tests start, which inherit ``TMPDIR``) on ``MEMORY_TMPDIR`` when ``TMPDIR`` is not set and
     that folder is writable with ``MEMORY_TMPDIR_MIN_FREE`` bytes free; else change nothing.
     xdist workers inherit the controller's choice through the environment."""
     cache_alembic_revision_scripts()
+    share_alembic_revision_maps()
     reuse_sqlite_event_log_engines()
     if os.environ.get("TMPDIR") or config.option.basetemp:
         return

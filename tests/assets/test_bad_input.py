@@ -55,6 +55,8 @@ from tests.conftest import corpus_dir
 from tests.market.notion_server import API_URL, DATA_SOURCE_ID, TOKEN, FakeNotion, tracker_page
 
 MIB = 1024 * 1024
+#: The modulus of Adler-32, zlib's checksum (RFC 1950 §8.2).
+ADLER_BASE = 65521
 PROCEDURE = ("Retail Procedure", "The Retailer must notify the Distributor within 5 business days.")
 ATTACHMENT = b"ATTACHED-SECRET-LEDGER never to be stored"
 
@@ -106,11 +108,25 @@ def dense_page(characters: int) -> bytes:
 
 
 def whitespace_bomb(inflated: int) -> bytes:
-    """A Flate content stream of ``inflated`` bytes of spaces (a few KiB compressed)."""
+    """A Flate (zlib) content stream of ``inflated`` bytes of spaces, ``inflated`` a whole
+    number of MiB (~1 KiB compressed per MiB).
+
+    One MiB is compressed twice, each time ended by a full flush, which resets the compressor
+    (zlib manual, ``Z_FULL_FLUSH``), so the second MiB's blocks are what every further MiB
+    would compress to; they are repeated instead of compressing 1 GiB (~3 s of CPU). The
+    stream ends with the Adler-32 of all ``inflated`` bytes (RFC 1950 §8.2, in closed form:
+    after n bytes of value c, A = 1 + n·c and B = n + c·n(n+1)/2, both mod 65521).
+    """
     packer = zlib.compressobj(9)
     block = b" " * MIB
-    parts = [packer.compress(block) for _ in range(inflated // MIB)]
-    return b"".join([*parts, packer.flush()])
+    first = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    again = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    last_block = packer.flush()[:-4]  # the final empty block; its checksum covers 2 MiB only
+    n, c = inflated, ord(" ")
+    a = (1 + n * c) % ADLER_BASE
+    b = (n + c * (n * (n + 1) // 2)) % ADLER_BASE
+    checksum = ((b << 16) | a).to_bytes(4, "big")
+    return first + again * (inflated // MIB - 1) + last_block + checksum
 
 
 def blank_pages(count: int) -> bytes:
@@ -497,6 +513,12 @@ def test_each_filter_is_measured_as_mupdf_decodes_it_and_refused_past_the_cap(ki
         assert doc.xref_stream(xref) == CONTENT  # the encoding is what MuPDF reads
         assert stream_inflated_size(doc, xref, len(CONTENT)) == len(CONTENT)
         assert stream_inflated_size(doc, xref, len(CONTENT) - 1) is None
+
+
+def test_the_whitespace_bomb_is_a_whole_zlib_stream_of_spaces() -> None:
+    bomb = whitespace_bomb(3 * MIB)
+    assert zlib.decompress(bomb) == b" " * (3 * MIB)  # decompress also checks the Adler-32
+    assert len(bomb) < 4 * 1024
 
 
 def test_an_lzw_bomb_is_refused_after_the_cap_not_read_whole() -> None:
