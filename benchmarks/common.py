@@ -532,9 +532,14 @@ class Report:
         return self.header() + "\n\n" + "\n\n".join(self.blocks) + "\n"
 
     def write(self) -> Path:
-        """Write the report (creating ``results_dir``) and return its path."""
+        """Write the report (creating ``results_dir``) and return its path: ``path``, or when a
+        report of that name exists (an earlier run of the day), the first free ``…-2.md``,
+        ``…-3.md``: a committed report is never replaced."""
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        target = self.path
+        target, number = self.path, 2
+        while target.exists():
+            target = self.path.with_name(f"{self.path.stem}-{number}.md")
+            number += 1
         target.write_text(self.render(), encoding="utf-8")
         log(f"report written to {target}")
         return target

@@ -1,5 +1,5 @@
-"""benchmarks.common: report headers never carry a database password; corpus lists name the
-shared PDFs a benchmark builds."""
+"""benchmarks.common: report headers never carry a database password; a second run of the day
+writes beside the first report; corpus lists name the shared PDFs a benchmark builds."""
 
 from __future__ import annotations
 
@@ -20,6 +20,23 @@ def test_command_line_hides_url_passwords(monkeypatch: pytest.MonkeyPatch) -> No
     line = command_line()
     assert "s3cr" not in line
     assert line.endswith("--postgres 'postgresql+psycopg://kb:***@127.0.0.1:5432/kb' --n 3")
+
+
+def test_a_second_report_of_the_day_is_written_beside_the_first(tmp_path: Path) -> None:
+    from benchmarks.common import Report
+
+    paths = []
+    for run in ("first", "second", "third"):
+        report = Report(name="ingest", title="Ingest", variant="eval21", results_dir=tmp_path)
+        report.text(f"the {run} run")
+        paths.append(report.write())
+    day = f"{report.started_at:%Y-%m-%d}"
+    assert [p.name for p in paths] == [
+        f"ingest-{day}-eval21.md", f"ingest-{day}-eval21-2.md", f"ingest-{day}-eval21-3.md"
+    ]
+    assert [p.read_text().rstrip().rsplit("\n", 1)[1] for p in paths] == [
+        "the first run", "the second run", "the third run"
+    ]
 
 
 def test_positive_counts_parses_a_list_and_refuses_zero_or_none() -> None:
