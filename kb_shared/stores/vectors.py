@@ -387,14 +387,17 @@ class VectorIndex(VectorReader):
         recorded = self.describe()
         if recorded is None:
             if not create:
-                raise StoreError(
-                    f"no {self.label}; build it first (materialise the embeddings asset)"
-                )
+                raise self.absent()
             recorded = self._create(model, dimension)
         check_collection(recorded, model, dimension, self.location)
         self._check_layout()
         self.info = recorded
         return recorded
+
+    def absent(self) -> StoreError:
+        """The error ``open(create=False)`` raises when there is no collection to open (also
+        when a writer drops it while the reader opens)."""
+        return StoreError(f"no {self.label}; build it first (materialise the embeddings asset)")
 
     @abstractmethod
     def drop(self) -> bool:

@@ -326,8 +326,15 @@ class SqliteVectorIndex(VectorIndex):
         return None if row is None else row[0]
 
     def _check_layout(self) -> None:
-        """Refuse a file of a layout version this code cannot read (rebuild it)."""
-        version = self._layout_version(self._connection())
+        """Refuse a file of a layout version this code cannot read (rebuild it). A writer
+        that drops the index after ``describe`` read it makes it absent (``absent()``), as
+        ``_read_info`` treats a drop between its two reads."""
+        try:
+            version = self._layout_version(self._connection())
+        except StoreError as exc:
+            if "no such table" in str(exc.__cause__):
+                raise self.absent() from exc
+            raise
         if version not in _READABLE_VERSIONS:
             raise StoreError(
                 f"the vector index {self.path} has layout version "

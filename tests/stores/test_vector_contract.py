@@ -13,6 +13,7 @@ point ids and connection errors).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -136,6 +137,29 @@ def test_new_store_describes_none_and_open_records(backend: Backend) -> None:
 def test_open_without_create_on_missing_store_raises(backend: Backend) -> None:
     with pytest.raises(StoreError, match="build it first"):
         backend.make().open(MODEL, DIM, create=False)
+
+
+def test_an_index_dropped_while_a_reader_opens_it_is_absent_not_a_broken_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer drops the index between the reader's two reads (the recorded model, then
+    # the layout version): the reader says there is no index, as when it never existed.
+    path = tmp_path / "v.sqlite"
+    writer = SqliteVectorIndex(path)
+    writer.open(MODEL, DIM)
+    reader = SqliteVectorIndex(path)
+    described = reader.describe
+
+    def describe_then_drop() -> CollectionInfo | None:
+        info = described()
+        writer.drop()
+        return info
+
+    monkeypatch.setattr(reader, "describe", describe_then_drop)
+    expected = f"no vector index 'chunks' in {path}; build it first (materialise the embeddings"
+    with pytest.raises(StoreError, match=f"^{re.escape(expected)}"):
+        reader.open(MODEL, DIM, create=False)
+    assert reader.info is None
 
 
 def test_reopen_same_model_is_fine_and_other_model_says_reembed(backend: Backend) -> None:
