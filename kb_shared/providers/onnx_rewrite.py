@@ -138,14 +138,15 @@ def drop_nan_guards(graph: onnx.GraphProto) -> int:
     with an ``EmbeddingError``: never a silently different one.
 
     Only the top-level graph is searched; a guard whose result is a graph output, or whose
-    zero is not a constant of this graph, is left alone, as is an ``IsNaN`` something else
-    still reads.
+    zero is not a single-value constant of rank 0 or 1 of this graph, is left alone, as is an
+    ``IsNaN`` something else still reads.
     """
     constants = {init.name: init for init in graph.initializer}
     overridable = {value.name for value in graph.input}
     producer = {name: node for node in graph.node for name in node.output}
     exported = {value.name for value in graph.output}
     replaced: dict[str, str] = {}  # the Where's output -> the Softmax output it passes on
+    checks: set[str] = set()  # the matched IsNaN outputs
     for node in graph.node:
         if node.op_type != "Where" or node.domain not in ("", "ai.onnx") or len(node.input) != 3:
             continue
@@ -156,11 +157,14 @@ def drop_nan_guards(graph: onnx.GraphProto) -> int:
         if softmax is None or softmax.op_type != "Softmax" or softmax.domain not in ("", "ai.onnx"):
             continue
         constant = constants.get(zero)
-        if constant is None or zero in overridable or numpy_helper.to_array(constant).any():
+        if constant is None or zero in overridable or len(constant.dims) > 1:
+            continue  # a fill of higher rank could widen the output beyond P's shape
+        if numpy_helper.to_array(constant).size != 1 or numpy_helper.to_array(constant).any():
             continue
         if node.output[0] in exported:
             continue
         replaced[node.output[0]] = probabilities
+        checks.add(condition)
     if not replaced:
         return 0
     for current in _graphs(graph):
@@ -170,11 +174,8 @@ def drop_nan_guards(graph: onnx.GraphProto) -> int:
                     node.input[position] = replaced[name]
     kept = [node for node in graph.node if not set(node.output) & set(replaced)]
     _replace_nodes(graph, kept)
-    used = _consumed(graph)
-    _replace_nodes(
-        graph,
-        [n for n in graph.node if not (n.op_type == "IsNaN" and not set(n.output) & used)],
-    )
+    dead = checks - _consumed(graph)
+    _replace_nodes(graph, [node for node in graph.node if not set(node.output) & dead])
     return len(replaced)
 
 

@@ -24,7 +24,7 @@ MODEL_FILE = MINILM_INT8.weight_files[0][0]
 
 
 def attention(zero: float = 0.0, *, export_guard: bool = False,
-              nan_read_elsewhere: bool = False) -> onnx.ModelProto:
+              nan_read_elsewhere: bool = False, zero_shape: tuple[int, ...] = ()) -> onnx.ModelProto:
     """``Y = Where(IsNaN(P), zero, P) @ V`` with ``P = Softmax(S)``: one guarded attention."""
     nodes = [
         helper.make_node("Softmax", ["S"], ["P"], axis=-1),
@@ -43,7 +43,7 @@ def attention(zero: float = 0.0, *, export_guard: bool = False,
         [helper.make_tensor_value_info("S", FLOAT, [None, 3, 3]),
          helper.make_tensor_value_info("V", FLOAT, [None, 3, 2])],
         outputs,
-        [numpy_helper.from_array(np.array(zero, dtype=np.float32), "zero")],
+        [numpy_helper.from_array(np.full(zero_shape, zero, dtype=np.float32), "zero")],
     )
     built = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     built.ir_version = 10
@@ -94,8 +94,11 @@ def test_the_guard_it_removes_only_ever_replaced_a_nan() -> None:
         (attention(zero=1.0), ["Softmax", "IsNaN", "Where", "MatMul"]),  # not a zero
         (attention(export_guard=True), ["Softmax", "IsNaN", "Where", "MatMul"]),
         (attention(nan_read_elsewhere=True), ["Softmax", "IsNaN", "MatMul"]),
+        (attention(zero_shape=(1, 1, 1, 1)), ["Softmax", "IsNaN", "Where", "MatMul"]),
+        (attention(zero_shape=(3,)), ["Softmax", "IsNaN", "Where", "MatMul"]),
     ],
-    ids=["non-zero-fill", "guard-is-a-graph-output", "isnan-read-elsewhere"],
+    ids=["non-zero-fill", "guard-is-a-graph-output", "isnan-read-elsewhere",
+         "fill-of-higher-rank", "fill-of-three-values"],
 )
 def test_guards_that_are_not_the_pattern_are_left_alone(
     built: onnx.ModelProto, kept: list[str]
