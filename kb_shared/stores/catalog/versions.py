@@ -203,6 +203,35 @@ def _not_found(doc_id: str, version: int | None = None) -> DocumentNotFoundError
     return DocumentNotFoundError(f"no {what} {doc_id!r} in the catalog")
 
 
+
+#: ``VersionReads.serving_states``' query, built once (every search runs it; SQLAlchemy
+#: statements are immutable): per document its status, version count and served version.
+_SERVING_STATES = (
+    sa.select(
+        documents.c.doc_id,
+        documents.c.status,
+        sa.func.count(document_versions.c.version),
+        sa.func.max(
+            sa.case(
+                (
+                    document_versions.c.status == VersionStatus.SERVING.value,
+                    document_versions.c.version,
+                )
+            )
+        ),
+    )
+    .select_from(
+        documents.outerjoin(document_versions, document_versions.c.doc_id == documents.c.doc_id)
+    )
+    .group_by(documents.c.doc_id, documents.c.status)
+    .order_by(documents.c.doc_id)
+)
+
+#: The same for a catalog whose version table was never created.
+_SERVING_STATES_WITHOUT_VERSIONS = sa.select(
+    documents.c.doc_id, documents.c.status, sa.literal(0), sa.null()
+).order_by(documents.c.doc_id)
+
 class VersionReads(CatalogBase):
     """The reads of the version history: what a read-only caller (the MCP server) may use."""
 
@@ -247,30 +276,12 @@ class VersionReads(CatalogBase):
         Raises:
             SchemaMissingError: the documents table does not exist (nothing catalogued yet).
         """
-        versions = document_versions.c
-        serving = sa.case((versions.status == VersionStatus.SERVING.value, versions.version))
-        query = (
-            sa.select(
-                documents.c.doc_id,
-                documents.c.status,
-                sa.func.count(versions.version),
-                sa.func.max(serving),
-            )
-            .select_from(
-                documents.outerjoin(document_versions, versions.doc_id == documents.c.doc_id)
-            )
-            .group_by(documents.c.doc_id, documents.c.status)
-            .order_by(documents.c.doc_id)
-        )
         try:
             with self._read() as conn:
-                found = conn.execute(query).all()
+                found = conn.execute(_SERVING_STATES).all()
         except SchemaMissingError:  # no version table yet: every document is its version 1
             with self._read() as conn:
-                found = conn.execute(
-                    sa.select(documents.c.doc_id, documents.c.status, sa.literal(0), sa.null())
-                    .order_by(documents.c.doc_id)
-                ).all()
+                found = conn.execute(_SERVING_STATES_WITHOUT_VERSIONS).all()
         return [
             ServingState(
                 doc_id=doc_id,
