@@ -282,8 +282,13 @@ kb_neo4j_launch() {
 _kb_neo4j_java() {
     local dir="$1" port="$2"
     KB_NEO4J_STARTED="$(_kb_now)"
+    # SIGTERM back to its default first: a JVM that starts with SIGTERM ignored keeps ignoring
+    # it (no shutdown hook runs), and a caller may hand it ignored (a test's subprocess: pytest
+    # under `make` in the background has SIGINT ignored, and Dagster's in-process runs copy
+    # that onto SIGTERM); bash itself cannot undo an ignored signal, coreutils' env can.
     # shellcheck disable=SC2086 # KB_NEO4J_JAVA_OPTS is a list of JVM flags
-    java $KB_NEO4J_JAVA_OPTS -cp "$KB_NEO4J_JARS/*" "$KB_REPO_ROOT/.ci/neo4j/Launcher.java" \
+    env --default-signal=TERM \
+        java $KB_NEO4J_JAVA_OPTS -cp "$KB_NEO4J_JARS/*" "$KB_REPO_ROOT/.ci/neo4j/Launcher.java" \
         "$dir/db" "$port" >>"$dir/launcher.log" 2>&1 </dev/null &
     KB_NEO4J_PID=$!
     disown "$KB_NEO4J_PID" 2>/dev/null || true
