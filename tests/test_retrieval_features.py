@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kb_shared.ingest.chunking import sentence_starts
 from kb_shared.search.citations import PointPayload
 from kb_shared.providers.base import Reranker
 from kb_shared.search.quotes import MarkdownPages, markdown_pages, passage_quote
@@ -168,6 +169,26 @@ def test_units_cut_prose_into_sentences_and_list_items() -> None:
         "The rate of clause 3.1.2 is in MW/min, e.g. the rate per minute.",
         "- (a) a first item",
         "- (b) a second item",
+    ]
+
+
+def test_units_cut_sentences_by_the_chunker_s_rule_curly_quotes_included() -> None:
+    # A press release's typographic quotes: a sentence ends after the closing ” or ’ and the
+    # next begins at the opening “; each keeps its quote marks, so a quote is a whole sentence.
+    text = (
+        "“Our results were strong,” said the chief executive officer. “For the first time "
+        "our revenue surpassed ten billion dollars.” He thanked the ‘associates.’ Élan "
+        "followed. The “Company” grew 5%."
+    )
+    assert [u.text for u in units(text)] == [
+        "“Our results were strong,” said the chief executive officer.",
+        "“For the first time our revenue surpassed ten billion dollars.”",
+        "He thanked the ‘associates.’",
+        "Élan followed.",
+        "The “Company” grew 5%.",
+    ]
+    assert [text[start:start + 4] for start in sentence_starts(text)] == [
+        "“For", "He t", "Élan", "The ",
     ]
 
 

@@ -464,6 +464,14 @@ def _parse_table(lines: _Lines, i: int, blocks: list[_Block]) -> int:
 # --------------------------------------------------------------------------- splitting
 
 
+def sentence_starts(text: str) -> list[int]:
+    """Offsets in ``text`` where a sentence after the first begins, by the "Long prose" rule
+    of this module's docstring (``.``/``!``/``?``, closing quotes (straight or curly),
+    brackets or emphasis marks, whitespace, then an upper-case letter or a digit behind any
+    opening mark). ``kb_shared.search.retrieval_features.units`` cuts prose by the same rule."""
+    return _sentence_cuts(text, 0, len(text))
+
+
 def _sentence_cuts(text: str, start: int, end: int) -> list[int]:
     """Starts of the sentences after the first (a match must go on with an upper-case
     letter or a digit; matches may not overlap, which is fine: a sentence has >= 1 word)."""

@@ -50,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from kb_shared.ingest.chunking import sentence_starts
 from kb_shared.search.citations import PointPayload
 from kb_shared.search.sparse import STOPWORDS, tokenize
 
@@ -327,9 +328,6 @@ def in_statement(payload: PointPayload, text: str, names: Sequence[str]) -> bool
 # ---------------------------------------------------------------------------------------------
 
 _ALIGNMENT_ROW = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
-#: A sentence ends at ``.``/``!``/``?`` (plus closing quotes, brackets or emphasis) before an
-#: upper-case letter or digit: the sentence rule of ``kb_shared.ingest.chunking`` ("Long prose").
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+(?=[\"'(\[*_]*[A-Z0-9])")
 _LIST_ITEM = re.compile(r"^(?:[-*+>]|\d{1,3}[.)])\s")
 
 #: A term or an adjacent pair of terms (``("broken", "hill")``).
@@ -363,8 +361,12 @@ class Unit:
 
 
 def _sentences(paragraph: list[str]) -> list[Unit]:
+    """The sentences of a paragraph's lines, cut by the chunker's rule
+    (``kb_shared.ingest.chunking.sentence_starts``); each keeps its closing quote or bracket."""
     joined = " ".join(paragraph)
-    return [Unit(s.strip(), frozenset(features(s))) for s in _SENTENCE_END.split(joined) if s.strip()]
+    bounds = [0, *sentence_starts(joined), len(joined)]
+    pieces = (joined[start:end].strip() for start, end in zip(bounds, bounds[1:], strict=False))
+    return [Unit(piece, frozenset(features(piece))) for piece in pieces if piece]
 
 
 def units(text: str, caption: str = "") -> list[Unit]:
