@@ -373,6 +373,10 @@ BAD_URLS = [
      "refused: docs.example.test/doc.pdf uses no scheme; only https is fetched"),
     ("https://user:secret@docs.example.test/doc.pdf", "url",
      "refused: https://docs.example.test/doc.pdf carries credentials in the URL; kb sends none"),
+    # Plain http to an address kb never fetches from: the address is the reason (the http
+    # allow list could not make it fetchable), as it would be over https.
+    ("http://10.1.2.3/doc.pdf", "address", "refused: 10.1.2.3 is a private address"),
+    ("http://[::1]:8080/doc.pdf", "address", "refused: ::1 is a loopback address"),
 ]
 
 

@@ -255,6 +255,9 @@ def _parse(text: str, url: str, policy: FetchPolicy, *, base: httpx.URL | None =
             reason="url",
         )
     if parsed.scheme == "http" and host not in policy.allow_http_hosts:
+        blocked = _refused_literal(host, policy)
+        if blocked is not None:  # naming the http allow list would be advice that cannot work
+            raise FetchRefusedError(f"refused: {blocked}", url=url, reason="address")
         raise FetchRefusedError(
             f"refused: {text} is plain http; only https is fetched (KB_FETCH_ALLOW_HTTP_HOSTS "
             f"may list {host} to allow plain http; its addresses must still be public)",
@@ -262,6 +265,16 @@ def _parse(text: str, url: str, policy: FetchPolicy, *, base: httpx.URL | None =
             reason="scheme",
         )
     return parsed
+
+
+def _refused_literal(host: str, policy: FetchPolicy) -> str | None:
+    """"HOST is <why>" when ``host`` is an IP address kb never fetches from (``refusal``) and
+    ``policy.allow_addresses`` does not exempt it; None for a name or a public address."""
+    address = parse_address(host)
+    if address is None or is_allowed_by(address, policy.allow_addresses):
+        return None
+    why = refusal(address)
+    return None if why is None else f"{host} is {why}"
 
 
 def _port(target: httpx.URL) -> int:

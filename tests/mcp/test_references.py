@@ -190,7 +190,7 @@ async def test_search_docs_never_returns_a_reference(
     ("arguments", "message"),
     [
         ({"url": "http://127.0.0.1/api"}, "nothing was queued: url is not a link kb accepts "
-         "(refused: http://127.0.0.1/api is plain http; only https is fetched"),
+         "(refused: 127.0.0.1 is a loopback address"),
         ({"url": "https://169.254.169.254/latest"}, "nothing was queued: url is not a link kb "
          "accepts (refused: 169.254.169.254 is a link-local address"),
         ({"url": "file:///etc/passwd"}, "uses file scheme; only https is fetched"),
