@@ -11,6 +11,12 @@ Rules (``TextMarkdownConverter.convert``):
 * **Reading.** UTF-8, an optional byte-order mark dropped. A file holding a NUL byte or bytes
   that are not UTF-8 is binary and refused (``decode_text``, also used by the intake so that
   nothing of such a file is stored); a PDF under a text name is named as such.
+* **Invisible controls.** After decoding, C0 control characters other than tab and line
+  breaks, DEL, C1 controls, and the bidirectional embedding, override and isolate marks
+  (U+202A–U+202E, U+2066–U+2069) each become a space (``visible_text``). A quote must read as
+  it shows: with the bidi marks a file can make a passage display other words than it holds
+  (CVE-2021-42574, "Trojan Source"), and an ESC sequence in a quote acts on a terminal that
+  prints it. Nothing a reader sees changes; natural right-to-left text needs none of them.
 * **No pages.** A text document has no pages: ``pages = 0``, no ``<!-- page N -->`` markers,
   so every chunk has ``page_start = page_end = None`` and is cited by its section. A line of
   the file that kb would read as a page marker is escaped with a backslash (``\\<!-- page 2
@@ -47,8 +53,13 @@ TEXT_SUFFIXES: tuple[str, ...] = (MARKDOWN_SUFFIX, TEXT_SUFFIX)
 #: Every extension kb takes as a document (PDFs go to the PDF converters).
 DOCUMENT_SUFFIXES: tuple[str, ...] = (".pdf", *TEXT_SUFFIXES)
 
-#: ``converter`` recorded for a text document; ``rN`` is the revision of this module's rules.
-CONVERTER_NAME = "text-passthrough-r1"
+#: ``converter`` recorded for a text document; ``rN`` is the revision of this module's rules
+#: (r2: invisible controls become spaces).
+CONVERTER_NAME = "text-passthrough-r2"
+
+#: What ``visible_text`` replaces (module docstring, "Invisible controls"). NUL is refused
+#: earlier (``decode_text``); CR is a line break.
+_INVISIBLE_CONTROLS = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 _PDF_SIGNATURE = b"%PDF-"
 #: A line the chunker would read as a page marker (``kb_shared.ingest.chunking``'s rule, any case).
@@ -91,6 +102,12 @@ def decode_text(data: bytes, filename: str) -> str:
             f"{filename} is not valid UTF-8 text (bad byte at byte {error.start:,}); save it "
             "as UTF-8 and add it again"
         ) from error
+
+
+def visible_text(text: str) -> str:
+    """``text`` with each invisible control (module docstring) replaced by a space; the same
+    length, so offsets into it stay offsets into the decoded file."""
+    return _INVISIBLE_CONTROLS.sub(" ", text)
 
 
 def markdown_source(text: str) -> str:
@@ -162,7 +179,7 @@ class TextMarkdownConverter(MarkdownConverter):
                 text (empty or only whitespace).
         """
         started = time.perf_counter()
-        text = decode_text(data, filename)
+        text = visible_text(decode_text(data, filename))
         markdown_file = PurePath(filename.strip()).suffix.lower() == MARKDOWN_SUFFIX
         markdown = markdown_source(text) if markdown_file else plain_text_markdown(text)
         if not markdown:
@@ -188,4 +205,5 @@ __all__ = [
     "markdown_source",
     "markdown_title",
     "plain_text_markdown",
+    "visible_text",
 ]

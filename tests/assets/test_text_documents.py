@@ -88,8 +88,24 @@ def test_markdown_passes_through_without_pages_and_takes_its_title_outside_fence
     assert (converted.title, converted.pages, converted.version, converted.figures) == (
         "Guide", 0, "", ()
     )
-    assert converted.converter == "text-passthrough-r1"
+    assert converted.converter == "text-passthrough-r2"
     assert all(c.page_start is None for c in chunk_markdown(converted.markdown, "guide.md"))
+
+
+@pytest.mark.parametrize("name", ["hostile.md", "hostile.txt"])
+def test_invisible_controls_become_spaces_and_right_to_left_text_stays(name: str) -> None:
+    # A terminal escape, a bell, DEL, a C1 control and a right-to-left override (which would
+    # make the line display "...AEMO ytfiton" backwards) are spaces; Arabic, tabs and the
+    # line breaks are kept as they are.
+    data = (
+        "The Retailer must\x07 notify\x1b[31m AEMO\x7f within\x85 2 days.\r\n"
+        "\u202eThe Distributor\u202c keeps\tthe register. يجب إخطار الموزع\n"
+    ).encode()
+    converted = TextMarkdownConverter().convert(data, name)
+    assert converted.markdown == (
+        "The Retailer must  notify [31m AEMO  within  2 days.\n"
+        " The Distributor  keeps\tthe register. يجب إخطار الموزع\n"
+    )
 
 
 def test_plain_text_becomes_paragraphs_with_markdown_structure_escaped() -> None:
@@ -186,7 +202,7 @@ def test_a_markdown_document_builds_without_pages_figures_or_the_pdf_converter(
     assert (row.status, row.title, row.pages, row.chunk_count, row.figure_count) == (
         "ready", "Connection Guide", 0, 3, 0
     )
-    assert (row.converter, row.relationship_count) == ("text-passthrough-r1", 1)
+    assert (row.converter, row.relationship_count) == ("text-passthrough-r2", 1)
     records = StepRecords(stores.blobs())
     assert records.previous_markdown(GUIDE_ID).markdown == GUIDE_TEXT.replace("\r\n", "\n")
     chunk_list = records.load(CHUNKS, GUIDE_ID)
