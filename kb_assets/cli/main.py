@@ -56,23 +56,16 @@ app = typer.Typer(
     add_completion=False,
 )
 db_app = typer.Typer(help="Catalog database commands.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-app.add_typer(sync_app, name="sync")
-app.add_typer(requests_app, name="requests")
-app.add_typer(references_app, name="references")
-app.command("migrate")(migrate_command)
-app.command("obligations")(obligations_command)
-app.command("diff")(diff_command)
 
-app.command()(documents.status)
-app.command()(documents.versions)
-app.command()(documents.categorize)
-app.command("move", help="Same as `kb categorize`.")(documents.categorize)
-app.command()(documents.repair)
+#: ``kb --help`` lists the commands in these panels, in this order (each panel's commands in
+#: the order they are registered: the decorated ones below, then ``_register_the_rest``).
+DOCUMENTS, SERVING, MARKET, MAINTENANCE = (
+    "Documents", "Serving", "Market data and requests", "Maintenance"
+)
 
 
 
-@app.command()
+@app.command(rich_help_panel=DOCUMENTS)
 def add(
     paths: Annotated[
         list[str],
@@ -283,7 +276,7 @@ def _build(
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(rich_help_panel=DOCUMENTS)
 def build(
     names: Annotated[
         list[str] | None, typer.Argument(help="Documents to build (default: pending + failed).")
@@ -325,7 +318,7 @@ def build(
     _build(settings, stores, doc_ids, force=force_assets, as_json=as_json, workers=at_once)
 
 
-@app.command()
+@app.command(rich_help_panel=DOCUMENTS)
 def rebuild(
     asset: Annotated[str, typer.Argument(help=f"One of: {', '.join(REBUILDABLE)}.")],
     names: Annotated[list[str] | None, typer.Argument(help="Documents (or use --all).")] = None,
@@ -393,7 +386,7 @@ def rebuild(
     _build(settings, stores, doc_ids, assets=selection, force=(asset,), batch=batch)
 
 
-@app.command()
+@app.command(rich_help_panel=DOCUMENTS)
 def retry(
     name: Annotated[str, typer.Argument(help="A document whose last build failed.")],
 ) -> None:
@@ -425,7 +418,7 @@ def retry(
     raise typer.Exit(1)
 
 
-@app.command()
+@app.command(rich_help_panel=DOCUMENTS)
 def delete(
     names: Annotated[list[str], typer.Argument(help="Documents by file name or id.")],
 ) -> None:
@@ -469,7 +462,7 @@ def db_init() -> None:
     console.print(f"schema ready at {done.database}", soft_wrap=True)
 
 
-@app.command("sample-pdf")
+@app.command("sample-pdf", rich_help_panel=SERVING)
 def sample_pdf(
     path: Annotated[Path, typer.Argument(help="Where to write the sample PDF.")],
 ) -> None:
@@ -485,7 +478,7 @@ UPLOAD_HOST, UPLOAD_PORT = "127.0.0.1", 3001
 DEMO_GALLERIES = 5
 
 
-@app.command()
+@app.command(rich_help_panel=SERVING)
 def ui(
     port: Annotated[int, typer.Option(help="Dagster UI port.")] = 3000,
     host: Annotated[str, typer.Option(help="Dagster UI host.")] = "127.0.0.1",
@@ -542,7 +535,7 @@ def _serve(commands: list[serve.ServerCommand]) -> None:
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(rich_help_panel=SERVING)
 def demo(
     paths: Annotated[
         list[Path] | None,
@@ -605,6 +598,31 @@ def demo(
         serve.dagster_ui(settings, host=UPLOAD_HOST, port=ui_port),
         upload,
     ])
+
+
+def _register_the_rest() -> None:
+    """Register the commands defined in other modules, after this module's own, so that
+    ``kb --help`` lists the everyday ones first."""
+    for command, name in (
+        (documents.status, None),
+        (documents.versions, None),
+        (diff_command, "diff"),
+        (obligations_command, "obligations"),
+        (documents.categorize, None),
+    ):
+        app.command(name, rich_help_panel=DOCUMENTS)(command)
+    app.command("move", help="Same as `kb categorize`.", rich_help_panel=DOCUMENTS)(
+        documents.categorize
+    )
+    app.add_typer(sync_app, name="sync", rich_help_panel=MARKET)
+    app.add_typer(requests_app, name="requests", rich_help_panel=MARKET)
+    app.add_typer(references_app, name="references", rich_help_panel=MARKET)
+    app.command("migrate", rich_help_panel=MAINTENANCE)(migrate_command)
+    app.command(rich_help_panel=MAINTENANCE)(documents.repair)
+    app.add_typer(db_app, name="db", rich_help_panel=MAINTENANCE)
+
+
+_register_the_rest()
 
 
 def main() -> None:
