@@ -54,6 +54,9 @@ app = typer.Typer(
     help="kb: build a searchable corpus of regulatory PDFs (Dagster assets per document).",
     no_args_is_help=True,
     add_completion=False,
+    # Markdown: a docstring's line breaks are soft (Typer's "rich" mode keeps them in the
+    # command list, cutting sentences), and `code` shows as code.
+    rich_markup_mode="markdown",
 )
 db_app = typer.Typer(help="Catalog database commands.", no_args_is_help=True)
 
