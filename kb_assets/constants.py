@@ -41,6 +41,20 @@ FIGURES = "figures"
 RECORD = "record"
 CORPUS_ASSETS = (MARKDOWN, CHUNKS, OBLIGATIONS, CHANGES, EMBEDDINGS, GRAPH, FIGURES, RECORD)
 
+#: Each corpus asset's upstream corpus assets: the dependencies of its definition in
+#: ``kb_assets.assets`` (tests/assets/test_status_not_run.py checks that they agree), typed
+#: here so that ``kb status`` reads them without loading the code location.
+CORPUS_UPSTREAM: dict[str, tuple[str, ...]] = {
+    MARKDOWN: (),
+    CHUNKS: (MARKDOWN,),
+    OBLIGATIONS: (MARKDOWN, CHUNKS),
+    CHANGES: (MARKDOWN, CHUNKS),
+    EMBEDDINGS: (MARKDOWN, CHUNKS),
+    GRAPH: (MARKDOWN, CHUNKS, EMBEDDINGS),
+    FIGURES: (MARKDOWN,),
+    RECORD: (MARKDOWN, OBLIGATIONS, CHANGES, EMBEDDINGS, GRAPH, FIGURES),
+}
+
 #: Assets ``kb rebuild`` may target (each re-materialised with ``record`` only).
 REBUILDABLE = (OBLIGATIONS, CHANGES, EMBEDDINGS, GRAPH, FIGURES)
 

@@ -30,6 +30,7 @@ import dagster as dg
 
 from kb_assets.constants import (
     CORPUS_ASSETS,
+    CORPUS_UPSTREAM,
     DOCUMENTS,
     EMBEDDINGS,
     FIGURES,
@@ -48,7 +49,7 @@ from kb_assets.live_runs import (
     queue_is_served,
     this_process,
 )
-from kb_assets.partitions import MISSING, partition_states
+from kb_assets.partitions import MISSING, not_run_after_failures, partition_states
 from kb_assets.resources import SettingsResource, StoresResource
 from kb_shared import layout
 from kb_shared.errors import DocumentNotFoundError, KbError, StoreError
@@ -728,7 +729,8 @@ def status_text(row: dict[str, Any]) -> str:
 
 def document_status(stores: StoresResource, instance: dg.DagsterInstance) -> list[dict[str, Any]]:
     """Every catalog document with its per-asset state (materialized / failed / in progress /
-    missing) from the Dagster instance, its counts, whether its partition exists, the number
+    missing, or not_run: planned by a failed run but never started, ``not_run_after_failures``)
+    from the Dagster instance, its counts, whether its partition exists, the number
     of its serving version (``serving_version``, ``None`` while none serves) and a newer
     version being added (``next_version``). Reads only: a missing partition is reported, and
     ``repair_partitions`` restores it."""
@@ -737,7 +739,11 @@ def document_status(stores: StoresResource, instance: dg.DagsterInstance) -> lis
     partitions = set(instance.get_dynamic_partitions(DOCUMENTS))
     keys = [r.doc_id for r in rows if r.doc_id in partitions]
     found = partition_states(instance, CORPUS_ASSETS, keys) if keys else {}
-    states = {r.doc_id: found.get(r.doc_id) or dict.fromkeys(CORPUS_ASSETS, MISSING) for r in rows}
+    states = {
+        r.doc_id: not_run_after_failures(found[r.doc_id], CORPUS_UPSTREAM)
+        if found.get(r.doc_id) else dict.fromkeys(CORPUS_ASSETS, MISSING)
+        for r in rows
+    }
     return [
         {
             "name": r.name,

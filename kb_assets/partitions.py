@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
@@ -52,6 +52,10 @@ def add_document_partitions(
 
 #: A document's state for an asset without a materialisation, failure or run in progress.
 MISSING = "missing"
+
+#: A document's state for an asset its failed run planned but never started, because an
+#: upstream asset failed first (``not_run_after_failures``).
+NOT_RUN = "not_run"
 
 
 class _AssetRecordBatch(LoadingContext):
@@ -110,6 +114,24 @@ def partition_states(
         for key in wanted:
             states[key][asset] = next((name for name, subset in ranked if key in subset), MISSING)
     return states
+
+
+def not_run_after_failures(
+    states: dict[str, str], upstream: Mapping[str, Sequence[str]]
+) -> dict[str, str]:
+    """One document's ``partition_states`` (asset -> state, in build order) with every
+    ``"failed"`` asset whose upstream asset (``upstream``: asset -> its inputs) failed or did
+    not run turned into ``NOT_RUN``. Dagster marks every step a failed run planned as failed,
+    but a step starts only once its inputs succeeded, so after a failed ``markdown`` the other
+    seven never ran. (Were an asset rebuilt alone after its upstream had failed, and failed
+    itself, it would read ``NOT_RUN`` too.)"""
+    result = dict(states)
+    for asset, state in states.items():
+        if state == "failed" and any(
+            result.get(name) in ("failed", NOT_RUN) for name in upstream.get(asset, ())
+        ):
+            result[asset] = NOT_RUN
+    return result
 
 
 class _Snapshots(threading.local):

@@ -25,7 +25,9 @@ from kb_assets.cli.common import (
 )
 
 #: One mark per asset state in `kb status`.
-STATE_MARKS = {"materialized": "✓", "failed": "✗", "in_progress": "…", "missing": "·"}
+STATE_MARKS = {
+    "materialized": "✓", "failed": "✗", "in_progress": "…", "missing": "·", "not_run": "-"
+}
 #: The letter of each asset in `kb status`'s legend, in build order (``d``: changes, a diff).
 ASSET_LETTERS = {
     "markdown": "m", "chunks": "c", "obligations": "o", "changes": "d", "embeddings": "e",
