@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,17 +159,79 @@ def reuse_sqlite_event_log_engines() -> None:
     sqlite_event_log.create_engine = engine_for
 
 
+def keep_in_memory_event_log_connections() -> None:
+    """Let each thread keep one connection to an ephemeral instance's in-memory event log.
+
+    ``InMemoryEventLogStorage`` (``DagsterInstance.ephemeral()``, the asset tests' instance)
+    opens a new SQLite connection for every query and runs ``PRAGMA journal_mode=WAL`` and
+    ``PRAGMA foreign_keys=ON`` on it before the query, a sixth of a run's CPU on the fakes
+    (benchmarks/results/test-lanes.md, 2026-12-07, second session). Here its engine hands a
+    thread the connection it opened before (SQLAlchemy's ``SingletonThreadPool``, sized so it
+    never closes one), the two PRAGMAs, which set the connection, run once when it is opened,
+    and ``_connect`` keeps the rest of Dagster's body: one query at a time under the storage's
+    lock, each in its own transaction. The file-backed storages are left as they are.
+    """
+    import contextlib  # noqa: PLC0415
+
+    import sqlalchemy as sa  # noqa: PLC0415
+    from dagster._core.storage.event_log import in_memory  # noqa: PLC0415
+    from sqlalchemy.pool import SingletonThreadPool  # noqa: PLC0415
+
+    build = in_memory.create_engine
+    if getattr(build, "kb_cached", False):
+        return
+
+    def engine_keeping_connections(url: str, **options: Any) -> Any:
+        options.update(poolclass=SingletonThreadPool, pool_size=1_000)
+        engine = build(url, **options)
+
+        @sa.event.listens_for(engine, "connect")
+        def set_connection(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL;")
+            cursor.execute("PRAGMA foreign_keys=ON;")
+            cursor.close()
+
+        return engine
+
+    @contextlib.contextmanager
+    def connect(self: in_memory.InMemoryEventLogStorage) -> Iterator[Any]:
+        with self._db_lock, self._engine.connect() as conn, conn.begin():
+            yield conn
+
+    engine_keeping_connections.kb_cached = True  # type: ignore[attr-defined]
+    in_memory.create_engine = engine_keeping_connections
+    in_memory.InMemoryEventLogStorage._connect = connect  # type: ignore[method-assign]
+
+
+def handle_sigint_in_python() -> None:
+    """Give SIGINT Python's own handler when this process started with it ignored.
+
+    ``make`` run in the background (as ``.ci/run`` and ``nohup`` run it) starts pytest with
+    SIGINT ignored, and after each in-process Dagster run ``dagster._utils.interrupts``
+    copies SIGINT's handler onto SIGTERM: SIGTERM was then ignored too, and so was it in every
+    process a later test started (ignored signals survive ``exec``). A test's stand-in server
+    then outlived ``terminate()`` until its 20 s kill (tests/test_benchmarks_mcp_server.py).
+    A handler set in Python goes back to the default in a child."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Load Alembic's revision scripts once (``cache_alembic_revision_scripts``), share
-    their revision maps (``share_alembic_revision_maps``) and reuse Dagster's SQLite
-    event-log engines (``reuse_sqlite_event_log_engines``). Put the
+    """Handle SIGINT in Python (``handle_sigint_in_python``), load Alembic's revision
+    scripts once (``cache_alembic_revision_scripts``), share their revision maps
+    (``share_alembic_revision_maps``), reuse Dagster's SQLite
+    event-log engines (``reuse_sqlite_event_log_engines``) and keep the in-memory event log's
+    connections (``keep_in_memory_event_log_connections``). Put the
     run's temporary files (``tmp_path``, ``tempfile``, and the servers and CLIs the
     tests start, which inherit ``TMPDIR``) on ``MEMORY_TMPDIR`` when ``TMPDIR`` is not set and
     that folder is writable with ``MEMORY_TMPDIR_MIN_FREE`` bytes free; else change nothing.
     xdist workers inherit the controller's choice through the environment."""
+    handle_sigint_in_python()
     cache_alembic_revision_scripts()
     share_alembic_revision_maps()
     reuse_sqlite_event_log_engines()
+    keep_in_memory_event_log_connections()
     if os.environ.get("TMPDIR") or config.option.basetemp:
         return
     if not (MEMORY_TMPDIR.is_dir() and os.access(MEMORY_TMPDIR, os.W_OK | os.X_OK)):

@@ -12,6 +12,7 @@ asset tests' resource, is in ``tests/assets/fake_providers.py``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -182,7 +183,18 @@ def tiny_pdf(label: str, pages: int = 2) -> bytes:
     """A real PDF: a line of text per page, then that page's text of ``SAMPLE_MARKDOWN`` (so
     the chunks of the fake conversion are found on their pages), and, on page 2, the box of
     ``SAMPLE_FIGURE`` drawn with a caption under it. ``label`` makes the bytes (and so the
-    sha256) differ."""
+    sha256) differ; so does each call, as each save of a PDF does (a new trailer ``/ID``).
+
+    The pages are drawn once per ``(label, pages)`` and process (``_tiny_pdf_drawn``; most of
+    its CPU is MuPDF measuring Helvetica's glyphs for a new document) and each call saves
+    that document again, 30 times cheaper (benchmarks/results/test-lanes.md, 2026-12-07)."""
+    with pymupdf.open(stream=_tiny_pdf_drawn(label, pages), filetype="pdf") as pdf:
+        return pdf.tobytes()
+
+
+@functools.cache
+def _tiny_pdf_drawn(label: str, pages: int) -> bytes:
+    """The PDF ``tiny_pdf`` describes, as first saved."""
     with pymupdf.open() as pdf:
         for number in range(1, pages + 1):
             page = pdf.new_page()

@@ -130,9 +130,27 @@ def whitespace_bomb(inflated: int) -> bytes:
 
 
 def blank_pages(count: int) -> bytes:
-    with pymupdf.open() as doc:
-        for _ in range(count):
-            doc.new_page()
+    """A PDF of ``count`` blank A4 pages, as MuPDF saves it.
+
+    The objects are written here and MuPDF only opens and saves them: ``new_page`` looks each
+    new page up in the flat page tree, which costs seconds for 5,001 pages (CPU figures:
+    benchmarks/results/test-lanes.md, 2026-12-07, second session)."""
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << >> /Rotate 0 >>"
+    kids = b" ".join(b"%d 0 R" % number for number in range(3, count + 3))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Count %d /Kids [%s] >>" % (count, kids), *[page] * count]
+    raw, offsets = bytearray(b"%PDF-1.7\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(raw))
+        raw += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(raw)
+    raw += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    raw += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    raw += b"trailer\n<< /Size %d /Root 1 0 R >>\n" % (len(objects) + 1)
+    raw += b"startxref\n%d\n%%%%EOF\n" % xref
+    with pymupdf.open(stream=bytes(raw), filetype="pdf") as doc:
+        if doc.is_repaired or doc.page_count != count:
+            raise AssertionError(f"blank_pages({count}) wrote a broken PDF")
         return doc.tobytes()
 
 
@@ -462,22 +480,26 @@ def test_a_notion_page_with_wrongly_typed_properties_is_refused_and_nothing_stor
 # Pre-flight: every stream filter is read through the cap (kb_shared.ingest.pdf)
 # --------------------------------------------------------------------------------------
 def lzw(data: bytes) -> bytes:
-    """LZWDecode encoding (PDF 32000-1:2008 §7.4.4, EarlyChange 1) of ``data``."""
-    table = {bytes([i]): i for i in range(256)}
-    codes, word = [256], b""
-    for value in data:
-        longer = word + bytes([value])
-        if longer in table:
+    """LZWDecode encoding (PDF 32000-1:2008 §7.4.4, EarlyChange 1) of ``data`` (not empty).
+
+    The table maps (a word's code, the next byte) to the longer word's code, the usual way to
+    hold LZW's words without copying each word into a new byte string (same output, a sixth
+    of the CPU for the 3 MiB bomb: benchmarks/results/test-lanes.md, 2026-12-07)."""
+    table: dict[tuple[int, int], int] = {}  # codes 0-255: the bytes; 256 clear; 257 end
+    codes, word = [256], data[0]
+    for value in data[1:]:
+        longer = table.get((word, value))
+        if longer is not None:
             word = longer
             continue
-        codes.append(table[word])
-        table[longer] = len(table) + 2
-        word = bytes([value])
-        if len(table) + 2 == 4094:
+        codes.append(word)
+        table[word, value] = len(table) + 258
+        word = value
+        if len(table) + 258 == 4094:
             codes.append(256)
-            table = {bytes([i]): i for i in range(256)}
+            table = {}
     bits, size, width, free = 0, 0, 9, 258
-    for number, code in enumerate([*codes, table[word], 257]):
+    for number, code in enumerate([*codes, word, 257]):
         bits, size = (bits << width) | code, size + width
         if code == 256:
             width, free = 9, 258

@@ -31,7 +31,10 @@ def corpus_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbed
     return home
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(corpus_home: Path, embedder: HashingEmbedder):
-    """An MCP server on the corpus (links based on http://127.0.0.1:8765)."""
+    """An MCP server on the corpus (links based on http://127.0.0.1:8765), one per module:
+    each client session (``Client(server)``) runs the server's lifespan, which opens the
+    stores anew, so the tests share only its tools and settings, whose building was a large
+    share of an MCP test's CPU (benchmarks/results/test-lanes.md, 2026-12-07)."""
     return build_server(corpus_settings(corpus_home), embedder=embedder, warm=False)

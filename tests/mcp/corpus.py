@@ -90,10 +90,10 @@ def tiny_pdf(pages: int, label: str) -> bytes:
 
 
 def tiny_png(width: int = 40, height: int = 30) -> bytes:
-    """A real PNG of a solid colour."""
-    pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, width, height), False)
-    pixmap.set_rect(pixmap.irect, (200, 30, 30))
-    return pixmap.tobytes("png")
+    """A real PNG of a solid colour, ``width`` x ``height`` pixels. The pixmap is made from
+    its samples (``Pixmap.set_rect`` fills pixel by pixel in Python; the same PNG bytes)."""
+    samples = bytes((200, 30, 30)) * (width * height)
+    return pymupdf.Pixmap(pymupdf.csRGB, width, height, samples, False).tobytes("png")
 
 
 def payload(document: str, pages: tuple[int | None, int | None], heading: tuple[str, ...] = (),

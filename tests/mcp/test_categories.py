@@ -61,8 +61,10 @@ def home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbedder) ->
     return home
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(home: Path, embedder: HashingEmbedder):
+    """The server on ``home``, one per module: each client session opens the stores
+    anew (see ``server`` in tests/mcp/conftest.py)."""
     return build_server(corpus_settings(home), embedder=embedder, warm=False)
 
 

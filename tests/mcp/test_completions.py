@@ -39,8 +39,10 @@ def filed_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbedd
     return home
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def filed_server(filed_home: Path, embedder: HashingEmbedder):
+    """The server on ``filed_home``, one per module (each client session opens the stores
+    anew; see ``server`` in tests/mcp/conftest.py)."""
     return build_server(corpus_settings(filed_home), embedder=embedder, warm=False)
 
 

@@ -48,8 +48,10 @@ def deleting_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmb
     return home
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(deleting_home: Path, embedder: HashingEmbedder):
+    """The server on ``deleting_home``, one per module: each client session opens the stores
+    anew (see ``server`` in tests/mcp/conftest.py)."""
     return build_server(corpus_settings(deleting_home), embedder=embedder, warm=False)
 
 

@@ -52,8 +52,11 @@ NOTIFY = {
 }
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[TestClient]:
+    """A test client of the kb app on the corpus, one per module: the tests only send
+    requests, and the app (built, its stores opened by its lifespan) costs more than they do
+    (benchmarks/results/test-lanes.md, 2026-12-07). It sets no cookie without tokens."""
     app = build_app(corpus_settings(corpus_home), embedder=embedder, warm=False)
     with TestClient(app, base_url=ORIGIN) as test_client:
         yield test_client

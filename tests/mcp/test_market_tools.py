@@ -230,8 +230,10 @@ def market_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Wr
     return home, cells
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(market_home: tuple[Path, list[WrittenCell]], embedder: HashingEmbedder):
+    """The server on ``market_home``, one per module (each client session opens the stores
+    anew; see ``server`` in tests/mcp/conftest.py)."""
     return make_server(corpus_settings(market_home[0]), embedder)
 
 

@@ -52,8 +52,10 @@ def failed_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbed
     return home
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(failed_home: Path, embedder: HashingEmbedder):
+    """The server on ``failed_home``, one per module: each client session opens the stores
+    anew (see ``server`` in tests/mcp/conftest.py)."""
     return build_server(corpus_settings(failed_home), embedder=embedder, warm=False)
 
 

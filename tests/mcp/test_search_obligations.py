@@ -71,8 +71,10 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(home: Path):
+    """The server on ``home``, one per module: each client session opens the stores
+    anew (see ``server`` in tests/mcp/conftest.py)."""
     return build_server(corpus_settings(home), embedder=HashingEmbedder(256), warm=False)
 
 

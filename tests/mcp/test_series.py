@@ -43,8 +43,10 @@ def series_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbed
     return home
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def series_server(series_home: Path, embedder: HashingEmbedder):
+    """The server on ``series_home``, one per module: each client session opens the stores
+    anew (see ``server`` in tests/mcp/conftest.py)."""
     return build_server(corpus_settings(series_home), embedder=embedder, warm=False)
 
 
