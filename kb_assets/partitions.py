@@ -120,7 +120,7 @@ def not_run_after_failures(
     states: dict[str, str], upstream: Mapping[str, Sequence[str]]
 ) -> dict[str, str]:
     """One document's ``partition_states`` (asset -> state, in build order) with every
-    ``"failed"`` asset whose upstream asset (``upstream``: asset -> its inputs) failed or did
+    ``"failed"`` asset whose upstream asset (``upstream``: asset -> its dependencies) failed or did
     not run turned into ``NOT_RUN``. Dagster marks every step a failed run planned as failed,
     but a step starts only once its inputs succeeded, so after a failed ``markdown`` the other
     seven never ran. (Were an asset rebuilt alone after its upstream had failed, and failed

@@ -18,7 +18,7 @@ from kb_assets.constants import CHECK_CHUNKS_LOCATED, CHUNKS, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
 from kb_assets.resources import StoresResource
 from kb_shared import layout
-from kb_shared.ingest.chunking import KIND_TABLE, Chunk, chunk_markdown
+from kb_shared.ingest.chunking import KIND_TABLE, chunk_markdown
 from kb_shared.ingest.page_location import PageText, locate_chunks
 from kb_shared.providers.text_markdown import is_text_document
 
