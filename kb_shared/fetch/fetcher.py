@@ -287,8 +287,10 @@ def _pin(
     """Resolve the hop's host once, refuse unless every answer is public, and return the
     address to connect to (the first answer)."""
     host = target.raw_host.decode("ascii")
-    literal = parse_address(host) is not None
-    if literal:
+    if parse_address(host) is not None:  # an IP address: no lookup, the address rule alone
+        blocked = _refused_literal(host, policy)
+        if blocked is not None:
+            raise FetchRefusedError(f"refused: {blocked}", url=url, reason="address")
         answers: list[str] = [host]
     else:
         try:
@@ -313,8 +315,9 @@ def _pin(
             continue
         why = refusal(address)
         if why is not None:
-            message = f"{host} is {why}" if literal else f"{host} resolved to {address}, {why}"
-            raise FetchRefusedError(f"refused: {message}", url=url, reason="address")
+            raise FetchRefusedError(
+                f"refused: {host} resolved to {address}, {why}", url=url, reason="address"
+            )
     if deadline.expired():
         raise _total_timeout(url, deadline)
     return str(parse_address(answers[0]))
