@@ -62,13 +62,13 @@ db_app = typer.Typer(help="Catalog database commands.", no_args_is_help=True)
 
 #: ``kb --help`` lists the commands in these panels, in this order (each panel's commands in
 #: the order they are registered: the decorated ones below, then ``_register_the_rest``).
-DOCUMENTS, SERVING, MARKET, MAINTENANCE = (
+DOCUMENTS_PANEL, SERVING_PANEL, MARKET_PANEL, MAINTENANCE_PANEL = (
     "Documents", "Serving", "Market data and requests", "Maintenance"
 )
 
 
 
-@app.command(rich_help_panel=DOCUMENTS)
+@app.command(rich_help_panel=DOCUMENTS_PANEL)
 def add(
     paths: Annotated[
         list[str],
@@ -279,7 +279,7 @@ def _build(
         raise typer.Exit(1)
 
 
-@app.command(rich_help_panel=DOCUMENTS)
+@app.command(rich_help_panel=DOCUMENTS_PANEL)
 def build(
     names: Annotated[
         list[str] | None, typer.Argument(help="Documents to build (default: pending + failed).")
@@ -321,7 +321,7 @@ def build(
     _build(settings, stores, doc_ids, force=force_assets, as_json=as_json, workers=at_once)
 
 
-@app.command(rich_help_panel=DOCUMENTS)
+@app.command(rich_help_panel=DOCUMENTS_PANEL)
 def rebuild(
     asset: Annotated[str, typer.Argument(help=f"One of: {', '.join(REBUILDABLE)}.")],
     names: Annotated[list[str] | None, typer.Argument(help="Documents (or use --all).")] = None,
@@ -389,7 +389,7 @@ def rebuild(
     _build(settings, stores, doc_ids, assets=selection, force=(asset,), batch=batch)
 
 
-@app.command(rich_help_panel=DOCUMENTS)
+@app.command(rich_help_panel=DOCUMENTS_PANEL)
 def retry(
     name: Annotated[str, typer.Argument(help="A document whose last build failed.")],
 ) -> None:
@@ -421,7 +421,7 @@ def retry(
     raise typer.Exit(1)
 
 
-@app.command(rich_help_panel=DOCUMENTS)
+@app.command(rich_help_panel=DOCUMENTS_PANEL)
 def delete(
     names: Annotated[list[str], typer.Argument(help="Documents by file name or id.")],
 ) -> None:
@@ -465,7 +465,7 @@ def db_init() -> None:
     console.print(f"schema ready at {done.database}", soft_wrap=True)
 
 
-@app.command("sample-pdf", rich_help_panel=SERVING)
+@app.command("sample-pdf", rich_help_panel=SERVING_PANEL)
 def sample_pdf(
     path: Annotated[Path, typer.Argument(help="Where to write the sample PDF.")],
 ) -> None:
@@ -481,7 +481,7 @@ UPLOAD_HOST, UPLOAD_PORT = "127.0.0.1", 3001
 DEMO_GALLERIES = 5
 
 
-@app.command(rich_help_panel=SERVING)
+@app.command(rich_help_panel=SERVING_PANEL)
 def ui(
     port: Annotated[int, typer.Option(help="Dagster UI port.")] = 3000,
     host: Annotated[str, typer.Option(help="Dagster UI host.")] = "127.0.0.1",
@@ -538,7 +538,7 @@ def _serve(commands: list[serve.ServerCommand]) -> None:
     raise typer.Exit(code)
 
 
-@app.command(rich_help_panel=SERVING)
+@app.command(rich_help_panel=SERVING_PANEL)
 def demo(
     paths: Annotated[
         list[Path] | None,
@@ -613,16 +613,16 @@ def _register_the_rest() -> None:
         (obligations_command, "obligations"),
         (documents.categorize, None),
     ):
-        app.command(name, rich_help_panel=DOCUMENTS)(command)
-    app.command("move", help="Same as `kb categorize`.", rich_help_panel=DOCUMENTS)(
+        app.command(name, rich_help_panel=DOCUMENTS_PANEL)(command)
+    app.command("move", help="Same as `kb categorize`.", rich_help_panel=DOCUMENTS_PANEL)(
         documents.categorize
     )
-    app.add_typer(sync_app, name="sync", rich_help_panel=MARKET)
-    app.add_typer(requests_app, name="requests", rich_help_panel=MARKET)
-    app.add_typer(references_app, name="references", rich_help_panel=MARKET)
-    app.command("migrate", rich_help_panel=MAINTENANCE)(migrate_command)
-    app.command(rich_help_panel=MAINTENANCE)(documents.repair)
-    app.add_typer(db_app, name="db", rich_help_panel=MAINTENANCE)
+    app.add_typer(sync_app, name="sync", rich_help_panel=MARKET_PANEL)
+    app.add_typer(requests_app, name="requests", rich_help_panel=MARKET_PANEL)
+    app.add_typer(references_app, name="references", rich_help_panel=MARKET_PANEL)
+    app.command("migrate", rich_help_panel=MAINTENANCE_PANEL)(migrate_command)
+    app.command(rich_help_panel=MAINTENANCE_PANEL)(documents.repair)
+    app.add_typer(db_app, name="db", rich_help_panel=MAINTENANCE_PANEL)
 
 
 _register_the_rest()

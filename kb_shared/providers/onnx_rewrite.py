@@ -157,10 +157,11 @@ def drop_nan_guards(graph: onnx.GraphProto) -> int:
         if softmax is None or softmax.op_type != "Softmax" or softmax.domain not in ("", "ai.onnx"):
             continue
         constant = constants.get(zero)
-        if constant is None or zero in overridable or len(constant.dims) > 1:
-            continue  # a fill of higher rank could widen the output beyond P's shape
-        if numpy_helper.to_array(constant).size != 1 or numpy_helper.to_array(constant).any():
+        if constant is None or zero in overridable:
             continue
+        fill = numpy_helper.to_array(constant)
+        if fill.ndim > 1 or fill.size != 1 or fill.any():
+            continue  # not one zero (a fill of higher rank could widen the output beyond P's)
         if node.output[0] in exported:
             continue
         replaced[node.output[0]] = probabilities

@@ -203,7 +203,6 @@ def _not_found(doc_id: str, version: int | None = None) -> DocumentNotFoundError
     return DocumentNotFoundError(f"no {what} {doc_id!r} in the catalog")
 
 
-
 #: ``VersionReads.serving_states``' query, built once (every search runs it; SQLAlchemy
 #: statements are immutable): per document its status, version count and served version.
 _SERVING_STATES = (
@@ -231,6 +230,7 @@ _SERVING_STATES = (
 _SERVING_STATES_WITHOUT_VERSIONS = sa.select(
     documents.c.doc_id, documents.c.status, sa.literal(0), sa.null()
 ).order_by(documents.c.doc_id)
+
 
 class VersionReads(CatalogBase):
     """The reads of the version history: what a read-only caller (the MCP server) may use."""
