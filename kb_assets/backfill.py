@@ -32,20 +32,18 @@ from kb_assets.io_manager import RANGE_START_TAG, StepRecords
 from kb_assets.jobs import build_documents_job, build_job
 from kb_assets.operations import (
     PROCESS_TAG,
-    STOP_GRACE_SECONDS,
-    STOPPED_REASON,
     BuildOutcome,
     build_documents,
     build_one,
     close_abandoned_runs,
     outcome_of,
     run_config_for,
-    stop_guard,
     this_process,
     was_interrupted,
 )
 from kb_assets.partitions import partition_set_snapshot
 from kb_assets.resources import SettingsResource, StoresResource
+from kb_assets.stopping import STOPPED_REASON, build_in_turn
 from kb_shared.errors import StoreError
 
 #: Dagster's run tag of the last partition of a range run (``dagster._core.storage.tags``).
@@ -151,21 +149,15 @@ def build_batches(
         outcomes += build_documents(stores, instance, unknown, on_done=on_done, job=job)
     close_abandoned_runs(instance)
     records = StepRecords(stores.blobs())
-    with stop_guard(STOP_GRACE_SECONDS) as stop:
-        for docs in partition_batches(order, doc_ids, batch):
-            if stop.signal is not None:
-                break
-            if len(docs) == 1:
-                done = [build_one(stores, instance, docs[0], assets=assets, force=force, job=job)]
-            else:
-                done = _build_batch(stores, instance, records, docs, assets, force, job)
-            for outcome in done:
-                outcomes.append(outcome)
-                if on_done is not None:
-                    on_done(outcome)
-            if any(o.reason == STOPPED_REASON for o in done):
-                break
-    return outcomes
+
+    def build_group(docs: Sequence[str]) -> list[BuildOutcome]:
+        """The outcomes of one batch: a run of its own for a batch of one."""
+        if len(docs) == 1:
+            return [build_one(stores, instance, docs[0], assets=assets, force=force, job=job)]
+        return _build_batch(stores, instance, records, list(docs), assets, force, job)
+
+    batches = partition_batches(order, doc_ids, batch)
+    return outcomes + build_in_turn(batches, build_group, on_done)
 
 
 def _build_batch(

@@ -13,11 +13,12 @@ catalog, graph and vector index take one writer at a time (``BEGIN IMMEDIATE``, 
 timeout), and a Dagster pool with a limit holds a step back across the workers' runs as across
 any runs (``kb_assets.pools``).
 
-Stopping: each worker leads its own process group, so Ctrl-C in a terminal reaches the ``kb``
-process alone, whose ``stop_guard`` forwards the signal once to every worker; a worker's own
-``stop_guard`` interrupts its step, or its watchdog ends it ``STOP_GRACE_SECONDS`` later. A
-document whose worker stopped or ended gets ``STOPPED_REASON``; none is started after the
-signal. A worker whose ``kb`` process was killed finishes its document and exits.
+Stopping (``kb_assets.stopping``): each worker leads its own process group, so Ctrl-C in a
+terminal reaches the ``kb`` process alone, whose ``stop_guard`` forwards the signal once to
+every worker; a worker's own ``stop_guard`` interrupts its step, or its watchdog ends it
+``STOP_GRACE_SECONDS`` later. A document whose worker stopped or ended gets
+``STOPPED_REASON``; none is started after the signal. A worker whose ``kb`` process was killed
+finishes its document and exits.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from multiprocessing import connection, get_context
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any
+
+from kb_assets import stopping
 
 if TYPE_CHECKING:  # the parent imports Dagster already; a worker imports it when it starts
     import dagster as dg
@@ -132,7 +135,7 @@ def work(conn: connection.Connection, pickled_setup: bytes) -> None:
     stores = StoresResource(**setup.stores_config)
     instance = dg.DagsterInstance.from_ref(setup.instance_ref)
     try:
-        with operations.stop_guard(operations.STOP_GRACE_SECONDS) as stop:
+        with stopping.stop_guard(stopping.STOP_GRACE_SECONDS) as stop:
             while (doc_id := _next_task(conn)) is not None:
                 try:
                     outcome = stopped_outcome(stores, doc_id) if stop.signal else (
@@ -145,7 +148,7 @@ def work(conn: connection.Connection, pickled_setup: bytes) -> None:
                     conn.send(("error", _sendable(error)))
                     continue
                 conn.send(("done", outcome))
-                if outcome.reason == operations.STOPPED_REASON:
+                if outcome.reason == stopping.STOPPED_REASON:
                     break  # ends before its watchdog would take an idle worker for a stuck one
     finally:
         stores.close()
@@ -178,7 +181,7 @@ def stopped_outcome(stores: StoresResource, doc_id: str, reason: str | None = No
     row = operations._find_row(stores, doc_id)  # noqa: SLF001 - the one reader of a row
     return operations.BuildOutcome(
         doc_id=doc_id, name=row.name if row else doc_id, status=operations.DocumentStatus.FAILED,
-        run_id="", seconds=0.0, reason=reason or operations.STOPPED_REASON,
+        run_id="", seconds=0.0, reason=reason or stopping.STOPPED_REASON,
     )
 
 
@@ -283,15 +286,13 @@ class WorkerPool:
     def close(self) -> None:
         """Tell every worker to end, and wait for it (a worker that does not end within
         ``STOP_GRACE_SECONDS`` plus the margin is killed)."""
-        from kb_assets.operations import STOP_GRACE_SECONDS  # noqa: PLC0415
-
         for worker in self._workers:
             try:
                 worker.conn.send(None)
             except (BrokenPipeError, OSError):
                 pass
         for worker in self._workers:
-            worker.process.join(STOP_GRACE_SECONDS + PARENT_GRACE_MARGIN)
+            worker.process.join(stopping.STOP_GRACE_SECONDS + PARENT_GRACE_MARGIN)
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join()
@@ -368,12 +369,12 @@ def build_in_workers(
     def finish(index: int, outcome: BuildOutcome) -> None:
         nonlocal stopped
         outcomes[index] = outcome
-        stopped = stopped or outcome.reason == operations.STOPPED_REASON
+        stopped = stopped or outcome.reason == stopping.STOPPED_REASON
         if on_done is not None:
             on_done(outcome)
 
-    grace = operations.STOP_GRACE_SECONDS + PARENT_GRACE_MARGIN
-    with WorkerPool(workers, setup) as pool, operations.stop_guard(grace) as stop:
+    grace = stopping.STOP_GRACE_SECONDS + PARENT_GRACE_MARGIN
+    with WorkerPool(workers, setup) as pool, stopping.stop_guard(grace) as stop:
         forwarded = False
         while True:
             if stop.signal is not None and not forwarded:

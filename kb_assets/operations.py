@@ -5,24 +5,18 @@ document's run is a real run in the instance under ``KB_HOME/dagster``: the Dags
 shows it, its event log records every step, and a failed run can be re-executed from the
 failed step (``retry_failed``) without re-running the steps before it.
 
-A build stops on SIGTERM or SIGINT (``stop_guard``): Dagster interrupts the running step
-when Python next gets control, and ``build_documents`` starts no further document; when the
-step sits in a long native call (MuPDF layout, a model) that ignores the signal for
-``STOP_GRACE_SECONDS``, a watchdog process ends the build process, which is then resumable
-like a crashed one (``kb build`` again).
+A build stops on SIGTERM or SIGINT (``kb_assets.stopping``): Dagster interrupts the
+running step when Python next gets control, and ``build_documents`` starts no further
+document; when the step sits in a long native call (MuPDF layout, a model) that ignores the
+signal for ``STOP_GRACE_SECONDS``, a watchdog process ends the build process, which is then
+resumable like a crashed one (``kb build`` again).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import os
-import signal
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -51,6 +45,7 @@ from kb_assets.live_runs import (
 )
 from kb_assets.partitions import MISSING, not_run_after_failures, partition_states
 from kb_assets.resources import SettingsResource, StoresResource
+from kb_assets.stopping import STOPPED_REASON, build_in_turn
 from kb_shared import layout
 from kb_shared.errors import DocumentNotFoundError, KbError, StoreError
 from kb_shared.stores.catalog import (
@@ -64,95 +59,6 @@ from kb_shared.stores.catalog import (
 #: Dagster's console log is silenced during CLI builds: the CLI prints its own table with
 #: each failure's reason, and the full event log stays in the instance (Dagster UI).
 QUIET_LOGGERS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-
-#: Seconds a stop signal leaves the running step to end by itself before the watchdog kills
-#: the build process (issue 16: ``kb build`` stops within 10 s of SIGTERM at any step;
-#: benchmarks/results/pdf-limits-2026-12-01.md).
-STOP_GRACE_SECONDS = 5.0
-
-#: The reason of a document whose build a stop signal ended.
-STOPPED_REASON = (
-    "the build was stopped (SIGTERM or Ctrl-C) before it finished; run `kb build` again"
-)
-
-#: The watchdog (``stop_guard``), run as ``python -I -S -c WATCHDOG PID GRACE`` with the read
-#: end of the build process's signal wakeup pipe as its stdin: on a SIGTERM/SIGINT byte it
-#: waits GRACE seconds for the pipe to close (the build stopped) and else SIGKILLs PID. It
-#: ignores SIGINT/SIGTERM itself (Ctrl-C and ``kill -- -PGID`` reach the whole group).
-WATCHDOG = """
-import os, select, signal, sys, time
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-pid, grace = int(sys.argv[1]), float(sys.argv[2])
-stops = {int(signal.SIGTERM), int(signal.SIGINT)}
-while True:
-    got = os.read(0, 64)
-    if not got:
-        sys.exit(0)
-    if stops & set(got):
-        break
-deadline = time.monotonic() + grace
-while (left := deadline - time.monotonic()) > 0:
-    if select.select([0], [], [], left)[0] and not os.read(0, 64):
-        sys.exit(0)
-sys.stderr.write(
-    f"kb: the running step did not stop within {grace:g} s of the signal; ended the build "
-    "process. Run `kb build` again to finish.\\n"
-)
-sys.stderr.flush()
-os.kill(pid, signal.SIGKILL)
-"""
-
-
-@dataclass
-class StopFlag:
-    """Set by ``stop_guard``'s handler when SIGTERM/SIGINT arrives between runs.
-
-    Attributes:
-        signal: the signal number received, or ``None``.
-    """
-
-    signal: int | None = None
-
-
-@contextlib.contextmanager
-def stop_guard(grace: float = STOP_GRACE_SECONDS) -> Iterator[StopFlag]:
-    """Make SIGTERM and SIGINT stop a build within ``grace`` seconds, in the main thread
-    (elsewhere it yields a flag that never sets: signals reach only the main thread).
-
-    While inside: the signals set the yielded flag (Dagster swaps in its own handlers while
-    a run executes, and puts these back after); every signal is also written to a wakeup
-    pipe (``signal.set_wakeup_fd``, done by the C-level handler even while a native call
-    holds the GIL) read by the ``WATCHDOG`` process, which kills this process ``grace``
-    seconds after a stop signal unless the guard was left by then. Handlers and the wakeup
-    fd are restored on exit.
-    """
-    flag = StopFlag()
-    if threading.current_thread() is not threading.main_thread():
-        yield flag
-        return
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)
-    watchdog = subprocess.Popen(  # noqa: S603 - our own interpreter and fixed code
-        [sys.executable, "-I", "-S", "-c", WATCHDOG, str(os.getpid()), str(grace)],
-        stdin=read_end,
-    )
-    os.close(read_end)
-
-    def record(signum: int, _frame: object) -> None:
-        flag.signal = signum
-
-    previous = {sig: signal.signal(sig, record) for sig in (signal.SIGTERM, signal.SIGINT)}
-    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    try:
-        yield flag
-    finally:
-        signal.set_wakeup_fd(previous_fd)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        os.close(write_end)
-        watchdog.wait()
-
 
 @dataclass
 class BuildOutcome:
@@ -390,8 +296,8 @@ def build_documents(
     do. Live runs are read once at the start and once more for each document just before it
     is built (a run requested meanwhile); a run whose process is gone is closed, not waited for.
 
-    SIGTERM or SIGINT stops the build (``stop_guard``): the documents in progress get
-    ``STOPPED_REASON`` and no further document is started; the outcomes so far are returned.
+    SIGTERM or SIGINT stops the build (``stopping.build_in_turn``): the documents in progress
+    get ``STOPPED_REASON`` and no further document is started; the outcomes so far are returned.
     """
     order = instance.get_dynamic_partitions(DOCUMENTS)
     known = set(order)
@@ -434,20 +340,15 @@ def build_documents(
             stores, instance, doc_ids, workers=workers, not_built=not_built, assets=assets,
             force=force, on_done=on_done, job=job,
         )
-    outcomes: list[BuildOutcome] = []
-    with stop_guard(STOP_GRACE_SECONDS) as stop:
-        for doc_id in doc_ids:
-            if stop.signal is not None:
-                break
-            outcome = not_built(doc_id) or build_one(
-                stores, instance, doc_id, assets=assets, force=force, job=job
-            )
-            outcomes.append(outcome)
-            if on_done is not None:
-                on_done(outcome)
-            if outcome.reason == STOPPED_REASON:
-                break
-    return outcomes
+
+    def build_alone(docs: Sequence[str]) -> list[BuildOutcome]:
+        """The outcome of the one document of ``docs``, run or not."""
+        (doc_id,) = docs
+        return [not_built(doc_id) or build_one(
+            stores, instance, doc_id, assets=assets, force=force, job=job
+        )]
+
+    return build_in_turn(([doc_id] for doc_id in doc_ids), build_alone, on_done)
 
 
 def build_one(

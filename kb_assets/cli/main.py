@@ -296,7 +296,7 @@ def build(
     """Materialise every pending or failed document, `--workers` at once, then print a table.
 
     Exits 1 when any document failed, naming each with its reason. SIGTERM or Ctrl-C stops
-    it within 10 s (``operations.stop_guard``); the next `kb build` builds the documents that
+    it within 10 s (``stopping.stop_guard``); the next `kb build` builds the documents that
     were in progress again.
     """
     from kb_assets import operations

@@ -31,6 +31,7 @@ from kb_assets.intake import IntakeStatus, admit
 from kb_assets.jobs import build_documents_job, kb_resources
 from kb_assets.live_runs import PROCESS_TAG, this_process
 from kb_assets.resources import StoresResource
+from kb_assets.stopping import STOPPED_REASON
 from kb_shared.providers.base import ConvertedDocument
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TEXT
 from tests.assets.fake_providers import FakeProviders
@@ -288,7 +289,7 @@ def test_a_stop_signal_stops_both_documents_in_progress_as_it_stops_one_and_star
         sender.join()
         stopped_alone = one.catalog().get(DOCS[0]).status
         one.close()
-    assert [(o.doc_id, o.reason) for o in sequential] == [(DOCS[0], operations.STOPPED_REASON)]
+    assert [(o.doc_id, o.reason) for o in sequential] == [(DOCS[0], STOPPED_REASON)]
 
     stores = admit_all(pdfs, tmp_path / "two", instance)
     monkeypatch.setenv(SLOW_MARKDOWN_ENV, str(started := tmp_path / "started-two"))
@@ -299,8 +300,8 @@ def test_a_stop_signal_stops_both_documents_in_progress_as_it_stops_one_and_star
 
     assert sorted(p.name for p in started.iterdir()) == list(NAMES[:2])
     assert [(o.doc_id, o.status, o.reason) for o in outcomes] == [
-        (DOCS[0], "failed", operations.STOPPED_REASON),
-        (DOCS[1], "failed", operations.STOPPED_REASON),
+        (DOCS[0], "failed", STOPPED_REASON),
+        (DOCS[1], "failed", STOPPED_REASON),
     ]
     statuses = [stores.catalog().get(d).status for d in DOCS]
     assert statuses == [stopped_alone, stopped_alone, "pending", "pending"]

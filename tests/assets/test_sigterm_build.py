@@ -14,17 +14,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from kb_assets import operations
+from kb_assets import operations, stopping
 from kb_assets.constants import MARKDOWN, PARTITION_TAG
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import IntakeStatus, admit
-from kb_assets.operations import (
-    PROCESS_TAG,
-    STOPPED_REASON,
-    close_abandoned_runs,
-    this_process,
-)
+from kb_assets.operations import PROCESS_TAG, close_abandoned_runs, this_process
 from kb_assets.resources import StoresResource
+from kb_assets.stopping import STOPPED_REASON
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
 from kb_shared.settings import Settings
 from kb_shared.stores.vectors import KIND_TEXT
@@ -40,10 +36,10 @@ WATCHDOG_SAYS = (
 
 
 def guarded(body: str, grace: float) -> subprocess.Popen[str]:
-    """A Python process that runs ``body`` inside ``operations.stop_guard(grace)`` (the guard
+    """A Python process that runs ``body`` inside ``stopping.stop_guard(grace)`` (the guard
     is yielded as ``flag``) after printing ``ready``."""
     code = (
-        "from kb_assets.operations import stop_guard\n"
+        "from kb_assets.stopping import stop_guard\n"
         f"with stop_guard({grace}) as flag:\n"
         "    print('ready', flush=True)\n"
         f"    {body}\n"
@@ -166,7 +162,7 @@ def test_a_signal_the_step_sees_stops_the_build_and_no_further_document_starts(
         raise AssertionError("the signal did not interrupt the step")
 
     monkeypatch.setattr(PymupdfMarkdownConverter, "convert", signalling)
-    monkeypatch.setattr(operations, "STOP_GRACE_SECONDS", 600.0)  # the watchdog must not fire
+    monkeypatch.setattr(stopping, "STOP_GRACE_SECONDS", 600.0)  # the watchdog must not fire
     settings = Settings(home=tmp_path / "kb")
     stores = StoresResource(home=str(settings.home))
     instance = dagster_instance(settings)
