@@ -12,8 +12,9 @@ import pymupdf
 import pytest
 
 from kb_shared.ingest.chunking import chunk_markdown, page_marker
+from kb_shared.ingest.pdf import page_labels
 from kb_shared.search.citations import Citation, PointPayload, format_pages
-from kb_shared.providers.local_markdown import PymupdfMarkdownConverter, page_labels
+from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
 from kb_shared.search.retrieval import Passage
 from kb_shared.stores.vectors import KIND_TEXT, StoredPoint
 

@@ -1,8 +1,10 @@
-"""PDF inspection shared by both Markdown converters: open and refuse, title, version.
+"""PDF inspection shared by both Markdown converters: open and refuse, title, version, page
+labels.
 
 Nothing here converts: the local converter (``providers.local_markdown``) and the cloud one
-(``providers.cloud_markdown``) both open a PDF with :func:`open_pdf`, and take its title and
-version from :func:`extract_title` and :func:`extract_version`, so the two agree on those.
+(``providers.cloud_markdown``) both open a PDF with :func:`open_pdf`, and take its title,
+version and printed page labels from :func:`extract_title`, :func:`extract_version` and
+:func:`page_labels`, so the two agree on those.
 
 **Refusals** (each a ``ConversionError`` whose message names the file, says what is wrong and
 what to do): empty bytes; not a PDF (no ``%PDF-`` header in the first 1,024 bytes: PDF
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import math
 import re
 import unicodedata
@@ -38,6 +41,8 @@ import pymupdf
 
 from kb_shared.errors import ConversionError
 from kb_shared.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 #: How far into the file the ``%PDF-`` header may start (PDF 32000-1:2008 Annex H:
 #: Acrobat accepts the header anywhere in the first 1,024 bytes).
@@ -746,6 +751,20 @@ def extract_version(doc: pymupdf.Document) -> str:
     return ""
 
 
+def page_labels(doc: pymupdf.Document) -> list[str]:
+    """Each page's printed label from the PDF's ``/PageLabels`` (``"iv"``, ``"A-3"``), ``""``
+    for a page without one (or when the labels cannot be read: they are a nicety, never a
+    reason to refuse a PDF)."""
+    labels = []
+    for page in doc:
+        try:
+            labels.append(page.get_label() or "")
+        except Exception:  # a malformed /PageLabels tree
+            logger.debug("page %d: unreadable page label", page.number + 1, exc_info=True)
+            labels.append("")
+    return labels
+
+
 __all__ = [
     "HEADER_SEARCH_BYTES",
     "MARKDOWN_MARKS",
@@ -763,6 +782,7 @@ __all__ = [
     "extract_version",
     "is_unmapped_char",
     "open_pdf",
+    "page_labels",
     "read_page_text",
     "span_font",
     "stream_inflated_size",

@@ -5,9 +5,10 @@
 (1-based, global page numbers), ``[Figure: description]`` lines where an informative picture
 is, pipe tables, no running headers or footers; a title and a version; one ``FigureRegion``
 (page known, ``bbox=None``) per figure marker, for the cloud figure locator to place. The
-PDF is opened, refused, titled and versioned by the local converter's own public helpers
-(``kb_shared.ingest.pdf.open_pdf``, ``extract_title``, ``extract_version``), so both converters
-agree on those; the version falls back to the Markdown when the PDF has no text layer.
+PDF is opened, refused, titled, versioned and page-labelled by the local converter's own
+public helpers (``kb_shared.ingest.pdf.open_pdf``, ``extract_title``, ``extract_version``,
+``page_labels``), so both converters agree on those; the version falls back to the Markdown
+when the PDF has no text layer.
 
 **Page ranges.** A request carries at most 100 PDF pages and 32 MB (Anthropic API docs, "PDF
 support": "Maximum request size 32MB, maximum pages per request 100"), and its answer is
@@ -41,7 +42,7 @@ import pymupdf
 from kb_shared.ingest.chunking import page_marker
 from kb_shared.errors import ConversionError, ProviderError
 from kb_shared.models import CLAUDE_DOCUMENT_MODEL
-from kb_shared.ingest.pdf import extract_title, extract_version, open_pdf
+from kb_shared.ingest.pdf import extract_title, extract_version, open_pdf, page_labels
 from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
 from kb_shared.providers.cloud_common import (
     CloudProvider,
@@ -211,7 +212,7 @@ class ClaudeMarkdownConverter(CloudProvider, MarkdownConverter):
                     (doc.metadata or {}).get("title") or "", _page_text(markdown, 1), doc[0]
                 )
                 version = extract_version(doc) or _version(markdown)
-                labels = _printed_labels(doc)
+                labels = page_labels(doc)
         figures = tuple(_figure_regions(markdown))
         markdown = _PAGE_MARKER.sub(
             lambda m: page_marker(int(m[1]), labels[int(m[1]) - 1]), markdown
@@ -356,18 +357,6 @@ def renumber_pages(text: str, first_page: int, page_count: int, where: str) -> s
         body = f"{page_text}\n\n" if page_text else ""
         pieces.append(f"<!-- page {first_page + k - 1} -->\n\n{body}")
     return "".join(pieces)
-
-
-def _printed_labels(doc: pymupdf.Document) -> list[str]:
-    """Each page's ``/PageLabels`` label (``""`` when it has none or it cannot be read): the
-    markers carry it as ``<!-- page 6 (p. iv) -->`` (``kb_shared.ingest.chunking.page_marker``)."""
-    labels = []
-    for page in doc:
-        try:
-            labels.append(page.get_label() or "")
-        except Exception:  # a malformed /PageLabels tree: labels are a nicety, not a refusal
-            labels.append("")
-    return labels
 
 
 def _has_text(markdown: str) -> bool:

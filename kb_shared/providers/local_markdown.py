@@ -28,8 +28,8 @@ Pipeline for one PDF (``convert``):
    and text tidied.
 4. **Markdown**: ``<!-- page N -->`` (1-based) on its own line before each page's content,
    with the page's printed label when ``/PageLabels`` gives it one that differs
-   (``<!-- page 6 (p. iv) -->``, ``kb_shared.ingest.chunking.page_marker``); blocks separated by
-   blank lines.
+   (``<!-- page 6 (p. iv) -->``, ``kb_shared.ingest.chunking.page_marker``; labels read by
+   ``kb_shared.ingest.pdf.page_labels``); blocks separated by blank lines.
 5. **Title and version**: ``kb_shared.ingest.pdf.extract_title`` and ``extract_version``.
 
 Speed, measured on the 12 convertible corpus PDFs on 2 cores shared with other jobs (load
@@ -60,6 +60,7 @@ from kb_shared.ingest.pdf import (
     extract_version,
     is_unmapped_char,
     open_pdf,
+    page_labels,
     read_page_text,
     span_font,
     unmapped_characters,
@@ -216,22 +217,8 @@ def read_unmapped_pages(
 
 
 # --------------------------------------------------------------------------------------
-# Page labels and outline
+# Outline
 # --------------------------------------------------------------------------------------
-def page_labels(doc: pymupdf.Document) -> list[str]:
-    """Each page's printed label from the PDF's ``/PageLabels`` (``"iv"``, ``"A-3"``), ``""``
-    for a page without one (or when the labels cannot be read: they are a nicety, never a
-    reason to refuse a PDF)."""
-    labels = []
-    for page in doc:
-        try:
-            labels.append(page.get_label() or "")
-        except Exception:  # a malformed /PageLabels tree
-            logger.debug("page %d: unreadable page label", page.number + 1, exc_info=True)
-            labels.append("")
-    return labels
-
-
 def _outline(doc: pymupdf.Document) -> list[list]:
     """The outline as ``doc.get_toc()`` rows, ``[]`` when there is none or it is unreadable."""
     try:
@@ -342,7 +329,6 @@ __all__ = [
     "CONVERTER_NAME",
     "LAYOUT_UNMAPPED_SHARE",
     "PymupdfMarkdownConverter",
-    "page_labels",
     "plain_text_blocks",
     "read_unmapped_pages",
     "unmapped_share",

@@ -470,29 +470,21 @@ class SqliteVectorIndex(VectorIndex):
 
     def _delete_ids(self, ids: list[str]) -> int:
         """Delete the stored ones of ``ids`` in one transaction; returns how many."""
-        with self._write(f"deleting {len(ids)} ids") as conn:
-            generation = self._next_generation(conn)
-            rowids = [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT rowid FROM {self._points} "
-                    "WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps(ids),),
-                )
-            ]
-            self._delete_rowids(conn, rowids, points_too=True, generation=generation)
-        return len(rowids)
+        return self._delete_points(
+            f"deleting {len(ids)} ids", "id IN (SELECT value FROM json_each(?))", json.dumps(ids)
+        )
 
     def _delete_document(self, document: str) -> int:
         """Delete every point of ``document`` in one transaction; returns how many (0 if none)."""
-        with self._write(f"deleting document {document!r}") as conn:
+        return self._delete_points(f"deleting document {document!r}", "document = ?", document)
+
+    def _delete_points(self, action: str, where: str, value: str) -> int:
+        """Delete the points matching ``where`` (SQL on the points table, one ``?`` bound to
+        ``value``) in one transaction at a new generation; returns how many."""
+        with self._write(action) as conn:
             generation = self._next_generation(conn)
-            rowids = [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT rowid FROM {self._points} WHERE document = ?", (document,)
-                )
-            ]
+            query = f"SELECT rowid FROM {self._points} WHERE {where}"
+            rowids = [r[0] for r in conn.execute(query, (value,))]
             self._delete_rowids(conn, rowids, points_too=True, generation=generation)
         return len(rowids)
 
