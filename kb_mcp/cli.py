@@ -119,7 +119,7 @@ def serve(
 
     Exits with status 2 (and says why) when asked to bind a non-loopback address without
     KB_MCP_TOKENS and without --public, or when --workers above 1 is given with --transport
-    stdio.
+    stdio; with status 3 when the port cannot be bound (checked before the model loads).
     """
     from kb_shared.errors import SettingsError  # noqa: PLC0415 - keep `kb-mcp --help` fast
     from kb_shared.settings import Settings  # noqa: PLC0415
@@ -162,9 +162,34 @@ def serve(
     except ExposureError as exc:
         typer.echo(f"kb-mcp: {exc}", err=True)
         raise typer.Exit(2) from exc
+    from uvicorn.config import STARTUP_FAILURE  # noqa: PLC0415
+
+    try:  # before the app's lifespan loads the model: a taken port is refused in a moment
+        listener = bind_listener(settings.mcp_host, settings.mcp_port, reuse_port=False)
+    except OSError as exc:
+        raise cannot_listen(settings, exc, STARTUP_FAILURE) from exc
     for line in page_lines(settings):
         typer.echo(f"kb-mcp: {line}", err=True)
-    uvicorn.run(asgi, **server_options(settings, log_level))
+    server = uvicorn.Server(uvicorn.Config(asgi, **server_options(settings, log_level)))
+    try:
+        server.run(sockets=[listener])
+    except KeyboardInterrupt:  # a second Ctrl-C during the graceful stop
+        pass
+    finally:
+        listener.close()
+    if not server.started:  # the lifespan failed (uvicorn.run's own rule)
+        raise typer.Exit(STARTUP_FAILURE)
+
+
+def cannot_listen(settings: Any, error: OSError, status: int) -> typer.Exit:
+    """Say on stderr that ``settings``' ``mcp_host:mcp_port`` cannot be bound (``error``: in
+    use, not local, no permission) and what to do; returns the ``typer.Exit(status)`` to raise."""
+    typer.echo(
+        f"kb-mcp: cannot listen on {settings.mcp_host}:{settings.mcp_port}: {error}; stop what "
+        "holds it or choose another port (--port, KB_MCP_PORT)",
+        err=True,
+    )
+    return typer.Exit(status)
 
 
 def server_options(settings: Any, log_level: LogLevel) -> dict[str, Any]:
@@ -320,9 +345,7 @@ def serve_workers(settings: Any, *, public: bool, log_level: LogLevel) -> None:
     try:
         anchor = reserve_port(settings.mcp_host, settings.mcp_port)
     except OSError as exc:
-        typer.echo(f"kb-mcp: cannot listen on {settings.mcp_host}:{settings.mcp_port}: {exc}",
-                   err=True)
-        raise typer.Exit(STARTUP_FAILURE) from exc
+        raise cannot_listen(settings, exc, STARTUP_FAILURE) from exc
     config = uvicorn.Config(
         WorkerApp(settings, public, log_level.name),
         factory=True,

@@ -291,7 +291,8 @@ def test_serve_help_wraps_at_the_terminal_width_not_the_source_lines(columns: in
     assert " ".join(paragraph) == (
         "Exits with status 2 (and says why) when asked to bind a non-loopback address without "
         "KB_MCP_TOKENS and without --public, or when --workers above 1 is given with "
-        "--transport stdio."
+        "--transport stdio; with status 3 when the port cannot be bound (checked before the "
+        "model loads)."
     )
     # each line is filled to the width before the next begins (no break after "without")
     assert all(len(line) + len(next_line.split()[0]) + 1 > columns - 4

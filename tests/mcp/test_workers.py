@@ -181,6 +181,24 @@ def test_each_worker_gets_its_own_reuse_port_tcp_socket_and_a_taken_port_is_refu
         anchor.close()
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_taken_port_is_refused_before_anything_is_served_or_loaded(
+    tmp_path: Path, workers: str
+) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = taken.getsockname()[1]
+    try:
+        result = CliRunner().invoke(cli, ["serve", "--port", str(port), "--workers", workers,
+                                          "--home", str(tmp_path)])
+    finally:
+        taken.close()
+    assert result.exit_code == 3  # uvicorn's STARTUP_FAILURE
+    assert (f"kb-mcp: cannot listen on 127.0.0.1:{port}: [Errno 98] Address already in use; "
+            "stop what holds it or choose another port (--port, KB_MCP_PORT)") in result.output
+    assert "MCP endpoint" not in result.output  # no server announced that never started
+    assert list(tmp_path.iterdir()) == []  # refused before any store was opened
+
+
 def test_workers_setting_defaults_to_one_and_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KB_MCP_WORKERS", raising=False)
     assert Settings().mcp_workers == 1
