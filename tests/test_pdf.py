@@ -16,8 +16,11 @@ from kb_shared.ingest.pdf import (
     MIN_INVISIBLE_TEXT_CHARS,
     TextLayerStats,
     check_text_layer,
+    count_unmapped,
+    drop_unmapped,
     extract_title,
     extract_version,
+    is_unmapped_char,
     open_pdf,
     read_page_text,
     unmapped_characters,
@@ -37,6 +40,16 @@ FCAS = "aemo_FCAS_Model_in_NEMDE.pdf"
 # --------------------------------------------------------------------------------------
 # Opening and the text layer
 # --------------------------------------------------------------------------------------
+def test_the_unmapped_pattern_names_exactly_the_characters_is_unmapped_char_names() -> None:
+    every = "".join(chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF)
+    unmapped = [ch for ch in every if is_unmapped_char(ch)]
+    # U+FFFD and the three private-use areas (6,400 + 65,534 + 65,534 code points)
+    assert len(unmapped) == 1 + 6_400 + 65_534 + 65_534
+    assert count_unmapped(every) == len(unmapped)
+    assert drop_unmapped(every) == "".join(ch for ch in every if not is_unmapped_char(ch))
+    assert drop_unmapped("\uf0b7 Bullet \ufffdtext\U000f0001") == " Bullet text"
+
+
 def test_header_after_leading_junk_is_still_a_pdf() -> None:
     # Acrobat accepts the header anywhere in the first 1,024 bytes; so do we.
     doc = open_pdf(b"\r\n" * 20 + text_pdf("Shifted header"), "shifted.pdf")

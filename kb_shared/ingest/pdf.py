@@ -449,6 +449,21 @@ def _font_has_no_mapping(doc: pymupdf.Document, xref: int, font_type: str, encod
     return False
 
 
+#: The characters :func:`is_unmapped_char` names, as one pattern, so that a page's text is
+#: counted (:func:`count_unmapped`) and cleaned (:func:`drop_unmapped`) in one C-level pass.
+UNMAPPED_CHARS = re.compile("[\ufffd\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
+
+
+def count_unmapped(text: str) -> int:
+    """How many of ``text``'s characters are unmapped (:func:`is_unmapped_char`)."""
+    return len(UNMAPPED_CHARS.findall(text))
+
+
+def drop_unmapped(text: str) -> str:
+    """``text`` without its unmapped characters (:func:`is_unmapped_char`)."""
+    return UNMAPPED_CHARS.sub("", text)
+
+
 def is_unmapped_char(ch: str) -> bool:
     """True for a character without a Unicode meaning: U+FFFD or a private-use code point
     (the BMP area and planes 15-16, Unicode 15.1 §23.5), which symbol fonts use for bullets."""
@@ -548,7 +563,7 @@ def read_page_text(doc: pymupdf.Document, page: pymupdf.Page) -> PageTextLayer:
     for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
         for line in block.get("lines", ()):
             for span in line["spans"]:
-                text = "".join(ch for ch in span["text"] if not ch.isspace())
+                text = "".join(span["text"].split())  # str.split drops what isspace names
                 if not text:
                     continue
                 characters += len(text)
@@ -559,7 +574,7 @@ def read_page_text(doc: pymupdf.Document, page: pymupdf.Page) -> PageTextLayer:
                 if font in suspects and (*origin, span["text"]) in literal:
                     suspect_text[font].append(text)
                     continue
-                bad = sum(1 for ch in text if is_unmapped_char(ch))
+                bad = count_unmapped(text)
                 if bad:
                     unmapped += bad
                     per_font[font] += bad
@@ -569,7 +584,7 @@ def read_page_text(doc: pymupdf.Document, page: pymupdf.Page) -> PageTextLayer:
         vouching = suspects[font]
         words = sum(1 for ch in text if unicodedata.category(ch)[0] in vouching)
         trusted = bool(vouching) and words >= len(text) / 2
-        bad = sum(map(is_unmapped_char, text)) if trusted else len(text)
+        bad = count_unmapped(text) if trusted else len(text)
         unmapped += bad
         if bad:
             per_font[font] += bad
@@ -780,6 +795,9 @@ __all__ = [
     "check_text_layer",
     "extract_title",
     "extract_version",
+    "UNMAPPED_CHARS",
+    "count_unmapped",
+    "drop_unmapped",
     "is_unmapped_char",
     "open_pdf",
     "page_labels",

@@ -58,7 +58,8 @@ from kb_shared.ingest.pdf import (
     check_text_layer,
     extract_title,
     extract_version,
-    is_unmapped_char,
+    count_unmapped,
+    drop_unmapped,
     open_pdf,
     page_labels,
     read_page_text,
@@ -158,8 +159,8 @@ _MARKDOWN_START = re.compile(r"^(?=[#>|])")
 def unmapped_share(text: str) -> float:
     """Share of ``text``'s non-space characters without a Unicode mapping
     (``kb_shared.ingest.pdf.is_unmapped_char``); 0.0 for blank text."""
-    characters = [ch for ch in text if not ch.isspace()]
-    return sum(map(is_unmapped_char, characters)) / len(characters) if characters else 0.0
+    characters = "".join(text.split())
+    return count_unmapped(characters) / len(characters) if characters else 0.0
 
 
 def plain_text_blocks(pdf_page: pymupdf.Page, unreadable_fonts: frozenset[str]) -> list[Block]:
@@ -174,7 +175,7 @@ def plain_text_blocks(pdf_page: pymupdf.Page, unreadable_fonts: frozenset[str]) 
             text = "".join(
                 span["text"] for span in line["spans"] if span_font(span) not in unreadable_fonts
             )
-            text = " ".join("".join(ch for ch in text if not is_unmapped_char(ch)).split())
+            text = " ".join(drop_unmapped(text).split())
             if text:
                 lines.append(text)
         if lines:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
-from kb_shared.ingest.pdf import MARKDOWN_MARKS, is_unmapped_char
+from kb_shared.ingest.pdf import MARKDOWN_MARKS, drop_unmapped
 from kb_shared.providers.hyphenation import line_breaks, resolve_break
 
 logger = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def clean_text(markdown: str) -> str:
     markdown = _HTML_COMMENT.sub("", markdown)
     markdown = _UNWRAP_TAGS.sub("", markdown)
     markdown = _LINE_BREAK_TAG.sub(" ", markdown)
-    markdown = "".join(ch for ch in markdown if not is_unmapped_char(ch))
+    markdown = drop_unmapped(markdown)
     lines = [line.rstrip() for line in markdown.strip().splitlines()]
     return "\n".join(lines).strip()
 
@@ -599,8 +599,7 @@ def fence_code(code: str) -> str:
     reopen: the fence is one backtick longer than the longest backtick run in the code, and at
     least three (CommonMark 0.31, section 4.5). Lines are kept verbatim except that trailing
     whitespace and unmapped glyphs are dropped, so a ``#`` line stays code."""
-    lines = ["".join(ch for ch in line if not is_unmapped_char(ch)).rstrip()
-             for line in code.split("\n")]
+    lines = [drop_unmapped(line).rstrip() for line in code.split("\n")]
     while lines and not lines[-1]:
         lines.pop()
     longest = max((len(run) for run in _BACKTICK_RUN.findall(code)), default=0)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import pymupdf
 
-from kb_shared.ingest.pdf import is_unmapped_char
+from kb_shared.ingest.pdf import drop_unmapped
 from kb_shared.providers.base import FigureRegion
 from kb_shared.providers.markdown_cleanup import (
     Block,
@@ -213,7 +213,7 @@ def _cell_text(words: Sequence[tuple], cell: Sequence[float] | None) -> str:
         for w in words
         if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1
     ]
-    text = "".join(ch for ch in " ".join(parts) if not is_unmapped_char(ch))
+    text = drop_unmapped(" ".join(parts))
     return " ".join(text.split()).replace("|", "\\|")
 
 
