@@ -16,7 +16,7 @@ from kb_mcp.links import Links
 from kb_mcp.render import tool_result
 from kb_mcp.schemas import ChangeRef, ChangeSideRef, CompareVersionsOutput
 from kb_shared.compliance.changes import Change, Side
-from kb_shared.search.quotes import heading_label
+from kb_shared.search.citations import heading_label
 from kb_shared.stores.catalog import (
     CatalogReader,
     DocumentRow,
@@ -205,7 +205,7 @@ def change_header(change: Change, comparison: Comparison) -> str:
 
 
 def _section(path: str | None) -> str | None:
-    """A stored section path as a reader sees it (``quotes.heading_label``); ``None`` for none."""
+    """A stored section path as a reader sees it (``citations.heading_label``); ``None`` for none."""
     return heading_label(path) if path else None
 
 

@@ -12,7 +12,7 @@ from kb_mcp.links import Links
 from kb_mcp.render import tool_result
 from kb_mcp.schemas import ObligationRef, SearchObligationsOutput
 from kb_shared import layout
-from kb_shared.search.quotes import heading_label
+from kb_shared.search.citations import heading_label
 from kb_shared.stores.catalog import DocumentRow, ObligationRow, ObligationSearchResult
 
 #: What a party without a name (a passive sentence) is shown as.

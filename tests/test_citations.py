@@ -29,6 +29,26 @@ def test_header_has_title_version_pages_and_section_without_the_title_twice() ->
     )
 
 
+def test_the_section_reads_as_a_reader_sees_it_without_markdown_or_footnote_markers() -> None:
+    # nist_SP_800-171r2.pdf p. 27, as the converter writes its headings
+    marked = payload(heading_path=(
+        "THE REQUIREMENTS", "3.1 ACCESS CONTROL",
+        "**3.1.19 Encrypt CUI on mobile devices and mobile computing platforms.**<sup>23</sup>",
+        "**DISCUSSION**",
+    ))
+    citation = Citation.from_payload(marked)
+    assert citation.section == (
+        "THE REQUIREMENTS › 3.1 ACCESS CONTROL › 3.1.19 Encrypt CUI on mobile devices and "
+        "mobile computing platforms. › DISCUSSION"
+    )
+    assert citation.header(1).endswith(
+        "— pp. 12–13 — THE REQUIREMENTS › 3.1 ACCESS CONTROL › 3.1.19 Encrypt CUI on mobile "
+        "devices and mobile computing platforms. › DISCUSSION"
+    )
+    # the stored payload keeps the heading path as built (ranking reads it)
+    assert marked["section"].endswith("platforms.**<sup>23</sup> › **DISCUSSION**")
+
+
 def test_unknown_parts_are_left_out_and_the_title_falls_back_to_the_name() -> None:
     bare = payload(title="", version="", page_start=None, page_end=None, heading_path=())
     assert Citation.from_payload(bare).header(3) == "[3] SO_OP_3705.pdf"

@@ -4,14 +4,12 @@ whose pages were not found in the PDF (issue 25, "Citations that are true to the
 
 from __future__ import annotations
 
-from kb_shared.search.citations import PointPayload
+from kb_shared.search.citations import PointPayload, heading_label, readable
 from kb_shared.search.quotes import (
     QUOTE_CHARS,
     MarkdownPages,
     cut,
-    heading_label,
     passage_quote,
-    readable,
     unit_offset,
 )
 from kb_shared.search.retrieval_features import UnitMatch, units
@@ -116,5 +114,8 @@ def test_a_heading_label_drops_the_emphasis_marks_a_converter_leaves() -> None:
         "UPDATED Active internet connection"
     )
     assert heading_label("3 Flow › **3.1 NEW** _Rules_") == "3 Flow › 3.1 NEW Rules"
+    assert heading_label("**3.1.19 Encrypt CUI.**<sup>23</sup> › Note<SUP>a, b</SUP>") == (
+        "3.1.19 Encrypt CUI. › Note"
+    )
     # marks inside a word or between digits are text, not emphasis
     assert heading_label("A_B_C rule 2*3") == "A_B_C rule 2*3"

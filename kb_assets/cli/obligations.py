@@ -85,7 +85,7 @@ def _every_row(catalog: Any, keys: list[str], **filters: Any) -> Iterator[Any]:
 def write_csv(out: IO[str], rows: list[Any], documents: dict[str, Any], links: Any) -> None:
     """The register as CSV (``CSV_COLUMNS``, a header row first) to ``out``."""
     from kb_shared import layout
-    from kb_shared.search.quotes import heading_label
+    from kb_shared.search.citations import heading_label
 
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)

@@ -1,7 +1,7 @@
 """A document version as "What changed" compares it (issue 27): its sections in reading
 order, each a heading path (``Chunk.heading_path``) and its *units*: sentences, list clauses
 and table rows cut by ``retrieval_features.units``, shown as a quote shows them
-(``quotes.readable``), each with the 1-based page a reader sees it on (the rule of
+(``citations.readable``), each with the 1-based page a reader sees it on (the rule of
 ``kb_shared.search.quotes``: the chunk's page runs when it is located, else its first page).
 Consecutive chunks under one heading path are one section. ``[Figure: …]`` markers and
 page-number lines ("Page 6 of 40") are no units. The ``changes`` asset stores each version's
@@ -24,7 +24,8 @@ from typing import Any
 from kb_shared.ingest.chunking import PATH_SEPARATOR, Chunk
 from kb_shared.errors import ChangeSnapshotError
 from kb_shared.ingest.page_location import FIGURE_LINE, page_at
-from kb_shared.search.quotes import QUOTE_CHARS, readable, unit_offset
+from kb_shared.search.citations import readable
+from kb_shared.search.quotes import QUOTE_CHARS, unit_offset
 from kb_shared.search.retrieval_features import units
 
 #: Version of the snapshot's JSON layout (``Snapshot.to_json``).
@@ -59,7 +60,7 @@ def comparison_key(text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class SnapshotUnit:
     """One sentence, list clause or table row of a version: ``text`` as a quote shows it
-    (``quotes.readable``), ``page`` the 1-based page it is on (``None`` when unknown)."""
+    (``citations.readable``), ``page`` the 1-based page it is on (``None`` when unknown)."""
 
     text: str
     page: int | None

@@ -24,7 +24,7 @@ from kb_shared.ingest.page_location import FIGURE_LINE
 from kb_shared.providers.graph_vocabulary import DOCUMENT_HEADS, KNOWN_NAMES, ORGANISATION, ROLE_HEADS
 from kb_shared.providers.spacy_graph.abbreviations import abbreviations
 from kb_shared.providers.spacy_graph.names import LEADING_DROP, singular
-from kb_shared.search.quotes import readable
+from kb_shared.search.citations import readable
 from kb_shared.search.retrieval_features import Unit, units
 
 MUST = "must"
@@ -142,7 +142,7 @@ _STRAY_EMPHASIS = re.compile(r"(?<![\w*_])[*_]+(?=\w)|(?<=\w)[*_]+(?![\w*_])")
 
 
 def clause_text(unit_text: str) -> str:
-    """``quotes.readable`` of a unit, with emphasis marks it leaves ("should _not_") removed."""
+    """``citations.readable`` of a unit, with emphasis marks it leaves ("should _not_") removed."""
     return _STRAY_EMPHASIS.sub("", readable(unit_text))
 
 

@@ -94,7 +94,7 @@ class ObligationStatement:
             party's head phrase in Title Case; ``None`` without a party or for a product.
         modality: one of ``MODALITIES`` ("shall" is must, "is not permitted to" must not).
         text: the sentence, list clause (stem joined) or table row as a reader sees it
-            (``quotes.readable``).
+            (``citations.readable``).
         action: the requirement in the document's words, from the modal on.
         deadline: the time or condition phrase ("within 2 business days", "if conformance
             mode = 2"), ``None`` when there is none.

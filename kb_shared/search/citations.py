@@ -16,15 +16,45 @@ links keep ``#page=<physical>`` (issue 16, "Printed page labels").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kb_shared.ingest.page_location import page_at
+from kb_shared.ingest.page_location import INLINE_TAG, page_at
 
 #: Separator between header parts and between heading-path levels.
 PART_SEPARATOR = " — "
 PATH_SEPARATOR = " › "
+
+#: Markdown emphasis marks the converter writes around words (``**bold**``, ``_italic_``).
+_EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])")
+#: A line break the converter writes inside a table cell: it separates words.
+_LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+#: Emphasis marks left at a word's edge once paired ones are gone ("*****NEW***" headings).
+_STRAY_STARS = re.compile(r"(?<![\w*])\*+|\*+(?![\w*])")
+#: A superscript in a heading: a footnote marker ("… platforms.<sup>23</sup>"), not its words.
+_SUPERSCRIPT = re.compile(r"<sup\b[^>]*>.*?</sup>", re.IGNORECASE | re.DOTALL)
+
+
+def readable(unit_text: str) -> str:
+    """A sentence or pipe-table row as a reader sees it (``quotes.Quote.text``, not yet cut):
+    emphasis marks and inline tags removed, whitespace collapsed, table cells joined by
+    `` | ``."""
+    text = INLINE_TAG.sub("", _LINE_BREAK.sub(" ", _EMPHASIS.sub("", unit_text)))
+    stripped = text.strip()
+    if stripped.startswith("|"):
+        cells = [" ".join(cell.split()) for cell in stripped.strip("|").split("|")]
+        return " | ".join(cell for cell in cells if cell)
+    return " ".join(text.split())
+
+
+def heading_label(heading: str) -> str:
+    """A heading or " › "-joined heading path as a reader sees it: ``readable`` without its
+    footnote markers (superscripts) and the stray emphasis marks a converter leaves around
+    words ("*****UPDATED*** Rules**<sup>2</sup>" reads "UPDATED Rules")."""
+    return " ".join(_STRAY_STARS.sub("", readable(_SUPERSCRIPT.sub("", heading))).split())
+
 
 #: Payload keys (shared by the embeddings/figures assets and kb_mcp).
 DOC_ID = "doc_id"
@@ -294,7 +324,8 @@ def page_reference(page: int | None, label: str = "") -> str:
 @dataclass(frozen=True, slots=True)
 class Citation(CitedPages):
     """The citation fields of one result, read from its payload: ``CitedPages``'s, then the
-    section and the printed page labels (``PointPayload``'s fields of the same names)."""
+    section (as a reader sees it: ``heading_label``) and the printed page labels
+    (``PointPayload``'s fields of the same names)."""
 
     section: str
     page_label_start: str = ""
@@ -311,7 +342,7 @@ class Citation(CitedPages):
             version=str(payload.get(VERSION) or "").strip(),
             page_start=_as_page(payload.get(PAGE_START)),
             page_end=_as_page(payload.get(PAGE_END)),
-            section=str(payload.get(SECTION) or "").strip(),
+            section=heading_label(str(payload.get(SECTION) or "")),
             page_label_start=str(payload.get(PAGE_LABEL_START) or "").strip(),
             page_label_end=str(payload.get(PAGE_LABEL_END) or "").strip(),
         )

@@ -19,18 +19,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb_shared.search.citations import PointPayload, page_reference
-from kb_shared.ingest.page_location import FIGURE_LINE, INLINE_TAG
+from kb_shared.search.citations import PointPayload, page_reference, readable
+from kb_shared.ingest.page_location import FIGURE_LINE
 from kb_shared.search.retrieval_features import PagedText, Unit, UnitMatch, unit_page, units
 from kb_shared.stores.blobs import BlobStore
 
 #: Longest quote, in characters (issue 25: "a short verbatim quote … ≤ 300 characters").
 QUOTE_CHARS = 300
-
-_EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])")
-#: A line break the converter writes inside a table cell: it separates words.
-_LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-
 
 @dataclass(frozen=True, slots=True)
 class Quote:
@@ -53,27 +48,6 @@ class Quote:
         """``"8"``, or ``"iv (PDF page 6)"`` when the printed label differs
         (``citations.page_reference``)."""
         return page_reference(self.page, self.page_label)
-
-
-def readable(unit_text: str) -> str:
-    """A sentence or pipe-table row as a quote shows it (``Quote.text``), not yet cut."""
-    text = INLINE_TAG.sub("", _LINE_BREAK.sub(" ", _EMPHASIS.sub("", unit_text)))
-    stripped = text.strip()
-    if stripped.startswith("|"):
-        cells = [" ".join(cell.split()) for cell in stripped.strip("|").split("|")]
-        return " | ".join(cell for cell in cells if cell)
-    return " ".join(text.split())
-
-
-#: Emphasis marks left at a word's edge once paired ones are gone ("*****NEW***" headings).
-_STRAY_STARS = re.compile(r"(?<![\w*])\*+|\*+(?![\w*])")
-
-
-def heading_label(heading: str) -> str:
-    """A heading or " › "-joined heading path as a reader sees it: ``readable`` plus the stray
-    emphasis marks a converter leaves around words ("*****UPDATED*** Rules**" reads
-    "UPDATED Rules")."""
-    return " ".join(_STRAY_STARS.sub("", readable(heading)).split())
 
 
 def cut(text: str, limit: int = QUOTE_CHARS) -> str:
