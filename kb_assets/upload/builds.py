@@ -7,7 +7,11 @@ A step's ``state`` is one of ``STEP_STATES``: ``waiting`` (the run has not reach
 ``running``, ``retrying`` (it failed and Dagster's retry policy will run it again),
 ``succeeded``, ``failed``, ``skipped`` (Dagster skipped it), ``not run`` (the run ended
 before it), ``reused`` (a re-execution from failure kept the parent run's output) or ``not
-selected`` (a rebuild of one asset leaves the others as they are).
+selected`` (a rebuild of one asset leaves the others as they are). A failed step is
+``refused`` when it failed with a ``dagster.Failure``: every corpus asset raises one only to
+refuse its input (``allow_retries=False``: a scanned or damaged PDF, Markdown with no text,
+outputs of another version) with a reason that says what to do, so running the step again on
+the same input fails the same way and the page offers no retry for it.
 """
 
 from __future__ import annotations
@@ -90,9 +94,9 @@ def planned_steps(run: dg.DagsterRun) -> list[str]:
 def step_rows(
     instance: dg.DagsterInstance, run: dg.DagsterRun, entries: Iterable[Any] | None = None
 ) -> list[dict[str, Any]]:
-    """One row per corpus asset: ``{"asset", "state", "attempts", "reason"}`` (module
-    docstring); ``attempts`` counts the step's starts (1 + its retries). ``entries``: the
-    run's event log entries when already read (others than step events are skipped)."""
+    """One row per corpus asset: ``{"asset", "state", "attempts", "reason", "refused"}``
+    (module docstring); ``attempts`` counts the step's starts (1 + its retries). ``entries``:
+    the run's event log entries when already read (others than step events are skipped)."""
     planned = planned_steps(run)
     rows: dict[str, dict[str, Any]] = {}
     for asset in CORPUS_ASSETS:
@@ -100,7 +104,8 @@ def step_rows(
             state = "waiting"
         else:
             state = "reused" if run.parent_run_id else "not selected"
-        rows[asset] = {"asset": asset, "state": state, "attempts": 0, "reason": ""}
+        rows[asset] = {"asset": asset, "state": state, "attempts": 0, "reason": "",
+                       "refused": False}
     if entries is None:
         entries = instance.all_logs(run.run_id, of_type=STEP_EVENTS)
     for entry in entries:
@@ -113,6 +118,7 @@ def step_rows(
             row["attempts"] += 1
         if event.event_type == dg.DagsterEventType.STEP_FAILURE:
             row["reason"] = failure_message(event.step_failure_data)
+            row["refused"] = event.step_failure_data.user_failure_data is not None
         if event.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY:
             row["reason"] = failure_message(event.step_retry_data)
     if run.status in FINISHED:

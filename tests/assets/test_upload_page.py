@@ -11,6 +11,7 @@ fails with the reason the real converter gives, in milliseconds.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,7 +45,7 @@ from kb_shared.providers.base import ConvertedDocument
 from kb_shared.settings import Settings
 from tests.assets.fake_providers import FakeProviders
 from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
-from tests.fakes import SAMPLE_TITLE, SAMPLE_VERSION, FakeConverter, tiny_pdf
+from tests.fakes import SAMPLE_TITLE, SAMPLE_VERSION, FakeConverter, FlakyEmbedder, tiny_pdf
 
 EXISTING = "Existing Rules.pdf"
 EXISTING_ID = "existing-rules.pdf"
@@ -303,6 +304,8 @@ def test_builds_list_each_step_and_a_retry_resumes_from_the_failed_one(kb: Corpu
         ("figures", "not run", 0), ("record", "not run", 0),
     ]
     assert run["steps"][0]["reason"] == "Existing Rules.pdf: damaged (simulated)"
+    # the converter refused the file (a dagster.Failure): the page offers no retry for it
+    assert [s["refused"] for s in run["steps"]] == [True] + [False] * 7
     rebuild = client.post(f"/api/documents/{EXISTING_ID}/rebuild/graph", headers=CHANGE)
     assert rebuild.status_code == 400
     assert "markdown, chunks, embeddings, figures have none yet" in rebuild.json()["error"]
@@ -316,6 +319,7 @@ def test_builds_list_each_step_and_a_retry_resumes_from_the_failed_one(kb: Corpu
         "ready", "success", run["run_id"],
     )
     assert {s["state"] for s in retried["steps"]} == {"succeeded"}
+    assert not any(s["refused"] for s in retried["steps"])
     assert first["run_id"] == run["run_id"]
     again = client.post(f"/api/runs/{retried['run_id']}/retry", headers=CHANGE)
     assert (again.status_code, again.json()["error"]) == (
@@ -393,6 +397,23 @@ def step_states(page: Any, doc: str) -> dict[str, str]:
     return {row.get_attribute("data-step"): row.get_attribute("data-state") for row in rows.all()}
 
 
+def test_a_step_that_crashed_is_not_refused_and_can_be_retried(kb: Corpus) -> None:
+    service = kb.service(job=upload_build_job, build_uploads=True)
+    client = TestClient(build_app(service), base_url="http://127.0.0.1:3001")
+    FAKE_JOB["providers"].embedder_ = FlakyEmbedder("embedding server went away")
+    assert client.post(f"/api/documents/{EXISTING_ID}/build", headers=CHANGE).status_code == 202
+    wait_for(service.worker.idle)
+    (build,) = client.get("/api/builds").json()["builds"]
+    (run,) = build["runs"]
+    failed = [(s["asset"], s["reason"], s["refused"]) for s in run["steps"]
+              if s["state"] == "failed"]
+    assert failed == [("embeddings", "RuntimeError: embedding server went away", False)]
+    # the page's rule: no refused step, so its card offers "Retry from the failed step"
+    assert client.post(f"/api/runs/{run['run_id']}/retry", headers=CHANGE).status_code == 202
+    wait_for(service.worker.idle)
+    assert client.get("/api/builds").json()["builds"][0]["status"] == "ready"
+
+
 @pytest.mark.slow
 def test_the_page_uploads_checks_and_follows_builds_in_chromium(
     served: tuple[str, UploadService], browser_page: Any, corpus: Path,  # noqa: F811
@@ -448,10 +469,19 @@ def test_the_page_uploads_checks_and_follows_builds_in_chromium(
     card.wait_for(timeout=60_000)
     assert card.locator(".reason").inner_text() == f"markdown: {SCANNED_REASON}"
     assert step_states(page, SCANNED)["markdown"] == "failed"
-    assert card.locator("button.retry").is_visible()
+    # the same file fails the same way again: no retry or rebuild offered, the reason says why
+    assert card.locator("button.retry, button.rebuild").count() == 0
+    assert card.locator('[data-role="refused"]').inner_text() == (
+        "Running it again cannot help: kb refused this input. Do what the reason says."
+    )
     first_run = card.locator("a.run-link").get_attribute("href")
     assert first_run.startswith("http://127.0.0.1:3000/runs/")
-    card.locator("button.retry").click()  # re-executes from the failed step: fails again
+    # `kb retry` or the API still re-execute it from the failed step: it fails again
+    run_id = first_run.rsplit("/", 1)[1]
+    page.evaluate(
+        "([url, header]) => fetch(url, {method: 'POST', headers: {[header]: '1'}})",
+        [f"{base}/api/runs/{run_id}/retry", CHANGE_HEADER],
+    )
     retried = page.locator(f'.build[data-doc="{SCANNED}"]:has(p.earlier)')
     retried.wait_for(timeout=60_000)
     page.wait_for_selector(
@@ -489,7 +519,7 @@ def test_the_page_uploads_checks_and_follows_builds_in_chromium(
 UNBROKEN = "AEMO_Market_Settlement_and_Transfer_Solution_Procedures_v2.3_final_consolidated.pdf"
 
 
-def test_the_corpus_table_shows_a_new_version_and_fits_1280_px(
+def test_the_corpus_table_shows_a_new_version_and_fits_1280_and_1000_px(
     kb: Corpus, browser_page: Any, tmp_path: Path,  # noqa: F811
 ) -> None:
     catalog = kb.stores.catalog()
@@ -518,6 +548,23 @@ def test_the_corpus_table_shows_a_new_version_and_fits_1280_px(
         assert page.viewport_size["width"] == 1280
         assert widths["page"] == 1280  # no horizontal scrolling
         assert widths["table"] <= widths["section"]
+        actions = page.locator(f'#corpus tr[data-doc="{EXISTING_ID}"] td.actions button')
+        tops = actions.evaluate_all("buttons => buttons.map(b => b.getBoundingClientRect().top)")
+        assert len(set(tops)) == 1  # the four buttons on one line where there is room
+        page.set_viewport_size({"width": 1000, "height": 900})  # a laptop's half screen
+        widths = page.evaluate(
+            "() => ({page: document.documentElement.scrollWidth, table: Math.ceil("
+            "document.getElementById('corpus').getBoundingClientRect().right), section: "
+            "document.getElementById('corpus').parentElement.getBoundingClientRect().right})"
+        )
+        assert widths["page"] == 1000  # the action buttons wrap instead
+        assert widths["table"] <= math.ceil(widths["section"])  # its right edge is x.5 px here
+        boxes = actions.evaluate_all(
+            "buttons => buttons.map(b => [b.getBoundingClientRect().top, "
+            "b.getBoundingClientRect().height])"
+        )
+        assert len({top for top, _ in boxes}) > 1  # wrapped between buttons
+        assert len({height for _, height in boxes}) == 1  # never inside one ("Rebuild / graph")
         version = page.locator(f'#corpus tr[data-doc="{EXISTING_ID}"] td.version')
         assert version.inner_text().split("\n") == ["v1 (3.2)", "v2 pending"]
         assert version.locator(".next-version").get_attribute("data-state") == "pending"

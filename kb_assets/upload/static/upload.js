@@ -336,17 +336,25 @@ function buildCard(build) {
   }
   card.append(stepTable(latest));
   if (latest.status === "failure" && !deleted) {
-    const actions = el("p", { class: "actions" },
-      el("button", { type: "button", class: "retry", onclick: () => act("POST", `/api/runs/${latest.run_id}/retry`) },
-        "Retry from the failed step"));
-    for (const step of latest.steps) {
-      if (step.state === "failed" && state.config.rebuildable.includes(step.asset)) {
+    // a step that refused its input (builds.py: "refused") fails the same way when run again:
+    // no retry of the run and no rebuild of that step, the reason says what to do instead
+    const failed = latest.steps.filter((step) => step.state === "failed");
+    const actions = el("p", { class: "actions" });
+    if (failed.some((step) => step.refused)) {
+      card.append(el("p", { class: "hint refused", "data-role": "refused",
+        text: "Running it again cannot help: kb refused this input. Do what the reason says." }));
+    } else {
+      actions.append(el("button", { type: "button", class: "retry",
+        onclick: () => act("POST", `/api/runs/${latest.run_id}/retry`) }, "Retry from the failed step"));
+    }
+    for (const step of failed) {
+      if (!step.refused && state.config.rebuildable.includes(step.asset)) {
         actions.append(el("button", { type: "button", class: "rebuild", "data-asset": step.asset,
           onclick: () => act("POST", `/api/documents/${encodeURIComponent(build.doc_id)}/rebuild/${step.asset}`) },
           `Rebuild ${step.asset}`));
       }
     }
-    card.append(actions);
+    if (actions.childElementCount) card.append(actions);
   }
   if (build.runs.length > 1) {
     const earlier = el("p", { class: "earlier" }, `${build.runs.length - 1} earlier run(s): `);
