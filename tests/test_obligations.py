@@ -430,3 +430,68 @@ def test_a_record_a_party_produces_and_an_act_bind_the_party_not_the_thing() -> 
 )
 def test_roles_of_installation_scheme_parties(party: str, role: str) -> None:
     assert role_of(party) == role
+
+
+# -- numbered requirements stated as commands (NIST SP 800-171 §3 states all 110 so) ----------
+
+NIST_PATH = ("THE REQUIREMENTS", "3.1 ACCESS CONTROL")
+
+
+def test_a_numbered_command_in_a_heading_and_in_a_list_item_is_a_must_of_no_named_party() -> None:
+    # nist_SP_800-171r2.pdf p. 22, as the converter writes it: the first requirement is a
+    # heading (the chunk's path ends with it), the second a list item of its discussion
+    heading = ("**3.1.1 Limit system access to authorized users, processes acting on behalf of "
+               "authorized users, and devices (including other systems).**")
+    text = (f"###### {heading}\n\n###### **DISCUSSION**\n\nAccess control policies control "
+            "access between active entities and passive entities in systems.\n\n"
+            "- **3.1.2 Limit system access to the types of transactions and functions that "
+            "authorized users are permitted to execute.**<sup>21</sup>")
+    found = find_obligations([chunk(text, (*NIST_PATH, heading, "DISCUSSION"), page_start=22)])
+    assert [(o.reference, o.party, o.role, o.modality, o.party_inferred, o.page) for o in found] == [
+        ("3.1.1", "", None, "must", True, 22),
+        ("3.1.2", "", None, "must", True, 22),
+    ]
+    assert found[0].text == (
+        "3.1.1 Limit system access to authorized users, processes acting on behalf of authorized "
+        "users, and devices (including other systems)."
+    )
+    assert found[1].text == (  # no list mark, no footnote marker
+        "3.1.2 Limit system access to the types of transactions and functions that authorized "
+        "users are permitted to execute."
+    )
+    assert found[1].action == found[1].text.removeprefix("3.1.2 ")
+
+
+def test_a_heading_command_is_read_once_however_many_chunks_sit_under_it() -> None:
+    heading = "3.1.19 Encrypt CUI on mobile devices and mobile computing platforms.<sup>23</sup>"
+    path = (*NIST_PATH, heading, "DISCUSSION")
+    chunks = [chunk(f"Part {i} of the discussion of mobile devices.", path, index=i)
+              for i in range(3)]
+    found = find_obligations(chunks)
+    assert [(o.reference, o.text, o.chunk_id) for o in found] == [
+        ("3.1.19", "3.1.19 Encrypt CUI on mobile devices and mobile computing platforms.", "doc.pdf-0"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("- 3.1.4 The system separates the duties of individuals.", NIST_PATH),  # a statement
+        ("- 3.1.4 Requirements apply to every system component.", NIST_PATH),  # not a command
+        ("- 3.1.4 Separate the duties of individuals", NIST_PATH),  # not a sentence
+        ("- 3.1.4 Separate the duties of individuals?", NIST_PATH),  # a question
+        ("- 3.1.4 Separate the duties of individuals.", ("2. DISPATCH", "2.1 Bids")),  # no requirements
+        # a requirement quoted as an example in another section (NIST p. 19, under 2.2)
+        ("- 3.8.1 Protect system media containing CUI.",
+         ("THE FUNDAMENTALS", "2.2 DEVELOPMENT OF SECURITY REQUIREMENTS")),
+        ("Separate the duties of individuals.", NIST_PATH),  # no clause number
+    ],
+)
+def test_what_is_not_a_numbered_command(text: str, path: tuple[str, ...]) -> None:
+    assert find_obligations([chunk(text, path)]) == []
+
+
+def test_a_command_under_a_heading_that_names_its_party_binds_that_party() -> None:
+    path = ("3. Requirements", "3.1 Solar PV installers – mandatory workforce requirements")
+    [found] = find_obligations([chunk("- 3.1.2 Hold a current electrical licence.", path)])
+    assert (found.party, found.role, found.reference) == ("Solar PV installers", "Installer", "3.1.2")

@@ -1,6 +1,6 @@
 """The ``obligations`` asset: the document's obligations register (issue 26) — every
-must / must not / should sentence of its chunks with the bound party, deadline, clause and
-page (``kb_shared.compliance.obligations``), filed in the catalog under the version's key
+must / must not / should sentence and numbered command of its chunks with the bound party,
+deadline, clause and page (``kb_shared.compliance.obligations``), filed in the catalog under the version's key
 (``kb_shared.stores.catalog.obligations``).
 
 It reads only the chunks, so it can be rebuilt alone (``kb rebuild obligations``) and is
@@ -34,7 +34,8 @@ from kb_shared.compliance.obligations import find_obligations
     kinds={"sql"},
     inputs={"document": MARKDOWN, "chunk_list": CHUNKS},
     description=(
-        "The obligations register: each must / must not / should sentence of the chunks, one "
+        "The obligations register: each must / must not / should sentence of the chunks and "
+        "each numbered requirement stated as a command ('3.1.1 Limit system access …'), one "
         "row per bound party, with its role, action, deadline, clause and page, in the catalog "
         "table 'obligations' (read by search_obligations and `kb obligations`)."
     ),

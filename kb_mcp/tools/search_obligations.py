@@ -34,8 +34,8 @@ from kb_shared.stores.catalog import CatalogReader
 from kb_shared.stores.catalog.obligations import DEFAULT_LIMIT, FILTER_MAX, MAX_LIMIT
 
 DESCRIPTION = """\
-The obligations register: every must / must not / should sentence, one per bound party, with
-its role, deadline, clause and page. Returns every match (paged: next_offset continues), the
+The obligations register: every must / must not / should sentence or numbered command
+("3.1.1 Limit access …"), one per bound party, with its role, deadline, clause and page. Returns every match (paged: next_offset continues), the
 exact count, and counts by party and document, as "[O12] Retailer must — “sentence” — p. 14,
 cl. 4.2". Use it for "all obligations of X", "what must a retailer do", "which have
 deadlines". Use search_docs for one clause, search_graph for how parties relate. Quote the

@@ -24,7 +24,7 @@ from kb_shared.ingest.page_location import FIGURE_LINE
 from kb_shared.providers.graph_vocabulary import DOCUMENT_HEADS, KNOWN_NAMES, ORGANISATION, ROLE_HEADS
 from kb_shared.providers.spacy_graph.abbreviations import abbreviations
 from kb_shared.providers.spacy_graph.names import LEADING_DROP, singular
-from kb_shared.search.citations import readable
+from kb_shared.search.citations import heading_label, readable
 from kb_shared.search.retrieval_features import Unit, units
 
 MUST = "must"
@@ -687,3 +687,49 @@ def heading_number(heading: str) -> str | None:
         return None
     return number
 
+
+
+# --------------------------------------------------------------------------------------------
+# Numbered requirements stated as commands
+# --------------------------------------------------------------------------------------------
+
+#: A numbered clause that is one sentence opening with a capitalised word: "3.1.1 Limit system
+#: access to authorized users …." (NIST SP 800-171 §3 states its 110 requirements so).
+_NUMBERED_SENTENCE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?P<number>\d+(?:\.\d+)+)\.?\s+(?P<command>(?P<word>[A-Z][a-z]+)\b[^:?]*\.)\s*$"
+)
+#: Opening words that start a statement, not a command (articles, pronouns, determiners,
+#: prepositions, conjunctions, adverbs of place or time).
+_NOT_A_COMMAND = frozenset(
+    "the a an this that these those it its their there here each every all any some no none "
+    "for in on at by of to from with within under over after before during where when if "
+    "unless while as since although though because and or but not only also however further "
+    "other such our we you they he she one two three".split()
+)
+#: A heading that says its section holds requirements ("THE REQUIREMENTS", "Basic Security
+#: Requirements", "Installer requirements").
+_REQUIREMENTS_HEADING = re.compile(r"\brequirements?\b", re.IGNORECASE)
+
+
+def numbered_command(text: str, heading_path: Sequence[str]) -> tuple[str, str, str] | None:
+    """``(number, command, sentence)`` when ``text`` (a clause or a heading as printed) is a
+    numbered requirement stated as a command in its own section of requirements ("3.1.1 Limit
+    system access to authorized users …." under "THE REQUIREMENTS › 3.1 ACCESS CONTROL"): a
+    clause number, then one sentence whose first word is capitalised and no article, pronoun,
+    preposition or conjunction (``_NOT_A_COMMAND``) nor a plural or third-person form
+    ("Requirements apply"); a heading of ``heading_path`` (outermost first) names requirements,
+    and the number extends a numbered heading of the path when it has one (a requirement quoted
+    as an example elsewhere is not read twice). ``sentence`` is ``text`` as a reader sees it
+    (``citations.heading_label``: no marks, no footnote markers). A command binds whoever
+    applies the document; it has no modal, so ``read_clause`` finds none. ``None`` otherwise."""
+    sentence = heading_label(text)
+    found = _NUMBERED_SENTENCE.match(sentence)
+    if found is None or not any(_REQUIREMENTS_HEADING.search(h) for h in heading_path):
+        return None
+    word, number = found.group("word").lower(), found.group("number")
+    if word in _NOT_A_COMMAND or (word.endswith("s") and not word.endswith("ss")):
+        return None
+    sections = [n for n in map(heading_number, heading_path) if n]
+    if sections and not any(number.startswith(f"{n}.") for n in sections):
+        return None
+    return number, found.group("command"), sentence

@@ -9,7 +9,11 @@ scheduled loads; (ii) … must ramp", one per listed party). A clause is an obli
 holds a binding modal (``modality_of``) outside quotes, is not a definition, question, heading,
 table-of-contents line, figure marker, exemption ("is not required to") or a version-history
 row, and the modal is in its main clause (not "the limits that a unit must operate within",
-"whether …", "Where … is required to …, X will").
+"whether …", "Where … is required to …, X will"). A numbered requirement stated as a command,
+in a heading or a list item of its own section of requirements ("3.1.1 Limit system access to
+authorized users …." under "THE REQUIREMENTS › 3.1 ACCESS CONTROL": NIST SP 800-171 states all
+110 of its requirements so), is a must too (``numbered_command``); it binds the party its
+section heading names, else no named party: the reader who applies the document.
 
 Principle for descriptions of a system (issue 26 leaves it to the detector): a modal whose
 subject is a computation or the system itself ("the algorithm must converge", "the process is
@@ -63,6 +67,7 @@ from kb_shared.compliance.obligation_sentences import (
     heading_party,
     names_a_party,
     not_a_requirement,
+    numbered_command,
     parties_of,
     read_clause,
     role_of,
@@ -216,6 +221,7 @@ class _Document:
         self.owner: str | None = None  # the party of the list stem the current item is under
         self.recent: list[str] = []  # the section's clauses read so far, for ``_nearest_party``
         self.mentioned: dict[int, tuple[str, str] | None] = {}  # ``_nearest_party`` of each inferred one
+        self.commands: set[tuple[str, ...]] = set()  # heading paths of the commands found in headings
 
     def read(self) -> list[Obligation]:
         for chunk, cut in zip(self.chunks, self.cut, strict=True):
@@ -322,6 +328,7 @@ class _Document:
                 self.paragraph = None
             self.section = chunk.heading_path
             self.number = None
+            self._heading_commands(chunk)
         for clause in self._clauses(chunk, cut):
             self.owner = None
             if clause.raw.startswith("|"):
@@ -345,6 +352,12 @@ class _Document:
                 if self._listed_parties(chunk, clause, readings[0]):
                     continue
                 readings = readings[1:]
+            command = numbered_command(clause.raw, chunk.heading_path) if not readings else None
+            if command is not None:  # "- 3.1.2 Limit system access to …."
+                self.items = []
+                self._command(chunk, clause, *command)
+                self._note_mentions(clause.text)
+                continue
             if not readings:
                 self.items = [*self.items, (clause, chunk)] if clause.is_item else []
                 self._note_mentions(clause.text)
@@ -356,6 +369,40 @@ class _Document:
                 for reading in readings:
                     self._emit(chunk, clause, reading, clause.text)
             self._note_mentions(clause.text)
+
+    def _heading_commands(self, chunk: Chunk) -> None:
+        """The numbered requirements stated as commands among the headings of ``chunk``'s path
+        that no earlier chunk opened ("###### 3.1.1 Limit system access to …."), each read
+        once, where the chunk's text has it."""
+        for depth, heading in enumerate(chunk.heading_path):
+            path = chunk.heading_path[: depth + 1]
+            command = numbered_command(heading, chunk.heading_path[:depth])
+            if command is None or path in self.commands:
+                continue
+            self.commands.add(path)
+            number, _, sentence = command
+            clause = _Clause(sentence, sentence, chunk.text.find(number), None, False, number)
+            self._command(chunk, clause, *command)
+
+    def _command(
+        self, chunk: Chunk, clause: _Clause, number: str, command: str, _sentence: str
+    ) -> None:
+        """A numbered requirement stated as a command (``numbered_command``): a must of the
+        party its section heading names as bound (``heading_party``), else of no named party
+        (the reader who applies the document): a party mentioned nearby is not its addressee,
+        so none is inferred. Its text is the number and the command, without list marks."""
+        text = f"{number} {command}"
+        named = (heading_party(h, self.defined) for h in reversed(chunk.heading_path))
+        party = next(filter(None, named), "")
+        self.settled.add(len(self.found))
+        self.found.append(Obligation(
+            party=party, role=role_of(party, self.defined) or party or None, modality=MUST,
+            text=text, action=command, deadline=deadline_of(text, command),
+            reference=self._reference(chunk, replace(clause, number=number, paragraph=None)),
+            chunk_id=chunk.id, page=self._page(chunk, clause, max(clause.text.find(command), 0)),
+            heading_path=chunk.heading_path, party_inferred=True,
+        ))
+        self.keys.append((chunk.heading_path, number))
 
     def _close_stem(self) -> None:
         """End an open list stem; a stem no item followed is an obligation on its own."""
