@@ -157,6 +157,29 @@ def test_version_table_gives_the_latest_version() -> None:
     assert extract_version(doc) == "10"
 
 
+def test_prose_that_says_revision_and_date_on_one_line_heads_no_version_column() -> None:
+    # a 10-K's forward-looking statements (NETFLIX_2017_10K.pdf p. 3) above a year
+    words = ("we assume no obligation to publicly release any Revision of these statements "
+             "after the date hereof except as required").split()
+    doc = doc_with_lines(
+        *((30 + 30 * i, 100, word, 6) for i, word in enumerate(words)),
+        (30 + 30 * words.index("Revision"), 120, "2010", 6),  # under "Revision"
+    )
+    assert extract_version(doc) == ""
+    lower = doc_with_lines((72, 100, "revision", 10), (140, 100, "date", 10), (72, 120, "7", 10))
+    assert extract_version(lower) == ""  # a header is capitalised
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["NETFLIX_2015_10K.pdf", "NETFLIX_2017_10K.pdf"])
+def test_a_filing_states_no_version(name: str) -> None:
+    doc = pymupdf.open(corpus_dir() / "eval" / "financebench-dev" / "pdfs" / name)
+    try:
+        assert extract_version(doc) == ""  # was "190" and "2010", read from prose
+    finally:
+        doc.close()
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize(
     ("name", "title", "version"),

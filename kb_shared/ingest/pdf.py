@@ -61,6 +61,9 @@ MIN_INVISIBLE_TEXT_CHARS = 200
 
 #: Pages searched for a version statement (cover, notice, version-control pages).
 VERSION_SEARCH_PAGES = 4
+#: A version table's header row has fewer words than this beside its version column ("Version |
+#: Date | Author | Description of changes"); a longer line is prose.
+VERSION_HEADER_WORDS = 12
 
 #: Markdown emphasis, heading, table and quote marks and inline HTML tags (pymupdf4llm's
 #: ``<u>``/``<mark>``); removed wherever Markdown is compared as plain text.
@@ -712,11 +715,14 @@ def _version_from_lines(
 
 def _version_from_table(page: pymupdf.Page) -> str:
     """Latest version in a version-control table: the largest number in a column headed
-    "Version"/"Ver.Rel"/"Rev"/"Issue" next to a "Date"/"Changes"/"Notes"/… header."""
+    "Version"/"Ver.Rel"/"Rev"/"Issue" next to a "Date"/"Changes"/"Notes"/… header. A header
+    is capitalised and its row short (``VERSION_HEADER_WORDS``): prose that says "revision" and
+    "date" on one line ("… we assume no obligation to revise … the date hereof", a 10-K's
+    forward-looking statements) heads no column."""
     words = page.get_text("words")
     found: list[tuple[tuple[int, ...], str]] = []
     for head in words:
-        if not _VERSION_COLUMN.match(head[4]):
+        if not _VERSION_COLUMN.match(head[4]) or not head[4][0].isupper():
             continue
         mid = (head[1] + head[3]) / 2
         same_line = [
@@ -724,6 +730,8 @@ def _version_from_table(page: pymupdf.Page) -> str:
             for w in words
             if w is not head and abs((w[1] + w[3]) / 2 - mid) <= 3
         ]
+        if len(same_line) >= VERSION_HEADER_WORDS:
+            continue
         if not any(w in _VERSION_TABLE_NEIGHBOURS for w in same_line):
             continue
         for w in words:

@@ -249,8 +249,10 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     #: keys; r3: a numbered heading atop every page of its part is kept where it begins;
     #: r4: printed page labels in markers, split tables joined, outline headings, line-end
     #: hyphenation resolved, code fenced safely; r5: a hyphen after one letter or a locant
-    #: kept, pages layout mode cannot map read from the plain text layer).
-    name = "pymupdf4llm-layout-r5"
+    #: kept, pages layout mode cannot map read from the plain text layer; r6: a version is
+    #: read from a version table only under a capitalised header on a short row, not from
+    #: prose: a 10-K's forward-looking statements gave Netflix's filings "Version 2010").
+    name = "pymupdf4llm-layout-r6"
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
         """Convert one PDF.
