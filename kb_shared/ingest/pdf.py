@@ -61,9 +61,6 @@ MIN_INVISIBLE_TEXT_CHARS = 200
 
 #: Pages searched for a version statement (cover, notice, version-control pages).
 VERSION_SEARCH_PAGES = 4
-#: A version table's header row has fewer words than this beside its version column ("Version |
-#: Date | Author | Description of changes"); a longer line is prose.
-VERSION_HEADER_WORDS = 12
 
 #: Markdown emphasis, heading, table and quote marks and inline HTML tags (pymupdf4llm's
 #: ``<u>``/``<mark>``); removed wherever Markdown is compared as plain text.
@@ -84,6 +81,9 @@ _VERSION_TABLE_NEIGHBOURS = {
     "date", "release", "changes", "change", "notes", "author", "description", "details",
     "amendment", "amendments", "comments", "effective", "status", "summary", "action", "by",
 }  # fmt: skip
+#: A version table's header row has fewer words than this beside its version column ("Version |
+#: Date | Author | Description of changes"); a longer line is prose.
+VERSION_HEADER_WORDS = 12
 _PLACEHOLDER_TITLES = re.compile(
     r"^(?:untitled|title|document\d*|microsoft word\b.*|slide \d+|.*\.(?:docx?|pdf|pptx?|xlsx?))$",
     re.IGNORECASE,
