@@ -39,7 +39,8 @@ def obligations_command(
         typer.Option("--csv", help="Write the register as CSV to FILE ('-' for standard output)."),
     ] = None,
 ) -> None:
-    """The obligations register: every must / must not / should of the served documents."""
+    """The obligations register: every must / must not / should sentence and numbered command
+    ("3.1.1 Limit system access …") of the served documents."""
     from kb_assets.cli.common import console, err
     from kb_mcp.errors import ToolProblem
     from kb_mcp.links import links_for
