@@ -11,12 +11,16 @@ Fixtures (import them into a test module or a ``conftest.py``):
 * ``browser_page`` — a fresh page in its own context (1280×900), closed after the test; console
   errors and uncaught page errors are collected in ``page.kb_errors`` (a list of str) so a test
   can assert that a page ran cleanly.
+
+``run_timers_until`` moves a page's own clock forward (Playwright's ``page.clock``) until an
+element shows, so a test of a page that polls need not wait the poll interval in real time.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,3 +98,27 @@ def browser_page(chromium: Any) -> Iterator[Any]:
         yield page
     finally:
         context.close()
+
+
+def run_timers_until(page: Any, locator: Any, step_ms: int, timeout_ms: float = 60_000) -> None:
+    """Advance ``page``'s clock ``step_ms`` at a time, firing its timers, until ``locator``
+    matches an element (``page.clock.install()`` must have run before the page loaded).
+
+    A page that polls every ``step_ms`` then refreshes as soon as a test changed what it shows,
+    not ``step_ms`` of real time later; the page itself runs as it would (a poll whose request
+    is still out when the clock moves schedules its next one when the answer arrives).
+
+    Raises:
+        playwright.sync_api.TimeoutError: nothing matched within ``timeout_ms`` of real time.
+    """
+    from playwright.sync_api import TimeoutError as PageTimeout  # noqa: PLC0415 - test extra
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        page.clock.run_for(step_ms)
+        try:
+            locator.first.wait_for(state="attached", timeout=250)
+            return
+        except PageTimeout:
+            if time.monotonic() > deadline:
+                raise

@@ -209,7 +209,7 @@ def test_wait_says_when_a_server_first_answers_at_its_url(
     listen = (
         "import socket, time\n"
         f"s = socket.socket(); s.bind(('127.0.0.1', {port})); time.sleep(0.5); s.listen()\n"
-        "time.sleep(2); raise SystemExit(3)\n"
+        "time.sleep(1); raise SystemExit(3)\n"  # up for 1 s: ~5 of the supervisor's polls
     )
     with Supervisor(grace=1.0) as supervisor:
         supervisor.start(ServerCommand(

@@ -30,8 +30,12 @@ from tests.assets.test_upload_page import (  # noqa: F401 - the fixture
     serving,
     upload_build_job,
 )
-from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
+from tests.browser import browser_page, chromium, run_timers_until  # noqa: F401 - fixtures
 from tests.fakes import tiny_pdf
+
+#: How often the page asks for the builds and tasks (``POLL_MS`` in upload.js): the step by
+#: which these tests move the page's clock (``tests.browser.run_timers_until``).
+POLL_MS = 2_000
 
 
 def add_run(kb: Corpus, run_id: str, status: dg.DagsterRunStatus) -> None:  # noqa: F811
@@ -65,6 +69,7 @@ def test_a_new_version_waiting_or_building_is_not_shown_as_ready(
     assert (waiting["status"], waiting["version"], waiting["serving_version"]) == ("ready", 2, 1)
 
     page = browser_page
+    page.clock.install()  # the test moves the page's polls on (run_timers_until)
     with serving(service) as base:
         page.goto(base + "/")
         card = page.locator(f'.build[data-doc="{EXISTING_ID}"]')
@@ -76,6 +81,7 @@ def test_a_new_version_waiting_or_building_is_not_shown_as_ready(
 
         add_run(kb, "0a1b2c3d-0000-4000-8000-000000000001", dg.DagsterRunStatus.STARTING)
         building = page.locator(f'.build[data-doc="{EXISTING_ID}"][data-run-status="starting"]')
+        run_timers_until(page, building, POLL_MS, timeout_ms=30_000)
         expect(building).to_have_count(1, timeout=30_000)
         title = building.locator("h3")
         assert title.locator('[data-role="version"]').inner_text() == "v2"
@@ -91,6 +97,7 @@ def test_a_new_version_waiting_or_building_is_not_shown_as_ready(
             "0a1b2c3d-0000-4000-8000-000000000001"
         ))
         failed = page.locator(f'.build[data-doc="{EXISTING_ID}"][data-run-status="failure"]')
+        run_timers_until(page, failed, POLL_MS, timeout_ms=30_000)
         expect(failed).to_have_count(1, timeout=30_000)
         assert failed.locator('[data-role="doc-status"]').inner_text() == "failed"
         assert failed.locator('[data-role="served"]').inner_text() == "— v1 is served"
@@ -103,12 +110,14 @@ def test_a_deleted_document_keeps_its_name_on_its_card(
     add_run(kb, "0a1b2c3d-0000-4000-8000-000000000002", dg.DagsterRunStatus.SUCCESS)
     service = kb.service()
     page = browser_page
+    page.clock.install()  # the test moves the page's polls on (run_timers_until)
     with serving(service) as base:
         page.goto(base + "/")
         card = page.locator(f'.build[data-doc="{EXISTING_ID}"]')
         expect(card.locator(".doc-name")).to_have_text(EXISTING)
         operations.delete_document(kb.stores, kb.instance, EXISTING_ID)  # as `kb delete` does
         gone = page.locator(f'.build[data-doc="{EXISTING_ID}"][data-status="deleted"]')
+        run_timers_until(page, gone, POLL_MS, timeout_ms=30_000)
         expect(gone).to_have_count(1, timeout=30_000)
         assert gone.locator(".doc-name").inner_text() == EXISTING
         assert gone.locator('[data-role="doc-status"]').inner_text() == "deleted"

@@ -21,7 +21,8 @@ from tests.assets.test_upload_page import (  # noqa: F401 - the fixtures
     kb,
     served,
 )
-from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
+from tests.assets.test_upload_build_card import POLL_MS
+from tests.browser import browser_page, chromium, run_timers_until  # noqa: F401 - fixtures
 from tests.fakes import tiny_pdf
 
 T0 = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
@@ -53,6 +54,7 @@ def wait_for_run(page: Any, doc: str, status: str, version: int) -> Any:
     card = page.locator(
         f'.build[data-doc="{doc}"][data-run-status="{status}"][data-version="{version}"]'
     )
+    run_timers_until(page, card, POLL_MS, timeout_ms=60_000)
     card.wait_for(timeout=60_000)
     return card
 
@@ -62,6 +64,7 @@ def test_the_card_names_the_version_a_build_makes(
 ) -> None:
     base, service = served
     page = browser_page
+    page.clock.install()  # wait_for_run moves the page's polls on
     page.goto(base + "/")
     waiting = page.locator(f'.build[data-doc="{EXISTING_ID}"]')
     waiting.wait_for()

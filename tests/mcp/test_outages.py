@@ -117,8 +117,9 @@ CASES = {
 def test_a_store_that_is_down_is_named_by_healthz_and_by_the_tools_that_need_it(
     store: str, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # nothing listens on the port: the reader's retries cannot succeed, only take time
-    monkeypatch.setattr(factory, "READER_RETRY_SECONDS", 0.2)
+    # nothing listens on the port: the reader's retries cannot succeed, only take time (the
+    # driver's first retry waits ~1 s, its initial delay, whatever the cap): none
+    monkeypatch.setattr(factory, "READER_RETRY_SECONDS", 0.0)
     port = closed_port()
     named, down, failing, role = CASES[store]
     named = named.format(port=port)

@@ -556,8 +556,9 @@ def test_unreachable_postgres_raises_store_unavailable() -> None:
 
 def test_unreachable_neo4j_raises_store_unavailable() -> None:
     port = _closed_port()
+    # no retry: nothing listens, and the driver's first retry waits ~1 s (its initial delay)
     with neo4j.GraphDatabase.driver(
-        f"bolt://127.0.0.1:{port}", auth=None, max_transaction_retry_time=0.1, connection_timeout=5
+        f"bolt://127.0.0.1:{port}", auth=None, max_transaction_retry_time=0, connection_timeout=5
     ) as driver:
         with pytest.raises(StoreUnavailableError, match=rf"Neo4j at 127\.0\.0\.1:{port}"):
             Neo4jGraphStore(driver).counts()
