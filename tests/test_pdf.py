@@ -20,7 +20,6 @@ from kb_shared.ingest.pdf import (
     drop_unmapped,
     extract_title,
     extract_version,
-    is_unmapped_char,
     open_pdf,
     read_page_text,
     unmapped_characters,
@@ -40,13 +39,15 @@ FCAS = "aemo_FCAS_Model_in_NEMDE.pdf"
 # --------------------------------------------------------------------------------------
 # Opening and the text layer
 # --------------------------------------------------------------------------------------
-def test_the_unmapped_pattern_names_exactly_the_characters_is_unmapped_char_names() -> None:
+def test_the_unmapped_characters_are_the_replacement_character_and_the_private_use_areas() -> None:
     every = "".join(chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF)
-    unmapped = [ch for ch in every if is_unmapped_char(ch)]
-    # U+FFFD and the three private-use areas (6,400 + 65,534 + 65,534 code points)
-    assert len(unmapped) == 1 + 6_400 + 65_534 + 65_534
-    assert count_unmapped(every) == len(unmapped)
-    assert drop_unmapped(every) == "".join(ch for ch in every if not is_unmapped_char(ch))
+    private_use = [*range(0xE000, 0xF900), *range(0xF0000, 0xFFFFE), *range(0x100000, 0x10FFFE)]
+    expected = "".join(map(chr, [0xFFFD, *private_use]))
+    assert len(expected) == 1 + 6_400 + 65_534 + 65_534  # Unicode 15.1 §23.5
+    assert count_unmapped(every) == len(expected)
+    unmapped = set(expected)
+    assert drop_unmapped(every) == "".join(ch for ch in every if ch not in unmapped)
+    assert drop_unmapped(expected) == ""
     assert drop_unmapped("\uf0b7 Bullet \ufffdtext\U000f0001") == " Bullet text"
 
 

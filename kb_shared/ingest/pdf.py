@@ -452,31 +452,21 @@ def _font_has_no_mapping(doc: pymupdf.Document, xref: int, font_type: str, encod
     return False
 
 
-#: The characters :func:`is_unmapped_char` names, as one pattern, so that a page's text is
-#: counted (:func:`count_unmapped`) and cleaned (:func:`drop_unmapped`) in one C-level pass.
+#: Characters without a Unicode meaning: U+FFFD, or a private-use code point (the BMP area
+#: and planes 15-16, Unicode 15.1 §23.5), which symbol fonts use for bullets. One pattern, so a
+#: page's text is counted (:func:`count_unmapped`) and cleaned (:func:`drop_unmapped`) in one
+#: C-level pass.
 UNMAPPED_CHARS = re.compile("[\ufffd\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
 
 
 def count_unmapped(text: str) -> int:
-    """How many of ``text``'s characters are unmapped (:func:`is_unmapped_char`)."""
+    """How many of ``text``'s characters are unmapped (:data:`UNMAPPED_CHARS`)."""
     return len(UNMAPPED_CHARS.findall(text))
 
 
 def drop_unmapped(text: str) -> str:
-    """``text`` without its unmapped characters (:func:`is_unmapped_char`)."""
+    """``text`` without its unmapped characters (:data:`UNMAPPED_CHARS`)."""
     return UNMAPPED_CHARS.sub("", text)
-
-
-def is_unmapped_char(ch: str) -> bool:
-    """True for a character without a Unicode meaning: U+FFFD or a private-use code point
-    (the BMP area and planes 15-16, Unicode 15.1 §23.5), which symbol fonts use for bullets."""
-    code = ord(ch)
-    return (
-        ch == "\ufffd"
-        or 0xE000 <= code <= 0xF8FF
-        or 0xF0000 <= code <= 0xFFFFD
-        or 0x100000 <= code <= 0x10FFFD
-    )
 
 
 #: Characters MuPDF keeps of a font's name (``fz_font.name`` is ``char[32]``): a span's
@@ -806,7 +796,6 @@ __all__ = [
     "UNMAPPED_CHARS",
     "count_unmapped",
     "drop_unmapped",
-    "is_unmapped_char",
     "open_pdf",
     "page_labels",
     "read_page_text",

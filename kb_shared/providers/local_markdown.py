@@ -158,7 +158,7 @@ _MARKDOWN_START = re.compile(r"^(?=[#>|])")
 
 def unmapped_share(text: str) -> float:
     """Share of ``text``'s non-space characters without a Unicode mapping
-    (``kb_shared.ingest.pdf.is_unmapped_char``); 0.0 for blank text."""
+    (``kb_shared.ingest.pdf.UNMAPPED_CHARS``); 0.0 for blank text."""
     characters = "".join(text.split())
     return count_unmapped(characters) / len(characters) if characters else 0.0
 
