@@ -355,7 +355,8 @@ class _Document:
             command = numbered_command(clause.raw, chunk.heading_path) if not readings else None
             if command is not None:  # "- 3.1.2 Limit system access to …."
                 self.items = []
-                self._command(chunk, clause, *command)
+                number, words, _ = command
+                self._command(chunk, clause, number, words)
                 self._note_mentions(clause.text)
                 continue
             if not readings:
@@ -380,13 +381,11 @@ class _Document:
             if command is None or path in self.commands:
                 continue
             self.commands.add(path)
-            number, _, sentence = command
+            number, words, sentence = command
             clause = _Clause(sentence, sentence, chunk.text.find(number), None, False, number)
-            self._command(chunk, clause, *command)
+            self._command(chunk, clause, number, words)
 
-    def _command(
-        self, chunk: Chunk, clause: _Clause, number: str, command: str, _sentence: str
-    ) -> None:
+    def _command(self, chunk: Chunk, clause: _Clause, number: str, command: str) -> None:
         """A numbered requirement stated as a command (``numbered_command``): a must of the
         party its section heading names as bound (``heading_party``), else of no named party
         (the reader who applies the document): a party mentioned nearby is not its addressee,
