@@ -20,6 +20,7 @@ from kb_shared.ingest.pdf import (
     drop_unmapped,
     extract_title,
     extract_version,
+    sec_filing_title,
     open_pdf,
     read_page_text,
     unmapped_characters,
@@ -134,6 +135,64 @@ def test_metadata_title_used_only_when_page_one_says_it() -> None:
     )
 
 
+#: A Form 10-Q cover as its text layer reads (BEST BUY's of 2023, with the rules and boxes).
+COVER_10Q = """UNITED STATES
+SECURITIES AND EXCHANGE COMMISSION
+Washington, D.C. 20549
+FORM 10-Q
+(Mark One)
+QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934
+For the quarterly period ended July 29, 2023
+OR
+For the transition period from            to
+Commission File Number: 1-9595
+____________________
+BEST BUY CO., INC.
+(Exact name of registrant as specified in its charter)
+Minnesota
+"""
+
+
+def test_an_sec_cover_names_registrant_form_and_period() -> None:
+    assert sec_filing_title(COVER_10Q) == (
+        "BEST BUY CO., INC. Form 10-Q for the quarterly period ended July 29, 2023"
+    )
+    # the period split over lines and in capitals (General Mills' cover)
+    annual = COVER_10Q.replace("FORM 10-Q", "Form 10-K").replace(
+        "For the quarterly period ended July 29, 2023",
+        "ANNUAL REPORT ... FOR\nTHE FISCAL YEAR ENDED May 31, 2020",
+    )
+    assert sec_filing_title(annual) == (
+        "BEST BUY CO., INC. Form 10-K for the fiscal year ended May 31, 2020"
+    )
+    # no "(Exact name …)" line: the name below the commission file number (3M's cover)
+    no_note = COVER_10Q.replace("(Exact name of registrant as specified in its charter)\n", "")
+    no_note = no_note.replace("____________________\n", "")
+    assert sec_filing_title(no_note).startswith("BEST BUY CO., INC. Form 10-Q")
+    # an 8-K's date of report; no period at all leaves the form alone
+    current = COVER_10Q.replace("FORM 10-Q", "FORM 8-K").replace(
+        "For the quarterly period ended July 29, 2023",
+        "Date of report (Date of earliest event reported): August 19, 2022 (August 16, 2022)",
+    )
+    assert sec_filing_title(current) == "BEST BUY CO., INC. Form 8-K dated August 19, 2022"
+    undated = COVER_10Q.replace("For the quarterly period ended July 29, 2023\n", "")
+    assert sec_filing_title(undated) == "BEST BUY CO., INC. Form 10-Q"
+
+
+def test_text_that_only_mentions_the_commission_is_no_cover() -> None:
+    # a regulator's paper citing the SEC and its forms, without a form line or registrant
+    prose = (
+        "Guidance note\nThe Securities and Exchange Commission requires a Form 10-K each "
+        "year.\nCommission File Number: 1-9595\n"
+    )
+    assert sec_filing_title(prose) == ""
+    assert sec_filing_title(COVER_10Q.replace("FORM 10-Q", "FORM")) == ""
+    # the line above "(Exact name …)" is the file number's label, not a name
+    assert sec_filing_title(COVER_10Q.replace("BEST BUY CO., INC.\n", "")) == ""
+    page = doc_with_lines((72, 100, "Dispatch procedure", 24))[0]
+    assert extract_title("", "", page) == "Dispatch procedure"
+
+
 def test_version_label_and_placeholder() -> None:
     label_and_value = doc_with_lines((72, 100, "Version:", 10), (160, 100, "1.2", 10))
     assert extract_version(label_and_value) == "1.2"
@@ -220,6 +279,34 @@ def test_a_filing_states_no_version(name: str) -> None:
             "",
         ),
         (FCAS, "FCAS Model in NEMDE", ""),
+        # SEC filings: every cover is headed by the commission's name; the metadata holds an
+        # accession number, or "10-K - 02/07/2019 - 3M Company"
+        (
+            "../eval/financebench/pdfs/AMAZON_2017_10K.pdf",
+            "AMAZON.COM, INC. Form 10-K for the fiscal year ended December 31, 2017",
+            "",
+        ),
+        (
+            "../eval/financebench/pdfs/3M_2018_10K.pdf",
+            "3M COMPANY Form 10-K for the fiscal year ended December 31, 2018",
+            "",
+        ),
+        (
+            "../eval/financebench/pdfs/Pfizer_2023Q2_10Q.pdf",
+            "PFIZER INC. Form 10-Q for the quarterly period ended July 2, 2023",
+            "",
+        ),
+        (
+            "../eval/financebench-dev/pdfs/FOOTLOCKER_2022_8K_dated_2022-08-19.pdf",
+            "Foot Locker, Inc. Form 8-K dated August 19, 2022",
+            "",
+        ),
+        # a press release is no filing: its own headline stays the title
+        (
+            "../eval/financebench/pdfs/ULTABEAUTY_2023Q4_EARNINGS.pdf",
+            "Ulta Beauty Announces Fourth Quarter Fiscal 2022 Results",
+            "",
+        ),
     ],
 )
 def test_title_and_version_of_real_pdfs(name: str, title: str, version: str) -> None:

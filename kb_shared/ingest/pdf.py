@@ -648,9 +648,75 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.casefold())
 
 
+#: An SEC filing's cover page, as the forms lay it out (Form 10-K, 10-Q and 8-K cover pages,
+#: sec.gov/files/form10-k.pdf and siblings): the commission's name, "FORM 10-K" on a line of
+#: its own, and the registrant's name just above "(Exact name of registrant as specified in
+#: its charter)", or else just below the "Commission file number" line.
+_SEC_COMMISSION = re.compile(r"securities\s+and\s+exchange\s+commission", re.IGNORECASE)
+_SEC_FORM = re.compile(r"^form\s+(\d{1,2}-[a-z]{1,2}(?:/a)?|[sf]-\d{1,2})$", re.IGNORECASE)
+_SEC_REGISTRANT_NOTE = re.compile(r"^\(?\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.I)
+_SEC_FILE_NUMBER = re.compile(r"^commission\s+file\s+(?:number|no\.?)", re.IGNORECASE)
+_SEC_DATE = r"([a-z]+\.?\s+\d{1,2},\s*\d{4})"
+_SEC_PERIODS = (
+    (re.compile(r"for\s+the\s+fiscal\s+year\s+ended\s*:?\s*" + _SEC_DATE, re.I),
+     "for the fiscal year ended"),
+    (re.compile(r"for\s+the\s+quarterly\s+period\s+ended\s*:?\s*" + _SEC_DATE, re.I),
+     "for the quarterly period ended"),
+    (re.compile(r"date\s+of\s+report\s*(?:\([^)]*\))?\s*:?\s*" + _SEC_DATE, re.I), "dated"),
+)
+
+
+def _sec_name_line(line: str) -> bool:
+    """A line that can be a registrant's name: letters, no label (":"), not too long."""
+    return sum(ch.isalpha() for ch in line) >= 2 and ":" not in line and len(line) <= 120
+
+
+def sec_filing_title(page_text: str) -> str:
+    """The title of an SEC filing from its cover page's text (page 1): the registrant, the
+    form and the period it reports, e.g. "AMAZON.COM, INC. Form 10-K for the fiscal year
+    ended December 31, 2017" or "Foot Locker, Inc. Form 8-K dated August 19, 2022" (the period
+    is left out when the cover states none). The commission's name heads every such cover,
+    so it says nothing about which filing this is. Layout: ``_SEC_COMMISSION`` and its
+    siblings.
+
+    Returns ``""`` when ``page_text`` is not an SEC cover page (no commission name, no
+    "FORM …" line, or no registrant name where the form puts it).
+    """
+    if not _SEC_COMMISSION.search(page_text):
+        return ""
+    lines = [" ".join(line.split()) for line in page_text.splitlines()]
+    lines = [line for line in lines if line]
+    form = next((m.group(1).upper() for line in lines if (m := _SEC_FORM.match(line))), "")
+    if not form:
+        return ""
+    registrant = ""
+    for i, line in enumerate(lines):
+        if _SEC_REGISTRANT_NOTE.match(line):
+            above = [x for x in lines[:i] if any(ch.isalnum() for ch in x)]  # rules skipped
+            registrant = above[-1] if above and _sec_name_line(above[-1]) else ""
+            break
+    else:
+        for i, line in enumerate(lines):
+            if _SEC_FILE_NUMBER.match(line):
+                registrant = next((x for x in lines[i + 1 : i + 3] if _sec_name_line(x)), "")
+                break
+    if not registrant:
+        return ""
+    text = " ".join(lines)
+    for pattern, phrase in _SEC_PERIODS:
+        period = pattern.search(text)
+        if period:
+            date = period.group(1)
+            return f"{registrant} Form {form} {phrase} {date[0].upper()}{date[1:].lower()}"
+    return f"{registrant} Form {form}"
+
+
 def extract_title(metadata_title: str, first_page_markdown: str, first_page: pymupdf.Page) -> str:
     """The document title.
 
+    0. An SEC filing's registrant, form and period (``sec_filing_title``): its metadata holds
+       an accession number and its first heading is the commission's name, the same for
+       every filing.
     1. The PDF metadata title, when meaningful: not a placeholder (``Untitled``, a file
        name, ``Microsoft Word - …``), at least 4 characters, and at least 80 % of its
        words occur on page 1 (templates often carry another document's title: AEMO's
@@ -660,8 +726,12 @@ def extract_title(metadata_title: str, first_page_markdown: str, first_page: pym
 
     Returns ``""`` when none of these yields text with at least three letters.
     """
+    page_text = first_page.get_text()
+    filing = sec_filing_title(page_text)
+    if filing:
+        return filing
     title = " ".join((metadata_title or "").split())
-    page_words = set(_words(first_page.get_text()))
+    page_words = set(_words(page_text))
     if len(title) >= 4 and not _PLACEHOLDER_TITLES.match(title):
         words = _words(title)
         if words and sum(w in page_words for w in words) >= 0.8 * len(words):
@@ -792,6 +862,7 @@ __all__ = [
     "check_pdf",
     "check_text_layer",
     "extract_title",
+    "sec_filing_title",
     "extract_version",
     "UNMAPPED_CHARS",
     "count_unmapped",

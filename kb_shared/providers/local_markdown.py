@@ -251,8 +251,9 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     #: hyphenation resolved, code fenced safely; r5: a hyphen after one letter or a locant
     #: kept, pages layout mode cannot map read from the plain text layer; r6: a version is
     #: read from a version table only under a capitalised header on a short row, not from
-    #: prose: a 10-K's forward-looking statements gave Netflix's filings "Version 2010").
-    name = "pymupdf4llm-layout-r6"
+    #: prose: a 10-K's forward-looking statements gave Netflix's filings "Version 2010"; r7: an
+    #: SEC filing's title is its registrant, form and period, not the commission's name).
+    name = "pymupdf4llm-layout-r7"
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
         """Convert one PDF.
