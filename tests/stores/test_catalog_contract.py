@@ -153,7 +153,7 @@ def test_update_refuses_identity_and_unknown_fields(catalog: Catalog) -> None:
     with pytest.raises(ValueError, match="pages must be an integer, got True"):
         catalog.update("a.pdf", pages=True)
     assert catalog.update("a.pdf", entity_count=7, relationship_count=9).entity_count == 7
-    with pytest.raises(DocumentNotFoundError, match="no document with doc_id 'nope.pdf'"):
+    with pytest.raises(DocumentNotFoundError, match="no document 'nope.pdf' in the catalog"):
         catalog.update("nope.pdf", title="x")
     with pytest.raises(DocumentNotFoundError):
         catalog.mark_ready("nope.pdf", pages=1, chunk_count=1)

@@ -46,7 +46,7 @@ def test_add_pending_links_a_new_edition_and_series_lists_it_oldest_first(
     for doc in (first, second, third):
         assert [r.doc_id for r in catalog.series(doc)] == ["a.pdf", "b.pdf", "c.pdf"]
     assert [r.doc_id for r in catalog.series("d.pdf")] == ["d.pdf"]
-    with pytest.raises(DocumentNotFoundError, match="no document with doc_id 'x.pdf'"):
+    with pytest.raises(DocumentNotFoundError, match="no document 'x.pdf' in the catalog"):
         catalog.series("x.pdf")
 
 
@@ -100,7 +100,7 @@ def test_set_edition_of_links_and_unlinks_existing_documents(catalog: Catalog) -
     assert [r.doc_id for r in catalog.series(first)] == ["a.pdf", "b.pdf"]
     assert catalog.set_edition_of(second, None).edition_of is None
     assert [r.doc_id for r in catalog.series(first)] == ["a.pdf"]
-    with pytest.raises(DocumentNotFoundError, match="no document with doc_id 'z.pdf'"):
+    with pytest.raises(DocumentNotFoundError, match="no document 'z.pdf' in the catalog"):
         catalog.set_edition_of("z.pdf", first)
 
 
@@ -150,7 +150,7 @@ def test_previous_issue_of_versions(catalog: Catalog) -> None:
     with pytest.raises(DocumentNotFoundError, match="document 'a.pdf' has no version 4; it has "
                        "versions 1 to 3"):
         catalog.previous_issue(doc, 4)
-    with pytest.raises(DocumentNotFoundError, match="no document with doc_id 'x.pdf'"):
+    with pytest.raises(DocumentNotFoundError, match="no document 'x.pdf' in the catalog"):
         catalog.previous_issue("x.pdf")
 
 

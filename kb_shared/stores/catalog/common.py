@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import NoSuchTableError
 
-from kb_shared.errors import QueryError, SchemaMissingError
+from kb_shared.errors import DocumentNotFoundError, QueryError, SchemaMissingError
 from kb_shared.stores.closing import ClosingStore
 from kb_shared.stores.sql import (
     UtcDateTime,
@@ -231,6 +231,13 @@ def date_filter(
 def given_filters(values: Mapping[str, Any]) -> dict[str, Any]:
     """The filters a search echoes back: those that are not ``None``."""
     return {name: value for name, value in values.items() if value is not None}
+
+
+def document_not_found(doc_id: str, version: int | None = None) -> DocumentNotFoundError:
+    """The error for a ``doc_id`` (and ``version``) the catalog does not hold: "no document
+    'x.pdf' in the catalog", "no version 3 of document 'x.pdf' in the catalog"."""
+    what = f"version {version} of document" if version is not None else "document"
+    return DocumentNotFoundError(f"no {what} {doc_id!r} in the catalog")
 
 
 class CatalogBase(ClosingStore):

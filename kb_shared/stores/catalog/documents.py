@@ -37,7 +37,6 @@ from sqlalchemy.exc import IntegrityError
 
 from kb_shared import identity
 from kb_shared.errors import (
-    DocumentNotFoundError,
     DuplicateDocumentError,
     EditionLinkError,
     IdentityError,
@@ -51,6 +50,7 @@ from kb_shared.stores.catalog.common import (
     clean_failure,
     clean_text,
     created_at,
+    document_not_found,
     to_row,
 )
 from kb_shared.stores.sql import error_detail, utc_now
@@ -328,10 +328,6 @@ def _mirror_first_version(
     )
 
 
-def _not_found(doc_id: str) -> DocumentNotFoundError:
-    return DocumentNotFoundError(f"no document with doc_id {doc_id!r} in the catalog")
-
-
 class DocumentReads(CatalogBase):
     """The reads of the documents table: what a read-only caller (the MCP server) may use."""
 
@@ -391,7 +387,7 @@ class DocumentReads(CatalogBase):
         """
         row = self.find_by_doc_id(doc_id)
         if row is None:
-            raise _not_found(doc_id)
+            raise document_not_found(doc_id)
         return row
 
     def _find(self, condition: sa.ColumnElement[bool]) -> DocumentRow | None:
@@ -540,7 +536,7 @@ class DocumentCatalog(DocumentReads):
                 )
             ).first()
             if current is None:
-                raise _not_found(doc_id)
+                raise document_not_found(doc_id)
             merged = {**current._mapping, **values}
             missing = [k for k in ("pages", "chunk_count") if merged.get(k) is None]
             if missing:
@@ -593,7 +589,7 @@ class DocumentCatalog(DocumentReads):
             .returning(*documents.c)
         ).first()
         if row is None:
-            raise _not_found(doc_id)
+            raise document_not_found(doc_id)
         return to_row(DocumentRow, row)
 
     def mark_deleting(self, doc_id: str) -> DocumentRow:

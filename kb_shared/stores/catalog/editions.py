@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import sqlalchemy as sa
 
 from kb_shared.errors import DocumentNotFoundError, EditionLinkError
-from kb_shared.stores.catalog.common import to_row
+from kb_shared.stores.catalog.common import document_not_found, to_row
 from kb_shared.stores.catalog.documents import (
     DocumentReads,
     DocumentRow,
@@ -58,10 +58,6 @@ def series_ids(links: Mapping[str, str | None], doc_id: str) -> list[str]:
     return chain
 
 
-def _not_found(doc_id: str) -> DocumentNotFoundError:
-    return DocumentNotFoundError(f"no document with doc_id {doc_id!r} in the catalog")
-
-
 class EditionReads(DocumentReads, VersionReads):
     """The reads of series and previous issues: what a read-only caller may use."""
 
@@ -90,7 +86,7 @@ class EditionReads(DocumentReads, VersionReads):
         with self._read() as conn:
             links = dict(conn.execute(sa.select(documents.c.doc_id, documents.c.edition_of)).all())
             if doc_id not in links:
-                raise _not_found(doc_id)
+                raise document_not_found(doc_id)
             chain = series_ids(links, doc_id)
             found = conn.execute(sa.select(documents).where(documents.c.doc_id.in_(chain)))
             rows = {r.doc_id: r for r in (to_row(DocumentRow, f) for f in found)}
@@ -114,7 +110,7 @@ class EditionReads(DocumentReads, VersionReads):
         """
         row = self.find_by_doc_id(doc_id)
         if row is None:
-            raise _not_found(doc_id)
+            raise document_not_found(doc_id)
         history = self.versions(doc_id)
         if version is None:
             current = serving_version(history) or history[-1]
@@ -157,5 +153,5 @@ class EditionCatalog(EditionReads):
                 .returning(*documents.c)
             ).first()
             if found is None:
-                raise _not_found(doc_id)
+                raise document_not_found(doc_id)
         return to_row(DocumentRow, found)

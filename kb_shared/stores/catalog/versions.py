@@ -50,6 +50,7 @@ from kb_shared.stores.catalog.common import (
     clean_failure,
     clean_text,
     created_at,
+    document_not_found,
     to_row,
 )
 from kb_shared.stores.catalog.documents import (
@@ -198,11 +199,6 @@ class ServingState:
         return identity.version_key(self.doc_id, self.serving or 1)
 
 
-def _not_found(doc_id: str, version: int | None = None) -> DocumentNotFoundError:
-    what = f"version {version} of document" if version is not None else "document"
-    return DocumentNotFoundError(f"no {what} {doc_id!r} in the catalog")
-
-
 #: ``VersionReads.serving_states``' query, built once (every search runs it; SQLAlchemy
 #: statements are immutable): per document its status, version count and served version.
 _SERVING_STATES = (
@@ -320,7 +316,7 @@ def _stored_history(conn: Connection, doc_id: str) -> list[DocumentVersionRow]:
     """``_history``, with the implied version 1 of an older document inserted first."""
     history = _history(conn, doc_id)
     if not history:
-        raise _not_found(doc_id)
+        raise document_not_found(doc_id)
     stored = conn.execute(
         sa.select(sa.func.count()).where(document_versions.c.doc_id == doc_id)
     ).scalar()
@@ -367,7 +363,7 @@ class VersionCatalog(VersionReads):
                 sa.select(documents).where(documents.c.doc_id == doc_id)
             ).first()
             if document is None:
-                raise _not_found(doc_id)
+                raise document_not_found(doc_id)
             row: DocumentRow = to_row(DocumentRow, document)
             if identity.normalize_name(clean) != row.normalized_name:
                 raise ValueError(
@@ -480,7 +476,7 @@ class VersionCatalog(VersionReads):
             history = _stored_history(conn, doc_id)
             target = next((v for v in history if v.version == number), None)
             if target is None:
-                raise _not_found(doc_id, number)
+                raise document_not_found(doc_id, number)
             status = conn.execute(
                 sa.select(documents.c.status).where(documents.c.doc_id == doc_id)
             ).scalar()
@@ -554,7 +550,7 @@ class VersionCatalog(VersionReads):
             history = _stored_history(conn, doc_id)
             target = next((v for v in history if v.version == number), None)
             if target is None:
-                raise _not_found(doc_id, number)
+                raise document_not_found(doc_id, number)
             serving = serving_version(history)
             if target.status != VersionStatus.SERVING:
                 conn.execute(
