@@ -1,8 +1,9 @@
 """The ``display_process`` tool: figure search shown in an MCP App (issue 13).
 
-It runs search_docs' ranking (``kb_shared.search.retrieval.search_docs``, the same query embedding)
-over figures only and is bound to the viewer ``UI_URI`` (``kb_mcp/ui/display_process.html``,
-served as ``text/html;profile=mcp-app`` through the SDK's ``mcp.server.apps``).
+It runs search_docs' search (``kb_mcp.tools.search_docs.run_search``: the same query embedding,
+scope, acronym table and page-precise quotes) over figures only and is bound to the viewer
+``UI_URI`` (``kb_mcp/ui/display_process.html``, served as ``text/html;profile=mcp-app``
+through the SDK's ``mcp.server.apps``).
 
 Rules (MCP Apps extension ``io.modelcontextprotocol/ui``, spec 2026-01-26;
 ``../shared/notes/next-capabilities.md``, "MCP Apps"):
@@ -33,7 +34,6 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from kb_mcp import images, render
-from kb_mcp.documents import search_scope
 from kb_mcp.errors import reported
 from kb_mcp.links import Links
 from kb_mcp.tools import (
@@ -46,8 +46,7 @@ from kb_mcp.tools import (
     query_type,
     state_of,
 )
-from kb_shared.search import retrieval
-from kb_shared.search.query import start_query_embedding
+from kb_mcp.tools.search_docs import run_search
 from kb_shared.search.retrieval import DocsAnswer, Passage
 from kb_shared.stores.vectors import KIND_FIGURE
 
@@ -227,17 +226,8 @@ def build_apps(*, links: Links, max_query_chars: int) -> Apps:
     ) -> Annotated[CallToolResult, DisplayProcessOutput]:
         state = state_of(ctx)
         text = check_search_query(query, max_query_chars)
-        vector = start_query_embedding(state.embedder, text)  # while the catalog is read
-        scope = search_scope(state.catalog, documents)
-        answer = retrieval.search_docs(
-            state.vectors(),
-            state.embedder,
-            text,
-            top_k=FIGURES_SHOWN,
-            documents=scope,
-            kind=KIND_FIGURE,
-            reranker=state.reranker,
-            vector=vector,
+        answer = run_search(
+            state, text, top_k=FIGURES_SHOWN, documents=documents, kind=KIND_FIGURE
         )
         shown = render.shown_results(answer)
         view = client_supports_apps(ctx)

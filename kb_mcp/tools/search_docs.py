@@ -75,6 +75,44 @@ def register(server: KbServer, *, links: Links, max_query_chars: int) -> None:
         )
 
 
+def run_search(
+    state: ServerState,
+    text: str,
+    *,
+    top_k: int = 8,
+    offset: int = 0,
+    documents: list[str] | None = None,
+    kind: str | None = None,
+    category: str | None = None,
+) -> retrieval.DocsAnswer:
+    """The search both search_docs and display_process answer from, for a checked query
+    ``text``: the query embedded on a worker thread while the catalog is read once (the
+    scope's and the acronym table's serving states), then
+    ``kb_shared.search.retrieval.search_docs`` with the server's Markdown pages (page-precise
+    quotes) and acronym table.
+
+    Raises:
+        ToolProblem / EmptyCorpusError / store and provider errors: as ``search_scope`` and
+            ``kb_shared.search.retrieval.search_docs``.
+    """
+    vector = start_query_embedding(state.embedder, text)  # while the catalog is read
+    states = read_serving_states(state.catalog)  # the scope's and the acronyms' one read
+    scope = search_scope(state.catalog, documents, category, states)
+    return retrieval.search_docs(
+        state.vectors(),
+        state.embedder,
+        text,
+        top_k=top_k,
+        offset=offset,
+        documents=scope,
+        kind=kind,
+        reranker=state.reranker,
+        markdown=quotes.markdown_pages(state.blobs),
+        vector=vector,
+        acronyms=state.acronyms(states),
+    )
+
+
 def answer_search(
     state: ServerState,
     links: Links,
@@ -87,29 +125,15 @@ def answer_search(
     category: str | None = None,
 ) -> CallToolResult:
     """The body of the ``search_docs`` tool for a checked query ``text`` and checked
-    arguments: the query embedded on a worker thread while the catalog is read once (the
-    scope's and the acronym table's serving states), ``kb_shared.search.retrieval.search_docs``, then
-    the rendered result with its figure images. The serving benchmark profiles this very call.
+    arguments: ``run_search``, then the rendered result with its figure images. The serving
+    benchmark profiles this very call.
 
     Raises:
-        ToolProblem / EmptyCorpusError / store and provider errors: as ``search_scope`` and
-            ``kb_shared.search.retrieval.search_docs``.
+        ToolProblem / EmptyCorpusError / store and provider errors: as ``run_search``.
     """
-    vector = start_query_embedding(state.embedder, text)  # while the catalog is read
-    states = read_serving_states(state.catalog)  # the scope's and the acronyms' one read
-    scope = search_scope(state.catalog, documents, category, states)
-    answer = retrieval.search_docs(
-        state.vectors(),
-        state.embedder,
-        text,
-        top_k=top_k,
-        offset=offset,
-        documents=scope,
-        kind=kind,
-        reranker=state.reranker,
-        markdown=quotes.markdown_pages(state.blobs),
-        vector=vector,
-        acronyms=state.acronyms(states),
+    answer = run_search(
+        state, text, top_k=top_k, offset=offset, documents=documents, kind=kind,
+        category=category,
     )
     shown = [] if answer.low_confidence else render.shown_results(answer)
     return render.docs_result(answer, links, images.figure_images(state.blobs, shown))

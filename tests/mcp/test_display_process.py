@@ -25,7 +25,9 @@ from kb_mcp.server import build_server
 from kb_mcp.tools import display_process
 from kb_shared import layout
 from kb_shared.search.citations import FigurePayload
-from kb_shared.identity import figure_id
+from kb_shared.graph_model import Entity, Relationship, entity_key
+from kb_shared.identity import chunk_id, figure_id
+from kb_shared.providers.graph_vocabulary import DEFINED_AS
 from kb_shared.stores import factory
 from kb_shared.stores.vectors import KIND_FIGURE, Point
 from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
@@ -52,7 +54,35 @@ FULL_3, INLINE_3 = (300, 200), (150, 100)
 def figure_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbedder) -> Path:
     """The corpus of ``tests/mcp/corpus.py`` with figure 1 as a wide diagram (1600×240 PNG,
     1024×154 inline copy) and a figure 3 on page 2 (300×200, inline 150×100)."""
-    home = tmp_path_factory.mktemp("kbfigures")
+    return figure_corpus(tmp_path_factory.mktemp("kbfigures"), embedder)
+
+
+@pytest.fixture(scope="module")
+def acronym_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbedder) -> Path:
+    """``figure_home``'s corpus whose graph says "PIN" is defined as "planned interruption
+    notice" (the abbreviation pair search_docs expands)."""
+    home = figure_corpus(tmp_path_factory.mktemp("kbacronyms"), embedder)
+    settings = corpus_settings(home)
+    catalog = factory.open_catalog(settings)
+    store = factory.open_graph_store(settings, engine=catalog.engine)
+    store.ensure_schema(embedder.dimension)
+    names = ["PIN", "planned interruption notice"]
+    vectors = embedder.embed_names(names)
+    store.replace_document(
+        RETAIL_ID,
+        [Entity(name=n, type="Term", vector=tuple(float(x) for x in v))
+         for n, v in zip(names, vectors, strict=True)],
+        [Relationship(source=entity_key("PIN"), target=entity_key(names[1]), type=DEFINED_AS,
+                      description="planned interruption notice (PIN)", source_doc=RETAIL_ID,
+                      chunk_id=chunk_id(RETAIL_ID, 1))],
+    )
+    store.close()
+    catalog.close()
+    return home
+
+
+def figure_corpus(home: Path, embedder: HashingEmbedder) -> Path:
+    """Write ``figure_home``'s corpus into ``home`` and return it."""
     settings = corpus_settings(home)
     write_corpus(settings, embedder, graph=False)
     blobs = factory.open_blob_store(settings)
@@ -174,6 +204,21 @@ async def test_without_a_ui_host_it_answers_as_search_docs_does_for_figures(
     assert structured["view"] is False
     # no data: URLs for a client without a view: the images are in the content already
     assert [f["image"] for f in structured["figures"]] == [None, None, None]
+
+
+@pytest.mark.anyio
+async def test_an_acronym_finds_the_figure_that_spells_it_out_as_in_search_docs(
+    acronym_home: Path, embedder: HashingEmbedder
+) -> None:
+    server = server_for(acronym_home, embedder)
+    shown = await call(server, "display_process", apps=False, query="What is the PIN?")
+    docs = await call(server, "search_docs", apps=False, query="What is the PIN?", kind="figure",
+                      top_k=4)
+    # "PIN" is on no figure; asked about, it adds the long form the graph pairs it with, which
+    # figure 3's caption spells out
+    first = shown.structured_content["figures"][0]
+    assert (first["figure_number"], first["page"]) == (3, 2)
+    assert [b.model_dump() for b in shown.content] == [b.model_dump() for b in docs.content]
 
 
 @pytest.mark.anyio
