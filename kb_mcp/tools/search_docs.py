@@ -2,7 +2,7 @@
 (``kb_shared.search.retrieval``), over the documents that may be served (``kb_mcp.documents``).
 No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.types import CallToolResult
 from pydantic import Field
@@ -113,27 +113,14 @@ def run_search(
     )
 
 
-def answer_search(
-    state: ServerState,
-    links: Links,
-    text: str,
-    *,
-    top_k: int = 8,
-    offset: int = 0,
-    documents: list[str] | None = None,
-    kind: str | None = None,
-    category: str | None = None,
-) -> CallToolResult:
-    """The body of the ``search_docs`` tool for a checked query ``text`` and checked
-    arguments: ``run_search``, then the rendered result with its figure images. The serving
-    benchmark profiles this very call.
+def answer_search(state: ServerState, links: Links, text: str, **search: Any) -> CallToolResult:
+    """The body of the ``search_docs`` tool for a checked query ``text``: ``run_search`` with
+    the checked arguments ``search`` (its keyword arguments), then the rendered result with its
+    figure images. The serving benchmark profiles this very call.
 
     Raises:
         ToolProblem / EmptyCorpusError / store and provider errors: as ``run_search``.
     """
-    answer = run_search(
-        state, text, top_k=top_k, offset=offset, documents=documents, kind=kind,
-        category=category,
-    )
+    answer = run_search(state, text, **search)
     shown = [] if answer.low_confidence else render.shown_results(answer)
     return render.docs_result(answer, links, images.figure_images(state.blobs, shown))
