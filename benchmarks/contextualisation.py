@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,7 +42,12 @@ VARIANTS = {
     "B": "heading path only, no title",
     "C": "title + heading path (the pipeline's embedding_text)",
     "D": "title (version V) + heading path, where the document has a version",
+    "R": "C with an SEC filing's title cut to its registrant ('3M COMPANY', not '3M COMPANY "
+         "Form 10-K for the fiscal year ended …')",
 }
+
+#: Where an SEC filing's title (``kb_shared.ingest.pdf.sec_filing_title``) ends its registrant.
+_FILING_FORM = re.compile(r" Form (?:\d{1,2}-[A-Z]{1,2}(?:/A)?|[SF]-\d{1,2})(?: .*)?$")
 
 #: The label that evaluates an unchanged copy of the home.
 AS_BUILT = "home"
@@ -84,6 +90,9 @@ def variant_text(variant: str, text: str, payload: PointPayload) -> str:
         return stored_embedding_text(
             text, dataclasses.replace(payload, title=label, section=PATH_SEPARATOR.join(path))
         )
+    if variant == "R":
+        registrant = _FILING_FORM.sub("", payload.title)
+        return stored_embedding_text(text, dataclasses.replace(payload, title=registrant))
     raise ValueError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
 
 

@@ -21,7 +21,12 @@ from kb_shared.ingest.chunking import (
     section_label,
 )
 from kb_shared.search.citations import PointPayload
-from kb_shared.ingest.contextual import embedding_text, stored_embedding_text
+from kb_shared.ingest.contextual import (
+    embedding_text,
+    naming_title,
+    prefix_title,
+    stored_embedding_text,
+)
 from tests.conftest import corpus_dir
 
 
@@ -518,6 +523,21 @@ def test_embedding_text_prefixes_title_and_heading_path() -> None:
         embedding_text(_chunk(("Title", "Part")), "Title")
         == "Title › Part\n\nBids are due by 12:30."
     )
+    # An SEC filing's title is not embedded: its heading path alone
+    filing = "3M COMPANY Form 10-K for the fiscal year ended December 31, 2018"
+    assert embedding_text(_chunk(("3M COMPANY", "Item 7")), filing) == (
+        "3M COMPANY › Item 7\n\nBids are due by 12:30."
+    )
+    assert prefix_title(filing) == "" and prefix_title(" Dispatch ") == "Dispatch"
+
+
+def test_naming_title_cuts_a_filing_title_to_its_registrant_only() -> None:
+    assert naming_title("Foot Locker, Inc. Form 8-K dated August 19, 2022") == "Foot Locker, Inc."
+    assert naming_title("BEST BUY CO., INC. Form 10-Q") == "BEST BUY CO., INC."
+    # titles kb did not build from a filing's cover keep every word
+    assert naming_title("Dispatch procedure") == "Dispatch procedure"
+    assert naming_title("Application Form 12-B guide") == "Application Form 12-B guide"
+    assert naming_title("Form 10-K") == "Form 10-K"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import pymupdf
 import pytest
 
 from kb_shared.errors import ConversionError
+from kb_shared.ingest.contextual import naming_title
 from kb_shared.ingest.pdf import (
     MIN_INVISIBLE_TEXT_CHARS,
     TextLayerStats,
@@ -157,6 +158,8 @@ def test_an_sec_cover_names_registrant_form_and_period() -> None:
     assert sec_filing_title(COVER_10Q) == (
         "BEST BUY CO., INC. Form 10-Q for the quarterly period ended July 29, 2023"
     )
+    # what names the filing in its chunks' prefix and for routing: the registrant
+    assert naming_title(sec_filing_title(COVER_10Q)) == "BEST BUY CO., INC."
     # the period split over lines and in capitals (General Mills' cover)
     annual = COVER_10Q.replace("FORM 10-Q", "Form 10-K").replace(
         "For the quarterly period ended July 29, 2023",

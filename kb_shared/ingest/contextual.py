@@ -6,14 +6,39 @@ text from a point's payload with ``stored_embedding_text``.
 
 from __future__ import annotations
 
+import re
+
 from kb_shared.ingest.chunking import PATH_SEPARATOR, Chunk
 from kb_shared.search.citations import PointPayload
+
+#: Where an SEC filing's title (``kb_shared.ingest.pdf.sec_filing_title``: "3M COMPANY Form
+#: 10-K for the fiscal year ended December 31, 2018") ends its registrant's name.
+FILING_FORM = re.compile(
+    r" Form (?:\d{1,2}-[A-Z]{1,2}(?:/A)?|[SF]-\d{1,2})(?: (?:for the|dated) [^›]*)?$"
+)
+
+
+def naming_title(title: str) -> str:
+    """The part of a document ``title`` that names the document: an SEC filing's registrant
+    ("3M COMPANY"), any other title whole. A question is routed to a document by these words
+    (``kb_shared.search.retrieval_features.routed_documents``), not by the form and period
+    every filing's title repeats ("Form 10-K for the fiscal year ended …")."""
+    return FILING_FORM.sub("", title.strip())
+
+
+def prefix_title(title: str) -> str:
+    """The title a chunk's contextual prefix carries: ``title``, or none for an SEC filing.
+    A filing's title, whole or cut to its registrant, ranked worse than no title on the set
+    it was not written for (benchmarks/results/titles-2026-12-07.md)."""
+    title = title.strip()
+    return "" if FILING_FORM.search(title) else title
 
 
 def embedding_text(chunk: Chunk, title: str = "") -> str:
     """The text to embed for a chunk: a contextual prefix, a blank line, then the chunk text.
 
-    The prefix is the document ``title`` (when given) followed by the heading path, joined
+    The prefix is the document ``title`` (when given; ``prefix_title`` of it) followed by the
+    heading path, joined
     with ``" › "``, e.g. ``"SO_OP_3705 Dispatch › 3 Dispatch › 3.1 Bids"`` (DESIGN.md,
     contextualisation: "heading path (Title › Section › Subsection)"). A title equal to the
     outermost heading is not repeated. With neither title nor headings the result is the
@@ -36,7 +61,7 @@ def stored_embedding_text(text: str, payload: PointPayload) -> str:
 
 def _prefixed(text: str, heading_path: tuple[str, ...], title: str) -> str:
     parts = list(heading_path)
-    title = title.strip()
+    title = prefix_title(title)
     if title and (not parts or parts[0] != title):
         parts.insert(0, title)
     prefix = PATH_SEPARATOR.join(parts)

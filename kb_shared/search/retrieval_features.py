@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kb_shared.ingest.chunking import sentence_starts
+from kb_shared.ingest.contextual import naming_title
 from kb_shared.search.citations import PointPayload
 from kb_shared.search.sparse import STOPWORDS, tokenize
 
@@ -222,7 +223,7 @@ def heads_with(payload: PointPayload, text: str, numbers: Sequence[str]) -> bool
 
 
 def _document_words(payload: PointPayload) -> frozenset[str]:
-    return _name_words(payload.name, payload.title)
+    return _name_words(payload.name, naming_title(payload.title))
 
 
 #: A year as a question names it (``2018``, ``FY2018``, ``FY 2018``); a financial-year range's
