@@ -20,13 +20,8 @@ from kb_shared.ingest.chunking import (
     markdown_headings,
     section_label,
 )
-from kb_shared.search.citations import PointPayload
-from kb_shared.ingest.contextual import (
-    embedding_text,
-    naming_title,
-    prefix_title,
-    stored_embedding_text,
-)
+from kb_shared.ingest.contextual import embedding_text, prefix_title, stored_embedding_text
+from kb_shared.search.citations import PointPayload, naming_title
 from tests.conftest import corpus_dir
 
 

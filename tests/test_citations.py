@@ -29,6 +29,24 @@ def test_header_has_title_version_pages_and_section_without_the_title_twice() ->
     )
 
 
+def test_a_filings_sections_do_not_repeat_its_registrant() -> None:
+    # 3M_2018_10K.pdf p. 37, titled from its cover page; its headings start with the registrant
+    filing = payload(
+        doc_id="3m_2018_10k.pdf", name="3M_2018_10K.pdf", version="", page_start=37,
+        page_end=37, title="3M COMPANY Form 10-K for the fiscal year ended December 31, 2018",
+        heading_path=("3M COMPANY", "Year 2018 results:"),
+    )
+    assert Citation.from_payload(filing).header(1) == (
+        "[1] 3M COMPANY Form 10-K for the fiscal year ended December 31, 2018 — p. 37 — "
+        "Year 2018 results:"
+    )
+    alone = payload(version="", title=filing["title"], heading_path=("3M COMPANY",))
+    assert Citation.from_payload(alone).section_label == ""
+    # a heading that only starts with the name is a section of its own
+    other = payload(version="", title=filing["title"], heading_path=("3M COMPANY HISTORY",))
+    assert Citation.from_payload(other).section_label == "3M COMPANY HISTORY"
+
+
 def test_the_section_reads_as_a_reader_sees_it_without_markdown_or_footnote_markers() -> None:
     # nist_SP_800-171r2.pdf p. 27, as the converter writes its headings
     marked = payload(heading_path=(

@@ -12,7 +12,6 @@ import pymupdf
 import pytest
 
 from kb_shared.errors import ConversionError
-from kb_shared.ingest.contextual import naming_title
 from kb_shared.ingest.pdf import (
     MIN_INVISIBLE_TEXT_CHARS,
     TextLayerStats,
@@ -26,6 +25,7 @@ from kb_shared.ingest.pdf import (
     read_page_text,
     unmapped_characters,
 )
+from kb_shared.search.citations import naming_title
 from tests.conftest import corpus_dir
 from tests.providers.pdf_builders import (
     doc_with_lines,

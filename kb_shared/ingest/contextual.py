@@ -6,25 +6,8 @@ text from a point's payload with ``stored_embedding_text``.
 
 from __future__ import annotations
 
-import re
-
 from kb_shared.ingest.chunking import PATH_SEPARATOR, Chunk
-from kb_shared.search.citations import PointPayload
-
-#: Where an SEC filing's title (``kb_shared.ingest.pdf.sec_filing_title``: "3M COMPANY Form
-#: 10-K for the fiscal year ended December 31, 2018") ends its registrant's name.
-FILING_FORM = re.compile(
-    r" Form (?:\d{1,2}-[A-Z]{1,2}(?:/A)?|[SF]-\d{1,2})(?: (?:for the|dated) [^›]*)?$"
-)
-
-
-def naming_title(title: str) -> str:
-    """The part of a document ``title`` that names the document: an SEC filing's registrant
-    ("3M COMPANY"), any other title whole. A question is routed to a document by these words
-    (``kb_shared.search.retrieval_features.routed_documents``), not by the form and period
-    every filing's title repeats ("Form 10-K for the fiscal year ended …")."""
-    return FILING_FORM.sub("", title.strip())
-
+from kb_shared.search.citations import FILING_FORM, PointPayload
 
 def prefix_title(title: str) -> str:
     """The title a chunk's contextual prefix carries: ``title``, or none for an SEC filing.

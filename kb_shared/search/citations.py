@@ -87,6 +87,21 @@ PAGE_RUNS = "page_runs"
 LOCATED = "located"
 
 
+#: Where an SEC filing's title (``kb_shared.ingest.pdf.sec_filing_title``: "3M COMPANY Form
+#: 10-K for the fiscal year ended December 31, 2018") ends its registrant's name.
+FILING_FORM = re.compile(
+    r" Form (?:\d{1,2}-[A-Z]{1,2}(?:/A)?|[SF]-\d{1,2})(?: (?:for the|dated) [^›]*)?$"
+)
+
+
+def naming_title(title: str) -> str:
+    """The part of a document ``title`` that names the document: an SEC filing's registrant
+    ("3M COMPANY"), any other title whole. A question is routed to a document by these words
+    (``kb_shared.search.retrieval_features.routed_documents``), not by the form and period
+    every filing's title repeats ("Form 10-K for the fiscal year ended …")."""
+    return FILING_FORM.sub("", title.strip())
+
+
 @dataclass(frozen=True, slots=True)
 class FigurePayload:
     """The figure part of a figure point's payload.
@@ -371,11 +386,14 @@ class Citation(CitedPages):
     @property
     def section_label(self) -> str:
         """The section path without a leading heading that repeats the title (many
-        documents' first heading is their title)."""
-        head = self.title + PATH_SEPARATOR
-        if self.section.startswith(head):
-            return self.section[len(head) :]
-        return "" if self.section == self.title else self.section
+        documents' first heading is their title) or the name in it (``naming_title``: a
+        filing's sections start with its registrant)."""
+        for name in dict.fromkeys((self.title, naming_title(self.title))):
+            if self.section == name:
+                return ""
+            if self.section.startswith(name + PATH_SEPARATOR):
+                return self.section[len(name + PATH_SEPARATOR) :]
+        return self.section
 
     def header(self, number: int | str, answer_page: str = "") -> str:
         """``[n] Title — Version 1.2 — pp. a–b — Section › Subsection`` with unknown parts

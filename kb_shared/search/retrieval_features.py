@@ -51,8 +51,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kb_shared.ingest.chunking import sentence_starts
-from kb_shared.ingest.contextual import naming_title
-from kb_shared.search.citations import PointPayload
+from kb_shared.search.citations import PointPayload, naming_title
 from kb_shared.search.sparse import STOPWORDS, tokenize
 
 _DEFINITION_QUESTIONS = (
