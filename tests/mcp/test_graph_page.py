@@ -362,6 +362,60 @@ def test_search_finds_an_entity_and_a_click_lists_cited_relationships(
     assert browser_page.kb_errors == []
 
 
+@pytest.fixture(scope="module")
+def repeated_base(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbedder) -> Iterator[str]:
+    """The app on the corpus with a graph where Retailer MUST_NOTIFY Distributor was found in
+    two chunks (1 and 2, on pp. 1 and 2) and Retailer DEFINES Customer in chunk 0."""
+    home = tmp_path_factory.mktemp("kbrepeated")
+    settings = corpus_settings(home)
+    write_corpus(settings, embedder, graph=False)
+    catalog = factory.open_catalog(settings)
+    store = factory.open_graph_store(settings, engine=catalog.engine)
+    store.ensure_schema(embedder.dimension)
+    names = ["Retailer", "Distributor", "Customer"]
+    store.replace_document(
+        "retail-rules.pdf",
+        [Entity(name=n, type="Role", vector=tuple(float(x) for x in v))
+         for n, v in zip(names, embedder.embed_names(names), strict=True)],
+        [Relationship(source="retailer", target=target, type=kind, description=text,
+                      source_doc="retail-rules.pdf", chunk_id=chunk_id("retail-rules.pdf", chunk))
+         for kind, target, text, chunk in (
+             ("MUST_NOTIFY", "distributor", "must notify the distributor within 5 business days", 1),
+             ("MUST_NOTIFY", "distributor", "notices go to the distributor by market notice", 2),
+             ("DEFINES", "customer", "a customer is a person buying energy", 0),
+         )],
+    )
+    store.close()
+    catalog.close()
+    port = free_port()
+    app = build_app(corpus_settings(home, mcp_port=port), embedder=embedder, warm=False)
+    with serving_in_thread(app, port) as url:
+        yield url
+
+
+def test_a_relationship_found_in_several_chunks_is_one_item_with_each_citation(
+    browser_page: Any, repeated_base: str
+) -> None:
+    open_graph(browser_page, repeated_base + "/graph")
+    assert browser_page.evaluate("kbGraph.size()") == 3
+    click_node(browser_page, "retailer")
+    items = browser_page.locator("#details .relationships li")
+    assert items.count() == 2
+    assert items.nth(0).inner_text().startswith("DEFINES → Customer")
+    notify = items.nth(1)
+    assert notify.inner_text().startswith("MUST_NOTIFY → Distributor")
+    assert notify.locator(".description").all_inner_texts() == [
+        "must notify the distributor within 5 business days",
+        "notices go to the distributor by market notice",
+    ]
+    assert notify.locator(".source").all_inner_texts() == [
+        "Retail Rules.pdf, p. 1 · chunk retail-rules.pdf-1",
+        "Retail Rules.pdf, p. 2 · chunk retail-rules.pdf-2",
+    ]
+    assert browser_page.inner_text("#details h3") == "2 relationships shown (3 citations)"
+    assert browser_page.kb_errors == []
+
+
 def test_document_filter_rebuilds_with_new_counts(browser_page: Any, base: str) -> None:
     open_graph(browser_page, base + "/graph")
     assert browser_page.inner_text("#counts") == "6 entities · 4 relationships shown"

@@ -487,19 +487,7 @@
     return button;
   }
 
-  function relationshipItem(edge, attributes, key) {
-    var ends = graph.extremities(edge);
-    var outgoing = ends[0] === key;
-    var other = outgoing ? ends[1] : ends[0];
-    var item = document.createElement("li");
-    var head = document.createElement("div");
-    head.append(
-      text("span", "type", attributes.relationshipType),
-      document.createTextNode(outgoing ? " → " : " ← "),
-      nodeButton(other)
-    );
-    item.append(head);
-    if (attributes.description) item.append(text("p", "description", attributes.description));
+  function citationLine(attributes) {
     var source = document.createElement("p");
     source.className = "source";
     var where = attributes.documentName + (attributes.pageText ? ", " + attributes.pageText : "");
@@ -513,8 +501,56 @@
       source.append(document.createTextNode(where));
     }
     source.append(document.createTextNode(" · chunk " + attributes.chunkId));
-    item.append(source);
+    return source;
+  }
+
+  // One item per relationship (type, direction and neighbour): the same relationship found in
+  // several chunks lists each chunk's sentence and citation under one heading.
+  function relationshipItem(group) {
+    var item = document.createElement("li");
+    var head = document.createElement("div");
+    head.append(
+      text("span", "type", group.type),
+      document.createTextNode(group.outgoing ? " → " : " ← "),
+      nodeButton(group.other)
+    );
+    item.append(head);
+    group.edges.forEach(function (edge) {
+      var attributes = graph.getEdgeAttributes(edge);
+      if (attributes.description) item.append(text("p", "description", attributes.description));
+      item.append(citationLine(attributes));
+    });
     return item;
+  }
+
+  function relationshipGroups(key) {
+    var groups = {};
+    var order = [];
+    graph.edges(key).forEach(function (edge) {
+      var ends = graph.extremities(edge);
+      var outgoing = ends[0] === key;
+      var other = outgoing ? ends[1] : ends[0];
+      var type = graph.getEdgeAttribute(edge, "relationshipType");
+      var id = JSON.stringify([type, outgoing, other]);
+      if (!groups[id]) {
+        groups[id] = { type: type, outgoing: outgoing, other: other, edges: [],
+                       name: graph.getNodeAttribute(other, "label").toLowerCase() };
+        order.push(groups[id]);
+      }
+      groups[id].edges.push(edge);
+    });
+    order.sort(function (a, b) {  // by relationship type, then neighbour name
+      if (a.type !== b.type) return a.type < b.type ? -1 : 1;
+      return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+    });
+    order.forEach(function (group) {  // each group's chunks in document and page order
+      group.edges.sort(function (a, b) {
+        var x = graph.getEdgeAttributes(a), y = graph.getEdgeAttributes(b);
+        if (x.documentName !== y.documentName) return x.documentName < y.documentName ? -1 : 1;
+        return (x.page || 0) - (y.page || 0);
+      });
+    });
+    return order;
   }
 
   function renderDetails() {
@@ -536,22 +572,11 @@
     el.details.append(expand);
     var list = document.createElement("ul");
     list.className = "relationships";
-    var key = selected;
-    var edges = graph.edges(key).map(function (edge) {
-      var ends = graph.extremities(edge);
-      var other = ends[0] === key ? ends[1] : ends[0];
-      return { edge: edge, type: graph.getEdgeAttribute(edge, "relationshipType"),
-               name: graph.getNodeAttribute(other, "label").toLowerCase() };
-    });
-    edges.sort(function (a, b) {  // by relationship type, then neighbour name
-      if (a.type !== b.type) return a.type < b.type ? -1 : 1;
-      return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-    });
-    edges.forEach(function (entry) {
-      list.append(relationshipItem(entry.edge, graph.getEdgeAttributes(entry.edge), key));
-    });
-    var count = edges.length;
-    var heading = plural(count, "relationship", "relationships") + " shown";
+    var groups = relationshipGroups(selected);
+    groups.forEach(function (group) { list.append(relationshipItem(group)); });
+    var cited = graph.edges(selected).length;
+    var heading = plural(groups.length, "relationship", "relationships") + " shown" +
+      (cited > groups.length ? " (" + plural(cited, "citation", "citations") + ")" : "");
     el.details.append(text("h3", "", heading), list);
   }
 
