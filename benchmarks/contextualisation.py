@@ -21,7 +21,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from benchmarks.common import fmt_duration, kb_environment, load_average, log
 from benchmarks.retrieval_levers import DEFAULT_EVAL, run, summary
 from kb_shared.search import evaluation
 from kb_shared.ingest.contextual import stored_embedding_text
-from kb_shared.search.citations import PATH_SEPARATOR, PointPayload
+from kb_shared.search.citations import PATH_SEPARATOR, PointPayload, naming_title
 
 #: What each variant puts in front of the chunk text (a blank line between prefix and text).
 VARIANTS = {
@@ -45,9 +44,6 @@ VARIANTS = {
     "R": "C with an SEC filing's title cut to its registrant ('3M COMPANY', not '3M COMPANY "
          "Form 10-K for the fiscal year ended …')",
 }
-
-#: Where an SEC filing's title (``kb_shared.ingest.pdf.sec_filing_title``) ends its registrant.
-_FILING_FORM = re.compile(r" Form (?:\d{1,2}-[A-Z]{1,2}(?:/A)?|[SF]-\d{1,2})(?: .*)?$")
 
 #: The label that evaluates an unchanged copy of the home.
 AS_BUILT = "home"
@@ -91,7 +87,7 @@ def variant_text(variant: str, text: str, payload: PointPayload) -> str:
             text, dataclasses.replace(payload, title=label, section=PATH_SEPARATOR.join(path))
         )
     if variant == "R":
-        registrant = _FILING_FORM.sub("", payload.title)
+        registrant = naming_title(payload.title)
         return stored_embedding_text(text, dataclasses.replace(payload, title=registrant))
     raise ValueError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from kb_shared.ingest.chunking import PATH_SEPARATOR, Chunk
 from kb_shared.search.citations import FILING_FORM, PointPayload
 
+
 def prefix_title(title: str) -> str:
     """The title a chunk's contextual prefix carries: ``title``, or none for an SEC filing.
     A filing's title, whole or cut to its registrant, ranked worse than no title on the set
@@ -21,11 +22,10 @@ def embedding_text(chunk: Chunk, title: str = "") -> str:
     """The text to embed for a chunk: a contextual prefix, a blank line, then the chunk text.
 
     The prefix is the document ``title`` (when given; ``prefix_title`` of it) followed by the
-    heading path, joined
-    with ``" › "``, e.g. ``"SO_OP_3705 Dispatch › 3 Dispatch › 3.1 Bids"`` (DESIGN.md,
-    contextualisation: "heading path (Title › Section › Subsection)"). A title equal to the
-    outermost heading is not repeated. With neither title nor headings the result is the
-    chunk text alone.
+    heading path, joined with ``" › "``, e.g. ``"SO_OP_3705 Dispatch › 3 Dispatch › 3.1
+    Bids"`` (DESIGN.md, contextualisation: "heading path (Title › Section › Subsection)"). A
+    title equal to the outermost heading is not repeated. With neither title nor headings the
+    result is the chunk text alone.
     """
     return _prefixed(chunk.text, chunk.heading_path, title)
 

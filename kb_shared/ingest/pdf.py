@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import pymupdf
 
 from kb_shared.errors import ConversionError
+from kb_shared.search.citations import SEC_FORM_NAME
 from kb_shared.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -653,7 +654,7 @@ def _words(text: str) -> list[str]:
 #: its own, and the registrant's name just above "(Exact name of registrant as specified in
 #: its charter)", or else just below the "Commission file number" line.
 _SEC_COMMISSION = re.compile(r"securities\s+and\s+exchange\s+commission", re.IGNORECASE)
-_SEC_FORM = re.compile(r"^form\s+(\d{1,2}-[a-z]{1,2}(?:/a)?|[sf]-\d{1,2})$", re.IGNORECASE)
+_SEC_FORM = re.compile(rf"^form\s+({SEC_FORM_NAME})$", re.IGNORECASE)
 _SEC_REGISTRANT_NOTE = re.compile(r"^\(?\s*exact\s+name\s+of\s+(?:the\s+)?registrant", re.I)
 _SEC_FILE_NUMBER = re.compile(r"^commission\s+file\s+(?:number|no\.?)", re.IGNORECASE)
 _SEC_DATE = r"([a-z]+\.?\s+\d{1,2},\s*\d{4})"
@@ -692,8 +693,9 @@ def sec_filing_title(page_text: str) -> str:
     registrant = ""
     for i, line in enumerate(lines):
         if _SEC_REGISTRANT_NOTE.match(line):
-            above = [x for x in lines[:i] if any(ch.isalnum() for ch in x)]  # rules skipped
-            registrant = above[-1] if above and _sec_name_line(above[-1]) else ""
+            # the nearest line above with a letter or digit (rules of underscores are skipped)
+            above = next((x for x in reversed(lines[:i]) if any(c.isalnum() for c in x)), "")
+            registrant = above if _sec_name_line(above) else ""
             break
     else:
         for i, line in enumerate(lines):

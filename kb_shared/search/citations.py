@@ -87,11 +87,12 @@ PAGE_RUNS = "page_runs"
 LOCATED = "located"
 
 
+#: An SEC form's name as a filing's title writes it ("10-K", "10-Q/A", "8-K", "S-1"); the cover
+#: page reader (``kb_shared.ingest.pdf.sec_filing_title``) matches it case-blind.
+SEC_FORM_NAME = r"\d{1,2}-[A-Z]{1,2}(?:/A)?|[SF]-\d{1,2}"
 #: Where an SEC filing's title (``kb_shared.ingest.pdf.sec_filing_title``: "3M COMPANY Form
 #: 10-K for the fiscal year ended December 31, 2018") ends its registrant's name.
-FILING_FORM = re.compile(
-    r" Form (?:\d{1,2}-[A-Z]{1,2}(?:/A)?|[SF]-\d{1,2})(?: (?:for the|dated) [^›]*)?$"
-)
+FILING_FORM = re.compile(rf" Form (?:{SEC_FORM_NAME})(?: (?:for the|dated) [^›]*)?$")
 
 
 def naming_title(title: str) -> str:

@@ -222,7 +222,7 @@ def heads_with(payload: PointPayload, text: str, numbers: Sequence[str]) -> bool
 
 
 def _document_words(payload: PointPayload) -> frozenset[str]:
-    return _name_words(payload.name, naming_title(payload.title))
+    return _name_words(payload.name, payload.title)
 
 
 #: A year as a question names it (``2018``, ``FY2018``, ``FY 2018``); a financial-year range's
@@ -243,10 +243,11 @@ def _naming_word(term: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def _name_words(name: str, title: str) -> frozenset[str]:
-    """``_naming_word`` terms of a file name (without ``.pdf``, ``_`` as a space) and title;
-    two-letter words only with a digit ("3m", not "of")."""
+    """``_naming_word`` terms of a file name (without ``.pdf``, ``_`` as a space) and of what
+    names the document in its title (``naming_title``); two-letter words only with a digit
+    ("3m", not "of")."""
     stem = re.sub(r"\.pdf$", "", name, flags=re.I)
-    text = f"{stem.replace('_', ' ')} {title}"
+    text = f"{stem.replace('_', ' ')} {naming_title(title)}"
     return frozenset(t for t in tokenize(text) if _naming_word(t) and (len(t) > 2 or t[0].isdigit()))
 
 
