@@ -21,6 +21,8 @@ a chunk that is not in the index); Scheduled generator —MUST_CONFORM_TO→ Dis
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,10 +166,7 @@ def write_corpus(settings: Settings, embedder: Embedder, *, graph: bool = True) 
             catalog.mark_failed(doc_id(name), reason)
 
     if graph:
-        store = factory.open_graph_store(settings, engine=catalog.engine)
-        store.ensure_schema(embedder.dimension)
-        write_graph(store, embedder)
-        store.close()
+        write_home_graph(settings, embedder, catalog=catalog)
     catalog.close()
 
 
@@ -184,9 +183,14 @@ GRAPH_EDGES = {
 }
 
 
-def write_graph(store, embedder: Embedder) -> None:
-    """Write ``GRAPH_EDGES`` (entities with name vectors from ``embedder.embed_names``)."""
-    for document, edges in GRAPH_EDGES.items():
+#: Edges per document: ``(source name, type, target name, description, chunk index)``.
+GraphEdges = Mapping[str, Sequence[tuple[str, str, str, str, int]]]
+
+
+def write_graph(store, embedder: Embedder, graph: GraphEdges = GRAPH_EDGES) -> None:
+    """Write ``graph`` (default ``GRAPH_EDGES``), each document's edges replacing its own,
+    with entities (type "Role") whose name vectors come from ``embedder.embed_names``."""
+    for document, edges in graph.items():
         names = list(dict.fromkeys(n for s, _, t, _, _ in edges for n in (s, t)))
         vectors = embedder.embed_names(names)
         entities = [Entity(name=n, type="Role", vector=tuple(float(x) for x in v))
@@ -197,6 +201,37 @@ def write_graph(store, embedder: Embedder) -> None:
             for s, kind, t, d, chunk in edges
         ]
         store.replace_document(document, entities, relationships)
+
+
+def write_home_graph(
+    settings: Settings, embedder: Embedder, graph: GraphEdges = GRAPH_EDGES, *, catalog=None
+) -> None:
+    """Write ``graph`` into the graph store of ``settings``' home (its schema made for
+    ``embedder``'s dimension), through ``catalog``'s engine when given, else its own."""
+    own = catalog is None
+    catalog = factory.open_catalog(settings) if own else catalog
+    store = factory.open_graph_store(settings, engine=catalog.engine)
+    try:
+        store.ensure_schema(embedder.dimension)
+        write_graph(store, embedder, graph)
+    finally:
+        store.close()
+        if own:
+            catalog.close()
+
+
+@contextmanager
+def served(home: Path, embedder: Embedder, **fields) -> Iterator[str]:
+    """The kb HTTP app on ``home`` (``corpus_settings`` with ``fields``, on a free port, the
+    model not warmed) under uvicorn in a thread; yields its base URL, which is also the base
+    of the links it hands out."""
+    from benchmarks.mcp_server import free_port, serving_in_thread  # noqa: PLC0415
+    from kb_mcp.http import build_app  # noqa: PLC0415
+
+    port = free_port()
+    app = build_app(corpus_settings(home, mcp_port=port, **fields), embedder=embedder, warm=False)
+    with serving_in_thread(app, port) as url:
+        yield url
 
 
 def corpus_settings(home: Path, **fields) -> Settings:

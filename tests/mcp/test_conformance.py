@@ -47,16 +47,13 @@ from mcp import Client
 from benchmarks.mcp_server import (
     KB_MCP,
     STARTUP_SECONDS,
-    free_port,
     server_env,
-    serving_in_thread,
 )
-from kb_mcp.http import build_app
 from kb_shared import layout
 from kb_shared.identity import doc_id, sha256_bytes
 from kb_shared.stores import factory
 from tests.conftest import REPO_ROOT, skip_or_fail
-from tests.mcp.corpus import HashingEmbedder, corpus_settings, tiny_pdf
+from tests.mcp.corpus import HashingEmbedder, corpus_settings, served, tiny_pdf
 from tests.mcp.pipeline import running_server
 
 #: The suite's entry point as ``npm ci`` installs it (``.ci/conformance``).
@@ -160,9 +157,7 @@ async def test_set_level_over_a_session_sets_the_servers_log_level(
 @pytest.fixture
 def http_base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """``http://127.0.0.1:{port}`` of the kb app (stateless JSON) under uvicorn in a thread."""
-    port = free_port()
-    app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as url:
+    with served(corpus_home, embedder) as url:
         yield url
 
 

@@ -19,14 +19,11 @@ from mcp import Client
 from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
-from benchmarks.mcp_server import free_port, serving_in_thread
-from kb_mcp.http import build_app
 from kb_mcp.server import build_server
 from kb_mcp.tools import display_process
 from kb_shared import layout
 from kb_shared.search.citations import FigurePayload
-from kb_shared.graph_model import Entity, Relationship, entity_key
-from kb_shared.identity import chunk_id, figure_id
+from kb_shared.identity import figure_id
 from kb_shared.providers.graph_vocabulary import DEFINED_AS
 from kb_shared.stores import factory
 from kb_shared.stores.vectors import KIND_FIGURE, Point
@@ -36,8 +33,10 @@ from tests.mcp.corpus import (
     HashingEmbedder,
     corpus_settings,
     payload,
+    served,
     tiny_png,
     write_corpus,
+    write_home_graph,
 )
 
 #: The client capability a UI-capable host declares (MCP Apps, "Client capabilities").
@@ -62,22 +61,9 @@ def acronym_home(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmbe
     """``figure_home``'s corpus whose graph says "PIN" is defined as "planned interruption
     notice" (the abbreviation pair search_docs expands)."""
     home = figure_corpus(tmp_path_factory.mktemp("kbacronyms"), embedder)
-    settings = corpus_settings(home)
-    catalog = factory.open_catalog(settings)
-    store = factory.open_graph_store(settings, engine=catalog.engine)
-    store.ensure_schema(embedder.dimension)
-    names = ["PIN", "planned interruption notice"]
-    vectors = embedder.embed_names(names)
-    store.replace_document(
-        RETAIL_ID,
-        [Entity(name=n, type="Term", vector=tuple(float(x) for x in v))
-         for n, v in zip(names, vectors, strict=True)],
-        [Relationship(source=entity_key("PIN"), target=entity_key(names[1]), type=DEFINED_AS,
-                      description="planned interruption notice (PIN)", source_doc=RETAIL_ID,
-                      chunk_id=chunk_id(RETAIL_ID, 1))],
-    )
-    store.close()
-    catalog.close()
+    write_home_graph(corpus_settings(home), embedder, {RETAIL_ID: (
+        ("PIN", DEFINED_AS, "planned interruption notice", "planned interruption notice (PIN)", 1),
+    )})
     return home
 
 
@@ -110,9 +96,7 @@ def figure_corpus(home: Path, embedder: HashingEmbedder) -> Path:
 def live(figure_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """The kb HTTP app on ``figure_home`` under uvicorn (it serves the figures' ``/files``
     links); yields its base URL, which is also the base of the links the tool hands out."""
-    port = free_port()
-    app = build_app(corpus_settings(figure_home, mcp_port=port), embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as base:
+    with served(figure_home, embedder) as base:
         yield base
 
 
@@ -125,6 +109,14 @@ def server_for(home: Path, embedder: HashingEmbedder, base: str = "http://127.0.
 async def call(server, tool: str, *, apps: bool, **arguments):
     async with Client(server, extensions=APPS_CLIENT if apps else None) as client:
         return await client.call_tool(tool, arguments)
+
+
+async def figures_both_ways(server, query: str):
+    """``query`` asked of display_process (no UI host) and of search_docs for its 4 best
+    figures: ``(display_process result, search_docs result)``."""
+    shown = await call(server, "display_process", apps=False, query=query)
+    docs = await call(server, "search_docs", apps=False, query=query, kind="figure", top_k=4)
+    return shown, docs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,10 +179,7 @@ async def test_without_a_ui_host_it_answers_as_search_docs_does_for_figures(
     figure_home: Path, embedder: HashingEmbedder
 ) -> None:
     server = server_for(figure_home, embedder)
-    shown = await call(server, "display_process", apps=False, query="notification flow")
-    docs = await call(
-        server, "search_docs", apps=False, query="notification flow", kind="figure", top_k=4
-    )
+    shown, docs = await figures_both_ways(server, "notification flow")
     assert shown.is_error is False
     # the same text and image content search_docs gives for figure results
     assert [b.model_dump() for b in shown.content] == [b.model_dump() for b in docs.content]
@@ -211,9 +200,7 @@ async def test_an_acronym_finds_the_figure_that_spells_it_out_as_in_search_docs(
     acronym_home: Path, embedder: HashingEmbedder
 ) -> None:
     server = server_for(acronym_home, embedder)
-    shown = await call(server, "display_process", apps=False, query="What is the PIN?")
-    docs = await call(server, "search_docs", apps=False, query="What is the PIN?", kind="figure",
-                      top_k=4)
+    shown, docs = await figures_both_ways(server, "What is the PIN?")
     # "PIN" is on no figure; asked about, it adds the long form the graph pairs it with, which
     # figure 3's caption spells out
     first = shown.structured_content["figures"][0]
@@ -293,8 +280,7 @@ async def test_low_confidence_is_flagged_and_the_model_gets_no_image(
 ) -> None:
     server = server_for(figure_home, embedder)
     query = "origami crane folding instructions"
-    plain = await call(server, "display_process", apps=False, query=query)
-    docs = await call(server, "search_docs", apps=False, query=query, kind="figure", top_k=4)
+    plain, docs = await figures_both_ways(server, query)
     assert [b.model_dump() for b in plain.content] == [b.model_dump() for b in docs.content]
     assert [b.type for b in plain.content] == ["text"]
     assert plain.content[0].text.startswith("The corpus has nothing that clearly matches this query")

@@ -15,7 +15,7 @@ from benchmarks.mcp_server import free_port, serving_in_thread
 from kb_mcp.http import build_app
 from kb_mcp.links import file_signature, signing_key
 from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
-from tests.mcp.corpus import HashingEmbedder, corpus_settings
+from tests.mcp.corpus import HashingEmbedder, served
 
 TOKEN = "gallery-token"
 
@@ -26,19 +26,14 @@ FIGURE_1_INLINE_WIDTH = 40
 @pytest.fixture(scope="module")
 def base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """The kb HTTP app on the small corpus, without tokens."""
-    port = free_port()
-    app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as url:
+    with served(corpus_home, embedder) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def guarded(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """The same app with a bearer token set."""
-    port = free_port()
-    settings = corpus_settings(corpus_home, mcp_port=port, mcp_tokens=TOKEN)
-    app = build_app(settings, embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as url:
+    with served(corpus_home, embedder, mcp_tokens=TOKEN) as url:
         yield url
 
 

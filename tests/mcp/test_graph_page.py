@@ -23,7 +23,6 @@ import pymupdf
 import pytest
 from starlette.testclient import TestClient
 
-from benchmarks.mcp_server import free_port, serving_in_thread
 from kb_mcp.http import build_app
 from kb_mcp.cli import page_lines
 from kb_mcp.links import file_signature, page_signature, signing_key
@@ -33,7 +32,13 @@ from kb_shared.graph_model import Entity, Relationship
 from kb_shared.identity import chunk_id, doc_id
 from kb_shared.stores import factory
 from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
-from tests.mcp.corpus import HashingEmbedder, corpus_settings, write_corpus
+from tests.mcp.corpus import (
+    HashingEmbedder,
+    corpus_settings,
+    served,
+    write_corpus,
+    write_home_graph,
+)
 
 ORIGIN = "http://127.0.0.1:8765"
 FILES = ORIGIN + "/files/pdfs/"
@@ -276,9 +281,7 @@ def test_edges_of_unready_documents_are_not_shown(
 @pytest.fixture(scope="module")
 def base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
     """``http://127.0.0.1:{port}`` of the kb app under uvicorn in a thread (links point here)."""
-    port = free_port()
-    app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as url:
+    with served(corpus_home, embedder) as url:
         yield url
 
 
@@ -369,27 +372,14 @@ def repeated_base(tmp_path_factory: pytest.TempPathFactory, embedder: HashingEmb
     home = tmp_path_factory.mktemp("kbrepeated")
     settings = corpus_settings(home)
     write_corpus(settings, embedder, graph=False)
-    catalog = factory.open_catalog(settings)
-    store = factory.open_graph_store(settings, engine=catalog.engine)
-    store.ensure_schema(embedder.dimension)
-    names = ["Retailer", "Distributor", "Customer"]
-    store.replace_document(
-        "retail-rules.pdf",
-        [Entity(name=n, type="Role", vector=tuple(float(x) for x in v))
-         for n, v in zip(names, embedder.embed_names(names), strict=True)],
-        [Relationship(source="retailer", target=target, type=kind, description=text,
-                      source_doc="retail-rules.pdf", chunk_id=chunk_id("retail-rules.pdf", chunk))
-         for kind, target, text, chunk in (
-             ("MUST_NOTIFY", "distributor", "must notify the distributor within 5 business days", 1),
-             ("MUST_NOTIFY", "distributor", "notices go to the distributor by market notice", 2),
-             ("DEFINES", "customer", "a customer is a person buying energy", 0),
-         )],
-    )
-    store.close()
-    catalog.close()
-    port = free_port()
-    app = build_app(corpus_settings(home, mcp_port=port), embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as url:
+    write_home_graph(settings, embedder, {"retail-rules.pdf": (
+        ("Retailer", "MUST_NOTIFY", "Distributor",
+         "must notify the distributor within 5 business days", 1),
+        ("Retailer", "MUST_NOTIFY", "Distributor",
+         "notices go to the distributor by market notice", 2),
+        ("Retailer", "DEFINES", "Customer", "a customer is a person buying energy", 0),
+    )})
+    with served(home, embedder) as url:
         yield url
 
 

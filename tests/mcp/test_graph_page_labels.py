@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.mcp_server import free_port, serving_in_thread
-from kb_mcp.http import build_app
 from tests.browser import browser_page, chromium  # noqa: F401 - fixtures
-from tests.mcp.corpus import HashingEmbedder, corpus_settings
+from tests.mcp.corpus import HashingEmbedder, served
 
 #: The entity placed rightmost, and where every node goes (graph units; the others far from
 #: its row, so the row's ink is its label's alone).
@@ -56,9 +54,7 @@ ROW_INK = """([key, layer]) => {
 
 @pytest.fixture(scope="module")
 def base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
-    port = free_port()
-    app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as url:
+    with served(corpus_home, embedder) as url:
         yield url
 
 

@@ -14,10 +14,9 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from benchmarks.mcp_server import free_port, serving_in_thread
 from kb_mcp.http import build_app, download_name, servable_key, stored_spelling
 from kb_mcp.links import file_signature, signing_key
-from tests.mcp.corpus import HashingEmbedder, corpus_settings
+from tests.mcp.corpus import HashingEmbedder, corpus_settings, served
 from tests.mcp.test_superseded_links import V3, three_versions  # noqa: F401 - the fixture
 from tests.mcp.test_versions import Kb
 
@@ -36,9 +35,7 @@ def superseded_base(
     embedder: HashingEmbedder,
 ) -> Iterator[str]:
     kb, _ = three_versions
-    port = free_port()
-    app = build_app(corpus_settings(kb.home, mcp_port=port), embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as url:
+    with served(kb.home, embedder) as url:
         yield url
 
 
@@ -67,9 +64,7 @@ def test_each_spelling_of_a_version_answers_like_its_stored_key(superseded_base:
 
 @pytest.fixture(scope="module")
 def corpus_base(corpus_home: Path, embedder: HashingEmbedder) -> Iterator[str]:
-    port = free_port()
-    app = build_app(corpus_settings(corpus_home, mcp_port=port), embedder=embedder, warm=False)
-    with serving_in_thread(app, port) as url:
+    with served(corpus_home, embedder) as url:
         yield url
 
 
