@@ -265,6 +265,7 @@ class StepRecords:
         return [
             layout.markdown_key(doc),
             layout.markdown_meta_key(doc),
+            layout.layout_analysis_key(doc),
             layout.chunks_key(doc),
             *(layout.asset_output_key(a, doc) for a in CORPUS_ASSETS if a not in (MARKDOWN, CHUNKS)),
         ]

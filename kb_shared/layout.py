@@ -7,6 +7,8 @@ each version keeps its own files; step outputs are per ``doc_id`` (the Dagster p
 
     pdfs/{doc}                       the uploaded original: a PDF, or a .md/.txt file (served)
     markdown/{doc}.md, .json         converted Markdown and its metadata sidecar
+    markdown/{doc}.layout.json.gz    the converter's layout analysis of the file, kept so a new
+                                     revision of its rules does not run it again
     chunks/{doc}.parquet             the chunks asset's output
     assets/{asset}/{doc}.json        other assets' step summaries
     figures/{doc}/figure-{n}.png     a figure crop (served), plus .inline.png and .embed.png
@@ -44,6 +46,12 @@ def markdown_key(doc: str) -> str:
 def markdown_meta_key(doc: str) -> str:
     """Key of the JSON metadata stored beside the Markdown (title, version, pages, converter)."""
     return f"{MARKDOWN}{doc}.json"
+
+
+def layout_analysis_key(doc: str) -> str:
+    """Key of the layout analysis kept from a document's last conversion (gzipped JSON,
+    ``kb_assets.assets.markdown.StoredLayout``)."""
+    return f"{MARKDOWN}{doc}.layout.json.gz"
 
 
 def chunks_key(doc: str) -> str:

@@ -99,6 +99,25 @@ class ConvertedDocument:
     seconds: float = 0.0
 
 
+class LayoutStore(ABC):
+    """Where a converter keeps the layout analysis of one PDF between conversions, so that a
+    change to the rules applied after it (a converter revision) does not run it again.
+
+    Bound to one file (the caller checks which); ``engine`` names what produced the pages
+    (library versions and options), and ``load`` returns only pages ``engine`` produced.
+    ``pages`` are JSON values (lists, dicts, strings, numbers).
+    """
+
+    @abstractmethod
+    def load(self, engine: str, pages: int) -> list[dict] | None:
+        """The ``pages`` pages saved by ``engine`` for this file, or ``None`` (none, another
+        engine, another page count, unreadable)."""
+
+    @abstractmethod
+    def save(self, engine: str, pages: list[dict]) -> None:
+        """Keep ``pages`` as ``engine``'s analysis of this file, replacing what was kept."""
+
+
 class MarkdownConverter(Provider):
     """PDF bytes → ``ConvertedDocument``.
 
@@ -109,6 +128,14 @@ class MarkdownConverter(Provider):
     @abstractmethod
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
         """Convert one PDF."""
+
+    def convert_reusing(
+        self, pdf: bytes, filename: str, layouts: LayoutStore
+    ) -> ConvertedDocument:
+        """``convert``, reusing the layout analysis ``layouts`` holds for this PDF where the
+        converter runs one (and saving it there when it had to run it); the output is the
+        same either way. Default: ``convert`` (no layout step worth keeping)."""
+        return self.convert(pdf, filename)
 
 
 # --------------------------------------------------------------------------------------

@@ -17,7 +17,9 @@ Pipeline for one PDF (``convert``):
    stream is routed to the ``pymupdf`` logger, so **nothing is written to stdout**.
    A page whose layout text came out as U+FFFD (a font layout cannot map but MuPDF's plain
    ``get_text()`` reads, issue 25) is read again with the plain extraction, per page
-   (``read_unmapped_pages``); the other pages keep their layout boxes.
+   (``read_unmapped_pages``); the other pages keep their layout boxes. ``convert_reusing``
+   takes this step's pages from a ``LayoutStore`` when it holds the same engine's analysis of
+   the same file: a new revision of the rules below then costs a tenth of a conversion.
 3. **Clean-up** of each page's layout boxes (``providers.markdown_cleanup`` and
    ``providers.markdown_regions``, whose docstrings give the rules): page furniture
    (running headers/footers, page numbers, repeated logos) removed, numbered section
@@ -42,12 +44,14 @@ The refusals cost milliseconds: they run before layout.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import re
 import threading
 import time
 from collections.abc import Iterator
+from importlib import metadata
 
 import pymupdf
 import pymupdf4llm
@@ -66,7 +70,12 @@ from kb_shared.ingest.pdf import (
     span_font,
     unmapped_characters,
 )
-from kb_shared.providers.base import ConvertedDocument, FigureRegion, MarkdownConverter
+from kb_shared.providers.base import (
+    ConvertedDocument,
+    FigureRegion,
+    LayoutStore,
+    MarkdownConverter,
+)
 from kb_shared.providers.hyphenation import break_words, document_vocabulary, english_words
 from kb_shared.providers.layout_sessions import use_configured_threads
 from kb_shared.providers.markdown_cleanup import (
@@ -126,6 +135,48 @@ def _stdout_to_log(filename: str) -> Iterator[None]:
 # --------------------------------------------------------------------------------------
 # Layout
 # --------------------------------------------------------------------------------------
+#: Revision of the options ``_layout_chunks`` passes and of the fields ``portable_pages``
+#: keeps: bump it when either changes, so no layout kept by the old code is reused.
+LAYOUT_OPTIONS_REVISION = 1
+
+
+@functools.cache
+def layout_engine() -> str:
+    """What produces the layout pages, for ``LayoutStore`` (a kept analysis is reused only
+    under the same string): pymupdf4llm's, PyMuPDF's, MuPDF's and pymupdf-layout's versions
+    and ``LAYOUT_OPTIONS_REVISION``, e.g. ``"pymupdf4llm 2.0 pymupdf 2.0 (MuPDF 1.28.5)
+    pymupdf-layout 2.0 options 1"``."""
+    try:
+        layout_version = metadata.version("pymupdf-layout")
+    except metadata.PackageNotFoundError:
+        layout_version = "none"
+    return (
+        f"pymupdf4llm {pymupdf4llm.__version__} pymupdf {pymupdf.VersionBind} "
+        f"(MuPDF {pymupdf.VersionFitz}) pymupdf-layout {layout_version} "
+        f"options {LAYOUT_OPTIONS_REVISION}"
+    )
+
+
+def portable_pages(chunks: list[dict]) -> list[dict]:
+    """The fields of pymupdf4llm's page chunks the conversion reads, as JSON values: per page
+    ``text`` and ``page_boxes`` (``class``, ``bbox`` as four floats in points, ``pos`` as
+    ``[start, stop]`` in ``text``). Both the fresh and the kept analysis go through this."""
+    return [
+        {
+            "text": chunk["text"],
+            "page_boxes": [
+                {
+                    "class": box["class"],
+                    "bbox": [float(value) for value in box["bbox"]],
+                    "pos": [int(box["pos"][0]), int(box["pos"][1])],
+                }
+                for box in chunk["page_boxes"]
+            ],
+        }
+        for chunk in chunks
+    ]
+
+
 def _layout_chunks(doc: pymupdf.Document, filename: str) -> list[dict]:
     """pymupdf4llm layout-mode page chunks (``text`` + ``page_boxes``), stdout captured."""
     _route_pymupdf_messages()
@@ -256,11 +307,26 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     name = "pymupdf4llm-layout-r7"
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
+        """Convert one PDF (``convert_reusing`` without a kept layout analysis)."""
+        return self._convert(pdf, filename, None)
+
+    def convert_reusing(
+        self, pdf: bytes, filename: str, layouts: LayoutStore
+    ) -> ConvertedDocument:
+        """Convert one PDF, taking the layout analysis (the step that costs ~90% of a
+        conversion) from ``layouts`` when it holds one made by ``layout_engine()``, else
+        running it and saving it there. The output is the same as ``convert``'s."""
+        return self._convert(pdf, filename, layouts)
+
+    def _convert(
+        self, pdf: bytes, filename: str, layouts: LayoutStore | None
+    ) -> ConvertedDocument:
         """Convert one PDF.
 
         Args:
             pdf: the PDF's bytes.
             filename: shown in error messages (and passed to pymupdf4llm as the name).
+            layouts: where the layout analysis is kept between conversions, or ``None``.
 
         Returns:
             ``ConvertedDocument``: Markdown with ``<!-- page N -->`` markers (``pages``
@@ -275,10 +341,14 @@ class PymupdfMarkdownConverter(MarkdownConverter):
         started = time.perf_counter()
         doc = open_pdf(pdf, filename)
         try:
+            # Before the try below: the store's own errors are not the PDF's.
+            kept = layouts.load(layout_engine(), doc.page_count) if layouts is not None else None
             try:
                 check_text_layer(unmapped_characters(doc), filename)
                 metadata_title = (doc.metadata or {}).get("title", "")
-                chunks = _layout_chunks(doc, filename)
+                chunks = kept if kept is not None else portable_pages(
+                    _layout_chunks(doc, filename)
+                )
             except ConversionError:
                 raise
             except Exception as exc:
@@ -291,6 +361,8 @@ class PymupdfMarkdownConverter(MarkdownConverter):
                     f"{filename} is damaged: {len(chunks)} of {doc.page_count} pages could be "
                     "read; download or export it again"
                 )
+            if layouts is not None and kept is None:
+                layouts.save(layout_engine(), chunks)
             pages = pages_from_chunks(doc, chunks)
             read_unmapped_pages(doc, pages, chunks, filename)
             remove_furniture(pages)
@@ -331,9 +403,12 @@ class PymupdfMarkdownConverter(MarkdownConverter):
 
 __all__ = [
     "CONVERTER_NAME",
+    "LAYOUT_OPTIONS_REVISION",
     "LAYOUT_UNMAPPED_SHARE",
     "PymupdfMarkdownConverter",
+    "layout_engine",
     "plain_text_blocks",
+    "portable_pages",
     "read_unmapped_pages",
     "unmapped_share",
 ]

@@ -21,6 +21,7 @@ from kb_assets.intake import IntakeStatus, admit
 from kb_assets.operations import PROCESS_TAG, close_abandoned_runs, this_process
 from kb_assets.resources import StoresResource
 from kb_assets.stopping import STOPPED_REASON
+from kb_shared.providers.base import LayoutStore
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
 from kb_shared.settings import Settings
 from kb_shared.stores.vectors import KIND_TEXT
@@ -155,13 +156,15 @@ def test_a_signal_the_step_sees_stops_the_build_and_no_further_document_starts(
     running Python, where Dagster's handler interrupts the step; the second never starts."""
     calls: list[str] = []
 
-    def signalling(self: PymupdfMarkdownConverter, pdf: bytes, filename: str) -> None:
+    def signalling(
+        self: PymupdfMarkdownConverter, pdf: bytes, filename: str, layouts: LayoutStore
+    ) -> None:
         calls.append(filename)
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(60)  # interrupted by the handler Dagster installs around a step
         raise AssertionError("the signal did not interrupt the step")
 
-    monkeypatch.setattr(PymupdfMarkdownConverter, "convert", signalling)
+    monkeypatch.setattr(PymupdfMarkdownConverter, "convert_reusing", signalling)
     monkeypatch.setattr(stopping, "STOP_GRACE_SECONDS", 600.0)  # the watchdog must not fire
     settings = Settings(home=tmp_path / "kb")
     stores = StoresResource(home=str(settings.home))
