@@ -105,10 +105,10 @@ class StoredLayout(LayoutStore):
     ``key`` (``layout.layout_analysis_key``; deleted with the document's step outputs) as
     gzipped JSON ``{"engine", "sha256", "pages"}``.
 
-    ``load`` returns the pages only when the engine, the file's SHA-256 and the page count match and
-    ``reuse`` is on (``force`` turns it off: everything is done again, and the new analysis
-    replaces the kept one). A kept blob that cannot be read as such is logged and ignored.
-    ``reused`` says whether ``load`` handed pages back.
+    ``load`` returns the pages only when the engine, the file's SHA-256 and the page count
+    match and ``reuse`` is on (``force`` turns it off: everything is done again, and the new
+    analysis replaces the kept one). A kept blob that cannot be read as such is logged and
+    ignored. ``reused`` says whether ``load`` handed pages back.
 
     Raises (``save``):
         BlobStoreFullError / StoreError: the blob store could not take it; the build fails

@@ -19,7 +19,8 @@ Pipeline for one PDF (``convert``):
    ``get_text()`` reads, issue 25) is read again with the plain extraction, per page
    (``read_unmapped_pages``); the other pages keep their layout boxes. ``convert_reusing``
    takes this step's pages from a ``LayoutStore`` when it holds the same engine's analysis of
-   the same file: a new revision of the rules below then costs a tenth of a conversion.
+   the same file: a new revision of the rules below then costs a tenth of a conversion
+   (benchmarks/results/upgrade-cost-2026-12-07.md).
 3. **Clean-up** of each page's layout boxes (``providers.markdown_cleanup`` and
    ``providers.markdown_regions``, whose docstrings give the rules): page furniture
    (running headers/footers, page numbers, repeated logos) removed, numbered section
