@@ -15,6 +15,7 @@ import pytest
 from kb_shared.ingest.chunking import chunk_markdown
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
 from kb_shared.providers.hyphenation import (
+    block_lines,
     break_words,
     document_vocabulary,
     english_words,
@@ -128,10 +129,10 @@ def test_resolve_break(head: str, tail: str, document: str, word: str) -> None:
 
 def test_breaks_are_read_from_the_pdf_and_left_out_of_its_vocabulary() -> None:
     page = pymupdf.open("pdf", paragraph_pdf(LINES[:3], "The climate is mild."))[0]
-    assert [(head, tail, literal) for _, head, tail, literal in line_breaks(page)] == [
+    assert [(head, tail, literal) for _, head, tail, literal in line_breaks(block_lines(page))] == [
         ("cli", "mate", False), ("pro", "cedures", False)
     ]
-    vocabulary = document_vocabulary(break_words(page))
+    vocabulary = document_vocabulary(break_words(block_lines(page)))
     assert vocabulary["climate"] == 1  # the other paragraph's, not the broken one
     assert not {"cli", "mate", "pro", "cedures"} & set(vocabulary)
     assert vocabulary["disclosures"] == 1
@@ -182,12 +183,12 @@ CHEMISTRY_READ = (
 
 def test_breaks_after_a_letter_or_a_locant_are_read_from_the_pdf() -> None:
     page = pymupdf.open("pdf", paragraph_pdf(CHEMISTRY, embedded=True))[0]
-    assert [(head, tail) for _, head, tail, _ in line_breaks(page)] == [
+    assert [(head, tail) for _, head, tail, _ in line_breaks(block_lines(page))] == [
         ("n", "octanal"), ("α", "pinene"), ("2", "octanone"), ("3", "methylbutanal"),
         ("regu", "lation"), ("1,2", "dichloroethane"), ("N,N", "dimethylformamide"),
         ("co", "ordinate"),
     ]
-    assert not {"octanal", "pinene", "regu", "lation"} & set(document_vocabulary(break_words(page)))
+    assert not {"octanal", "pinene", "regu", "lation"} & set(document_vocabulary(break_words(block_lines(page))))
 
 
 @pytest.mark.parametrize(

@@ -107,8 +107,13 @@ def resolve_break(head: str, tail: str, vocabulary: Counter[str], words: frozens
     return joined
 
 
-def _block_lines(pdf_page: pymupdf.Page) -> list[list[tuple[pymupdf.Rect, str]]]:
-    """MuPDF's text lines (bbox, text) per block, without de-hyphenation."""
+#: A page's text lines as MuPDF reads them: per block, ``(bbox, text)`` per line.
+BlockLines = list[list[tuple[pymupdf.Rect, str]]]
+
+
+def block_lines(pdf_page: pymupdf.Page) -> BlockLines:
+    """MuPDF's text lines (bbox, text) per block, without de-hyphenation: what
+    ``line_breaks`` and ``break_words`` read (one extraction of the page serves both)."""
     return [
         [
             (pymupdf.Rect(line["bbox"]), "".join(span["text"] for span in line["spans"]))
@@ -134,14 +139,15 @@ def _break(upper: str, lower: str) -> tuple[str, str, bool] | None:
     return None
 
 
-def line_breaks(pdf_page: pymupdf.Page) -> list[tuple[pymupdf.Point, str, str, bool]]:
-    """The words broken at a line end on a page: ``(where, head, tail, literal)`` for each
+def line_breaks(lines_of_page: BlockLines) -> list[tuple[pymupdf.Point, str, str, bool]]:
+    """The words broken at a line end on a page (its ``block_lines``):
+    ``(where, head, tail, literal)`` for each
     text line whose last token ends in a hyphen after a letter and whose next line (same
     MuPDF block) starts with a letter; ``where`` is the middle of the broken line
     (to find its layout box); ``literal`` when the token is a URL, path or e-mail address
     (its hyphen stays)."""
     found = []
-    for lines in _block_lines(pdf_page):
+    for lines in lines_of_page:
         for (rect, upper), (_, lower) in zip(lines, lines[1:]):
             pair = _break(upper, lower)
             if pair is not None:
@@ -149,11 +155,11 @@ def line_breaks(pdf_page: pymupdf.Page) -> list[tuple[pymupdf.Point, str, str, b
     return found
 
 
-def break_words(pdf_page: pymupdf.Page) -> list[str]:
-    """The page's lines with the two fragments of every line-end break left out (what
-    ``document_vocabulary`` should count)."""
+def break_words(lines_of_page: BlockLines) -> list[str]:
+    """The page's lines (its ``block_lines``) with the two fragments of every line-end break
+    left out (what ``document_vocabulary`` should count)."""
     texts = []
-    for lines in _block_lines(pdf_page):
+    for lines in lines_of_page:
         broken = [False] + [_break(a, b) is not None for (_, a), (_, b) in zip(lines, lines[1:])]
         for index, (_, line) in enumerate(lines):
             tokens = line.split()

@@ -77,7 +77,12 @@ from kb_shared.providers.base import (
     LayoutStore,
     MarkdownConverter,
 )
-from kb_shared.providers.hyphenation import break_words, document_vocabulary, english_words
+from kb_shared.providers.hyphenation import (
+    block_lines,
+    break_words,
+    document_vocabulary,
+    english_words,
+)
 from kb_shared.providers.layout_sessions import use_configured_threads
 from kb_shared.providers.markdown_cleanup import (
     Block,
@@ -378,9 +383,10 @@ class PymupdfMarkdownConverter(MarkdownConverter):
             join_split_tables(pages)
             join_split_code(pages)
             apply_outline(pages, _outline(doc))
-            vocabulary = document_vocabulary(t for pdf_page in doc for t in break_words(pdf_page))
+            lines = [block_lines(pdf_page) for pdf_page in doc]  # one text extraction a page
+            vocabulary = document_vocabulary(t for each in lines for t in break_words(each))
             for page in pages:
-                resolve_line_breaks(page, doc[page.number - 1], vocabulary, english_words())
+                resolve_line_breaks(page, lines[page.number - 1], vocabulary, english_words())
             labels = page_labels(doc)
             bodies = [page_markdown(page) for page in pages]
             markdown = "\n\n".join(

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import pymupdf
 
 from kb_shared.ingest.pdf import MARKDOWN_MARKS, drop_unmapped
-from kb_shared.providers.hyphenation import line_breaks, resolve_break
+from kb_shared.providers.hyphenation import BlockLines, line_breaks, resolve_break
 
 logger = logging.getLogger(__name__)
 
@@ -520,9 +520,10 @@ def apply_outline(pages: Sequence[Page], outline: Sequence[Sequence]) -> int:
 # Words broken at a line end (the word rules live in providers.hyphenation)
 # --------------------------------------------------------------------------------------
 def resolve_line_breaks(
-    page: Page, pdf_page: pymupdf.Page, vocabulary: Counter[str], words: frozenset[str]
+    page: Page, lines: BlockLines, vocabulary: Counter[str], words: frozenset[str]
 ) -> int:
-    """Rewrite each word broken at a line end on ``page`` (``line_breaks``) as
+    """Rewrite each word broken at a line end on ``page`` (``line_breaks`` of its PDF page's
+    ``lines``, ``hyphenation.block_lines``) as
     ``resolve_break`` decides (an address keeps its hyphen), in the text block that holds the
     broken line, whichever way pymupdf4llm left it (joined "wellknown" or "1,2dichloroethane",
     or "a- b" / "2- octanone" for a short head). Tables, figures and code are not touched.
@@ -532,7 +533,7 @@ def resolve_line_breaks(
     """
     changed = 0
     offsets: dict[int, int] = {}
-    for where, head, tail, literal in line_breaks(pdf_page):
+    for where, head, tail, literal in line_breaks(lines):
         block = next(
             (
                 b

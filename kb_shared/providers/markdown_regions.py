@@ -139,6 +139,10 @@ def _drawing_clusters(
     """Significant vector-drawing clusters that no picture/table box already covers."""
     if len(paths) < MIN_DRAWING_PATHS:
         return []
+    if all(_is_axis_parallel(item) for p in paths for item in p["items"]):
+        # Every cluster's members would be rules and boxes only, so none would be kept:
+        # the clustering (the costliest step of the rules on a page of ruled tables) is spared.
+        return []
     found = []
     for cluster in page.cluster_drawings(drawings=paths):
         rect = pymupdf.Rect(cluster)
@@ -169,12 +173,14 @@ def add_figures(page: Page, pdf_page: pymupdf.Page, paths: list[dict]) -> list[F
     Returns:
         One ``FigureRegion`` per marker, in block order.
     """
-    images = [pymupdf.Rect(info["bbox"]) for info in pdf_page.get_image_info()]
+    images: list[pymupdf.Rect] | None = None  # read when a picture has no caption
     for block in page.blocks:
         if block.removed or block.kind != "picture":
             continue
         caption = _caption_for(block.rect, page.blocks)
         if not caption:
+            if images is None:
+                images = [pymupdf.Rect(info["bbox"]) for info in pdf_page.get_image_info()]
             what = "image" if _raster_share(block.rect, images) >= 0.5 else "diagram"
             caption = f"{what} on page {page.number}"
         inner = _picture_text(block.markdown)
