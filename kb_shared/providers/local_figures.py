@@ -58,10 +58,9 @@ once per page; else the caption of an overlapping converter region; else empty.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -299,16 +298,9 @@ class _Page:
         self._styles: list[tuple[str, float, int]] = []  # (font, size, colour) per line
         self._labels: list[Box] | None = None
         self._tables: list[Box] | None = None
-        #: Gives the document's body text style, the one with the most characters (set by
-        #: the locator, from every page: a page of charts can have more label text than
-        #: body); called only by a page with a figure to grow, so a document without one
-        #: reads no page's text here.
-        self.document_style: Callable[[], tuple[str, float, int] | None] = lambda: None
-
-    @property
-    def body_style(self) -> tuple[str, float, int] | None:
-        """The document's body text style (``document_style``)."""
-        return self.document_style()
+        #: The document's body text style, the one with the most characters (set by the
+        #: locator from every page: a page of charts can have more label text than body).
+        self.body_style: tuple[str, float, int] | None = None
 
     # -- furniture tests ------------------------------------------------------------------
     def _clip(self, r: Sequence[float]) -> Box | None:
@@ -714,10 +706,13 @@ class LayoutFigureLocator(FigureLocator):
                 by_page.setdefault(region.page, []).append(region)
 
             pages = {n: _Page(doc[n - 1]) for n in range(1, doc.page_count + 1)}
-            document_style = functools.cache(lambda: _body_style(pages.values()))
+            weights: Counter[tuple[str, float, int]] = Counter()
+            for view in pages.values():
+                weights.update(view.style_weights())
+            body_style = weights.most_common(1)[0][0] if weights else None
             found: dict[int, list[_Candidate]] = {}
             for number, view in pages.items():
-                view.document_style = document_style
+                view.body_style = body_style
                 found[number] = _page_candidates(view, by_page.get(number, []))
 
             repeated = _repeated_marks(pages, found)
@@ -744,14 +739,6 @@ class LayoutFigureLocator(FigureLocator):
                 )
         out.sort(key=lambda b: (b.page, b.bbox[1], b.bbox[0]))
         return out
-
-
-def _body_style(pages: Iterable[_Page]) -> tuple[str, float, int] | None:
-    """The text style ``(font, size, colour)`` with the most characters over ``pages``."""
-    weights: Counter[tuple[str, float, int]] = Counter()
-    for view in pages:
-        weights.update(view.style_weights())
-    return weights.most_common(1)[0][0] if weights else None
 
 
 def _page_candidates(view: _Page, regions: list[FigureRegion]) -> list[_Candidate]:
