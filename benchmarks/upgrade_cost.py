@@ -14,8 +14,8 @@ metadata sidecar, which the markdown asset compares with the converter's name: w
 home looks like after upgrading kb), then builds every document again with
 ``kb_assets.operations.build_documents`` (the code of ``kb build --all``):
 
-1. ``without kept layout`` — the home as every home built before 2026-12-07 is: layout runs
-   for every document, and its analysis is kept;
+1. ``without kept layout`` — the home as every home built before 2026-12-07 is (any kept
+   analysis is deleted first): layout runs for every document, and its analysis is kept;
 2. ``with kept layout`` — the same again, now reading the kept analysis.
 
 Per phase: wall time, the markdown step's seconds, conversions, layouts reused, chunks
@@ -75,8 +75,10 @@ def mark_older(stores: object, doc_ids: list[str]) -> None:
         blobs.put(key, json.dumps(meta, ensure_ascii=False, indent=1).encode("utf-8"))
 
 
-def rebuild(home: Path, name: str, workers: int) -> Phase:
-    """Mark every ready document's Markdown as older, build them all, and read the runs."""
+def rebuild(home: Path, name: str, workers: int, *, drop_kept: bool = False) -> Phase:
+    """Mark every ready document's Markdown as older (and with ``drop_kept`` delete the kept
+    layout analyses, as in a home built before they were kept), build them all, and read the
+    runs."""
     with kb_environment(home):
         corpus = open_corpus(home)
         from kb_assets import operations  # noqa: PLC0415 - after KB_HOME is set
@@ -84,6 +86,9 @@ def rebuild(home: Path, name: str, workers: int) -> Phase:
 
         doc_ids = [row.doc_id for row in corpus.stores.catalog().list_documents("ready")]
         mark_older(corpus.stores, doc_ids)
+        if drop_kept:
+            for doc in doc_ids:
+                corpus.stores.blobs().delete(layout.layout_analysis_key(doc))
         log(f"{name}: rebuilding {len(doc_ids)} documents")
         with Stopwatch() as watch:
             outcomes = operations.build_documents(
@@ -125,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     report.fact("copied home", f"{args.home} → {home}")
     report.fact("documents at once", args.workers)
 
-    phases = [rebuild(home, "without kept layout", args.workers),
+    phases = [rebuild(home, "without kept layout", args.workers, drop_kept=True),
               rebuild(home, "with kept layout", args.workers)]
     first, second = phases
     same = sum(first.markdown[doc] == second.markdown.get(doc) for doc in first.markdown)
