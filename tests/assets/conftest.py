@@ -40,3 +40,4 @@ def instance() -> Iterator[dg.DagsterInstance]:
 def providers() -> FakeProviders:
     """Deterministic offline providers (``tests.assets.fake_providers``)."""
     return FakeProviders()
+

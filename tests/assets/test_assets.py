@@ -31,7 +31,6 @@ from kb_assets.constants import (
     RECORD,
 )
 from kb_assets.jobs import kb_resources
-from kb_assets.intake import IntakeStatus, admit
 from kb_assets.io_manager import StepRecords
 from kb_assets.jobs import build_documents_job
 from kb_assets.outputs import MarkdownDocument, StepSummary
@@ -39,6 +38,7 @@ from kb_assets.resources import StoresResource
 from kb_shared.search.citations import PointPayload
 from kb_shared.stores.catalog import DocumentRow
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TEXT
+from tests.assets.admitted import admit_one
 from tests.assets.fake_providers import FakeProviders
 from tests.fakes import SAMPLE_FIGURE, SAMPLE_TITLE, SAMPLE_VERSION, FlakyEmbedder, tiny_pdf
 
@@ -50,12 +50,9 @@ CHUNK_IDS = [f"{DOC}-0", f"{DOC}-1", f"{DOC}-2"]
 @pytest.fixture
 def admitted(tmp_path: Path, stores: StoresResource, instance: dg.DagsterInstance) -> DocumentRow:
     """The tiny PDF admitted as ``DOC`` (pending, with its partition)."""
-    pdf = tmp_path / "in" / NAME
-    pdf.parent.mkdir(parents=True)
-    pdf.write_bytes(tiny_pdf("first"))
-    (outcome,) = admit([pdf], stores, instance)
-    assert (outcome.status, outcome.doc_id) == (IntakeStatus.ADDED, DOC)
-    return stores.catalog().get(DOC)
+    row = admit_one(tmp_path, stores, instance, NAME, tiny_pdf("first"))
+    assert row.doc_id == DOC
+    return row
 
 
 def materialize(

@@ -26,7 +26,6 @@ from kb_assets.assets import CORPUS_ASSETS
 from kb_assets.assets.common import BuildConfig
 from kb_assets.assets.markdown import StoredLayout, markdown
 from kb_assets.constants import MARKDOWN
-from kb_assets.intake import IntakeStatus, admit
 from kb_assets.io_manager import StepRecords
 from kb_assets.jobs import kb_resources
 from kb_assets.resources import StoresResource
@@ -34,6 +33,7 @@ from kb_shared import layout
 from kb_shared.providers import local_markdown
 from kb_shared.providers.local_markdown import PymupdfMarkdownConverter, layout_engine
 from kb_shared.stores.catalog import DocumentRow
+from tests.assets.admitted import admit_one
 from tests.assets.fake_providers import FakeProviders
 from tests.fakes import tiny_pdf
 
@@ -51,12 +51,9 @@ class NextRevision(PymupdfMarkdownConverter):
 @pytest.fixture
 def admitted(tmp_path: Path, stores: StoresResource, instance: dg.DagsterInstance) -> DocumentRow:
     """``tiny_pdf`` admitted as ``DOC``."""
-    pdf = tmp_path / "in" / NAME
-    pdf.parent.mkdir(parents=True)
-    pdf.write_bytes(tiny_pdf("layout"))
-    (outcome,) = admit([pdf], stores, instance)
-    assert (outcome.status, outcome.doc_id) == (IntakeStatus.ADDED, DOC)
-    return stores.catalog().get(DOC)
+    row = admit_one(tmp_path, stores, instance, NAME, tiny_pdf("layout"))
+    assert row.doc_id == DOC
+    return row
 
 
 @pytest.fixture
