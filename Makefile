@@ -26,8 +26,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 # Two pytest-xdist workers where tests share nothing (`make test PYTEST_WORKERS=` runs all in one
 # process); the slow tests and the service suites (one Postgres, one Neo4j, built homes shared
-# per session) run after them in one process (benchmarks/results/test-lanes.md).
-PYTEST_WORKERS ?= -n 2
+# per session) run after them in one process (benchmarks/results/test-lanes.md). A worker that
+# runs out of tests takes queued ones from the other (worksteal) instead of idling at the end.
+PYTEST_WORKERS ?= -n 2 --dist worksteal
 
 # pytest caches the test modules it rewrites (its assert messages) in __pycache__ only when
 # bytecode may be written: with PYTHONDONTWRITEBYTECODE set, as on this machine, every run and
