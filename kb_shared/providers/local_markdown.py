@@ -19,8 +19,8 @@ Pipeline for one PDF (``convert``):
    ``get_text()`` reads, issue 25) is read again with the plain extraction, per page
    (``read_unmapped_pages``); the other pages keep their layout boxes. ``convert_reusing``
    takes this step's pages from a ``LayoutStore`` when it holds the same engine's analysis of
-   the same file: a new revision of the rules below then costs a tenth of a conversion
-   (benchmarks/results/upgrade-cost-2026-12-07.md).
+   the same file: a new revision of the rules below then costs a small part of a conversion
+   (benchmarks/results/upgrade-cost-2026-12-07*.md).
 3. **Clean-up** of each page's layout boxes (``providers.markdown_cleanup`` and
    ``providers.markdown_regions``, whose docstrings give the rules): page furniture
    (running headers/footers, page numbers, repeated logos) removed, numbered section
@@ -319,9 +319,15 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     def convert_reusing(
         self, pdf: bytes, filename: str, layouts: LayoutStore
     ) -> ConvertedDocument:
-        """Convert one PDF, taking the layout analysis (the step that costs ~90% of a
-        conversion) from ``layouts`` when it holds one made by ``layout_engine()``, else
-        running it and saving it there. The output is the same as ``convert``'s."""
+        """Convert one PDF, taking the layout analysis (most of a conversion's time,
+        benchmarks/results/ingest-profile-2026-12-06.md) from ``layouts`` when it holds one
+        made by ``layout_engine()``, else running it and saving it there. The output is the
+        same as ``convert``'s.
+
+        Raises:
+            ConversionError: as ``convert``; the store's own errors (``StoreError``,
+                ``BlobStoreFullError``) pass through unchanged.
+        """
         return self._convert(pdf, filename, layouts)
 
     def _convert(

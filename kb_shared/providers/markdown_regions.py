@@ -124,6 +124,11 @@ def _is_axis_parallel(item: tuple) -> bool:
     return item[0] in ("re", "qu")
 
 
+def _rules_and_boxes(paths: Sequence[dict]) -> bool:
+    """Whether every item of ``paths`` (``get_drawings`` paths) is axis-parallel."""
+    return all(_is_axis_parallel(item) for p in paths for item in p["items"])
+
+
 def _touches_edge(rect: pymupdf.Rect, page_rect: pymupdf.Rect, slack: float = 2.0) -> bool:
     return (
         rect.x0 <= page_rect.x0 + slack
@@ -139,7 +144,7 @@ def _drawing_clusters(
     """Significant vector-drawing clusters that no picture/table box already covers."""
     if len(paths) < MIN_DRAWING_PATHS:
         return []
-    if all(_is_axis_parallel(item) for p in paths for item in p["items"]):
+    if _rules_and_boxes(paths):
         # Every cluster's members would be rules and boxes only, so none would be kept:
         # the clustering (the costliest step of the rules on a page of ruled tables) is spared.
         return []
@@ -155,7 +160,7 @@ def _drawing_clusters(
         members = [p for p in paths if rect.contains(p["rect"])]
         if len(members) < MIN_DRAWING_PATHS:
             continue
-        if all(_is_axis_parallel(item) for p in members for item in p["items"]):
+        if _rules_and_boxes(members):
             continue  # only rules and boxes: a table grid, shading or a frame
         found.append(rect)
     return found
