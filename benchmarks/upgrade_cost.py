@@ -28,8 +28,9 @@ import argparse
 import json
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import (
     Report,
@@ -55,24 +56,27 @@ class Phase:
     wall: float
     documents: int
     failed: int
-    markdown_seconds: float
-    markdown_step_seconds: float
-    conversions: int
-    layouts_reused: int
-    embedded: int
-    markdown: dict[str, bytes]
+    markdown_seconds: float = 0.0
+    markdown_step_seconds: float = 0.0
+    conversions: int = 0
+    layouts_reused: int = 0
+    embedded: int = 0
+    markdown: dict[str, bytes] = field(default_factory=dict)
 
 
-def mark_older(stores: object, doc_ids: list[str]) -> None:
-    """Set the ``provider`` of each document's stored Markdown metadata to ``OLDER_REVISION``."""
+def mark_older(blobs: Any, doc_ids: list[str], *, drop_kept: bool) -> None:
+    """Set the ``provider`` of each document's stored Markdown metadata (in ``blobs``, a
+    ``BlobStore``) to ``OLDER_REVISION``; with ``drop_kept`` delete its kept layout analysis
+    too, as in a home built before they were kept."""
     from kb_shared import layout  # noqa: PLC0415
 
-    blobs = stores.blobs()  # type: ignore[attr-defined]
     for doc in doc_ids:
         key = layout.markdown_meta_key(doc)
         meta = json.loads(blobs.get(key))
         meta["provider"] = OLDER_REVISION
         blobs.put(key, json.dumps(meta, ensure_ascii=False, indent=1).encode("utf-8"))
+        if drop_kept:
+            blobs.delete(layout.layout_analysis_key(doc))
 
 
 def rebuild(home: Path, name: str, workers: int, *, drop_kept: bool = False) -> Phase:
@@ -85,17 +89,15 @@ def rebuild(home: Path, name: str, workers: int, *, drop_kept: bool = False) -> 
         from kb_shared import layout  # noqa: PLC0415
 
         doc_ids = [row.doc_id for row in corpus.stores.catalog().list_documents("ready")]
-        mark_older(corpus.stores, doc_ids)
-        if drop_kept:
-            for doc in doc_ids:
-                corpus.stores.blobs().delete(layout.layout_analysis_key(doc))
+        blobs = corpus.stores.blobs()
+        mark_older(blobs, doc_ids, drop_kept=drop_kept)
         log(f"{name}: rebuilding {len(doc_ids)} documents")
         with Stopwatch() as watch:
             outcomes = operations.build_documents(
                 corpus.stores, corpus.instance, doc_ids, workers=workers
             )
         phase = Phase(name, watch.seconds, len(outcomes),
-                      sum(o.status != "ready" for o in outcomes), 0.0, 0.0, 0, 0, 0, {})
+                      sum(o.status != "ready" for o in outcomes))
         for outcome in outcomes:
             meta = materialisations(corpus.instance, outcome.run_id)
             markdown = meta.get("markdown", {})
@@ -106,7 +108,6 @@ def rebuild(home: Path, name: str, workers: int, *, drop_kept: bool = False) -> 
             phase.conversions += int(numeric(markdown, "markdown_conversions"))
             phase.layouts_reused += int(bool(markdown.get("layout_reused")))
             phase.embedded += int(numeric(meta.get("embeddings", {}), "embedded"))
-        blobs = corpus.stores.blobs()
         phase.markdown = {doc: blobs.get(layout.markdown_key(doc)) for doc in doc_ids}
         corpus.close()
     log(f"{name}: {phase.wall:.1f} s, markdown {phase.markdown_seconds:.1f} s, "
