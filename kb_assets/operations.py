@@ -160,10 +160,11 @@ def recover_interrupted(
 ) -> list[str]:
     """Finish what a killed ``kb`` process left half done (issue 16, crash recovery); ``kb
     build`` calls it first. Closes every run whose process is gone (``close_abandoned_runs``),
-    and removes the stored data of each superseded version, and failed version older than
-    the served one, whose file is still stored: a new version's switch (``record``) killed
-    after the catalog switched and before the removal ended, which deletes the file last.
-    A store it cannot reach leaves that for the next build. Returns the cleaned version keys.
+    and removes the stored data of each superseded or failed version older than the served
+    one that still holds some (``record.versions_with_data_left``): a new version's switch
+    (``record``) killed after the catalog switched and before the removal ended. A
+    superseded version's kept file is not such data. A store it cannot reach leaves that for
+    the next build. Returns the cleaned version keys.
 
     First it finishes every ``kb delete`` that was killed (``finish_interrupted_deletes``;
     one that started less than ``delete_grace_seconds`` ago is left alone).
@@ -173,18 +174,18 @@ def recover_interrupted(
     try:
         blobs = stores.blobs()
         blobs.remove_stale_temps()  # the .kb-tmp-* files of a put that was killed
-        leftover = []
+        from kb_assets.assets.record import remove_version_data, versions_with_data_left
+
+        older = []
         for history in stores.catalog().all_versions().values():
             serving = next((v.version for v in history if v.status == VersionStatus.SERVING), 0)
-            leftover += [
+            older += [
                 v for v in history
                 if v.version < serving
                 and v.status in (VersionStatus.SUPERSEDED, VersionStatus.FAILED)
-                and blobs.exists(v.blob_key)
             ]
+        leftover = versions_with_data_left(stores, older)
         if leftover:
-            from kb_assets.assets.record import remove_version_data
-
             remove_version_data(stores, leftover)
     except StoreError:
         return []

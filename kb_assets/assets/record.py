@@ -117,6 +117,33 @@ def record(
     )
 
 
+def versions_with_data_left(
+    stores: StoresResource, versions: list[DocumentVersionRow]
+) -> list[DocumentVersionRow]:
+    """Those of ``versions`` (none served) that still hold what ``remove_version_data``
+    removes: a switch killed before its removal ended. Points, edges, figure renders and
+    obligations count, and a failed version's file; a superseded version's file does not (it
+    is kept: module docstring). Reads only; the stores' own errors pass through."""
+    if not versions:
+        return []
+    index = stores.existing_vectors()
+    graph = stores.graph()
+    graph.ensure_schema(None)
+    blobs = stores.blobs()
+    catalog = stores.catalog()
+
+    def left(version: DocumentVersionRow) -> bool:
+        return (
+            (version.status == VersionStatus.FAILED and blobs.exists(version.blob_key))
+            or (index is not None and index.count(version.key) > 0)
+            or catalog.obligation_count(version.key) > 0
+            or bool(blobs.list(layout.figures_prefix(version.key)))
+            or graph.counts(version.key).relationships > 0
+        )
+
+    return [version for version in versions if left(version)]
+
+
 def remove_version_data(stores: StoresResource, versions: list[DocumentVersionRow]) -> str:
     """Delete the points, edges (then orphan entities), figure renders and obligations of each
     of ``versions`` (none of them served), and the file of a failed one (a superseded version

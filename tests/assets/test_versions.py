@@ -270,6 +270,27 @@ def test_a_failed_version_3_leaves_version_2_serving_and_a_later_switch_cleans_i
     ]
 
 
+def test_recovery_leaves_a_finished_switch_alone_and_finishes_a_killed_one(
+    version_1: Path, stores: StoresResource, providers: FakeProviders,
+    instance: dg.DagsterInstance,
+) -> None:
+    add_version(version_1 / "v2", "second", stores, instance)
+    providers.converter_.markdown = MARKDOWN_V2
+    assert build_run(stores, providers, instance).success
+    blobs = stores.blobs()
+    # version 1 keeps its file after the switch (issue 27): that is no leftover
+    assert blobs.exists("pdfs/fake-procedure.pdf")
+    assert operations.recover_interrupted(stores, instance) == []
+    assert blobs.exists("pdfs/fake-procedure.pdf")
+    # a switch killed before it removed version 1's figure renders
+    blobs.put("figures/fake-procedure.pdf/1-stored.png", b"\x89PNG left behind")
+    assert operations.recover_interrupted(stores, instance) == [DOC]
+    assert blobs.list("figures/fake-procedure.pdf/") == []
+    assert blobs.exists("pdfs/fake-procedure.pdf")
+    assert operations.recover_interrupted(stores, instance) == []
+    assert set(search(stores, providers, "quarterly register")) >= {f"{V2}-1"}
+
+
 def test_intake_rules_for_new_versions(
     version_1: Path, stores: StoresResource, instance: dg.DagsterInstance
 ) -> None:
