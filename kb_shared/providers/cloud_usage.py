@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from kb_shared import models
+
 
 @dataclass(frozen=True, slots=True)
 class Price:
@@ -37,12 +39,12 @@ class Price:
 #: (Anthropic "Pricing", Google "Gemini API pricing", Cohere "Pricing"). An unlisted model is
 #: still counted in tokens; its cost is reported as not priced.
 PRICES: dict[str, Price] = {
-    "claude-sonnet-5-5": Price(input=2.0, output=10.0, cache_read=0.20, cache_write=2.50),
-    "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_read=0.10, cache_write=1.25),
-    "gemini-2.5-flash": Price(input=0.30, output=2.50, cache_read=0.03),
-    "gemini-embedding-001": Price(input=0.15),
-    "gemini-embedding-2": Price(input=0.20),
-    "rerank-v3.5": Price(per_search_unit=0.002),
+    models.CLAUDE_DOCUMENT_MODEL: Price(input=2.0, output=10.0, cache_read=0.20, cache_write=2.50),
+    models.CLAUDE_CONTEXT_MODEL: Price(input=1.0, output=5.0, cache_read=0.10, cache_write=1.25),
+    models.GEMINI_VISION_MODEL: Price(input=0.30, output=2.50, cache_read=0.03),
+    models.GEMINI_EMBEDDING_MODEL: Price(input=0.15),
+    models.GEMINI_MULTIMODAL_EMBEDDING_MODEL: Price(input=0.20),
+    models.COHERE_RERANK_MODEL: Price(per_search_unit=0.002),
 }
 
 
