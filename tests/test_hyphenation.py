@@ -41,10 +41,12 @@ LINES = [
 ]
 
 
-def paragraph_pdf(lines: list[str], extra: str = "", *, embedded: bool = False) -> bytes:
-    """One page: ``lines`` as one paragraph (12 pt leading), then ``extra`` as a paragraph;
-    ``embedded`` writes them in an embedded Unicode font (Nimbus Sans, which has Greek) rather
-    than base-14 Helvetica (Latin-1 only)."""
+def paragraph_pdf(
+    lines: list[str], extra: str = "", *, embedded: bool = False, leading: float = 12
+) -> bytes:
+    """One page: ``lines`` as one paragraph (``leading`` pt from line to line, 10 pt text),
+    then ``extra`` as a paragraph; ``embedded`` writes them in an embedded Unicode font (Nimbus
+    Sans, which has Greek) rather than base-14 Helvetica (Latin-1 only)."""
     doc = pymupdf.open()
     page = doc.new_page()
     font = "helv"
@@ -52,9 +54,9 @@ def paragraph_pdf(lines: list[str], extra: str = "", *, embedded: bool = False) 
         font = "kbsans"
         page.insert_font(fontname=font, fontbuffer=pymupdf.Font("helv").buffer)
     for index, line in enumerate(lines):
-        page.insert_text((72, 200 + 12 * index), line, fontsize=10, fontname=font)
+        page.insert_text((72, 200 + leading * index), line, fontsize=10, fontname=font)
     if extra:
-        page.insert_text((72, 200 + 12 * len(lines) + 30), extra, fontsize=10, fontname=font)
+        page.insert_text((72, 200 + leading * len(lines) + 30), extra, fontsize=10, fontname=font)
     if embedded:
         doc.subset_fonts()
     return doc.tobytes()
@@ -146,6 +148,42 @@ def test_line_end_breaks_in_a_pdf_are_resolved() -> None:
         "the inter"  # "interconnector" is not in the word list: see the next test
     ) in markdown
     assert "operator and a cooperative review of non-compliance, as agreed." in markdown
+
+
+#: A press release's lead set at 1.5 line spacing (Johnson & Johnson's of 2023-07-20, p. 1):
+#: MuPDF reads each line as a block of its own.
+SPACED = [
+    "Johnson & Johnson (NYSE: JNJ) today announced results for second-",
+    "quarter 2023, a testament to the cli-",
+    "mate of innovation.",
+]
+
+
+def test_a_word_broken_across_lines_that_mupdf_reads_as_blocks_is_resolved() -> None:
+    pdf = paragraph_pdf(SPACED, "2023 Second-Quarter sales grew.", leading=18)
+    page = pymupdf.open("pdf", pdf)[0]
+    lines = block_lines(page)
+    assert [len(block) for block in lines] == [1, 1, 1, 1]  # a block a line
+    assert [(head, tail) for _, head, tail, _ in line_breaks(lines)] == [
+        ("second", "quarter"), ("cli", "mate")
+    ]
+    assert not {"cli", "mate", "quarter"} & set(document_vocabulary(break_words(lines)))
+    markdown = _convert(pdf)
+    # the document writes "Second-Quarter": the compound keeps its hyphen; "cli-" is a syllable
+    assert "announced results for second-quarter 2023, a testament to the climate of" in markdown
+
+
+def test_a_line_ending_in_a_hyphen_above_a_new_paragraph_is_no_break() -> None:
+    # the next block starts a line and more below (a paragraph gap): not the same paragraph
+    lines = ["The retailer must publish its non-"]
+    page = pymupdf.open("pdf", paragraph_pdf(lines, "Compliance reports follow."))[0]
+    assert line_breaks(block_lines(page)) == []
+    # ... and a block beside it (another column) is not its next line either
+    doc = pymupdf.open()
+    side = doc.new_page()
+    side.insert_text((72, 200), "Publish the self-", fontsize=10)
+    side.insert_text((320, 212), "assessment weekly.", fontsize=10)
+    assert line_breaks(block_lines(side)) == []
 
 
 def test_the_documents_own_words_decide_a_break() -> None:

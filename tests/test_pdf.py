@@ -20,11 +20,14 @@ from kb_shared.ingest.pdf import (
     drop_unmapped,
     extract_title,
     extract_version,
+    press_release_title,
     sec_filing_title,
     open_pdf,
     read_page_text,
     unmapped_characters,
 )
+from kb_shared.providers.local_markdown import PymupdfMarkdownConverter
+from kb_shared.ingest.contextual import prefix_title
 from kb_shared.search.citations import naming_title
 from tests.conftest import corpus_dir
 from tests.providers.pdf_builders import (
@@ -194,6 +197,85 @@ def test_text_that_only_mentions_the_commission_is_no_cover() -> None:
     assert sec_filing_title(COVER_10Q.replace("BEST BUY CO., INC.\n", "")) == ""
     page = doc_with_lines((72, 100, "Dispatch procedure", 24))[0]
     assert extract_title("", "", page) == "Dispatch procedure"
+
+
+@pytest.mark.parametrize(
+    ("lead", "issuer", "title"),
+    [
+        (  # Johnson & Johnson, 2023-07-20: the dateline, an en dash, the listing
+            "**New Brunswick, N.J. (July 20, 2023)** – Johnson & Johnson (NYSE: JNJ) today "
+            "announced results for second-quarter 2023. “Our robust performance …",
+            "Johnson & Johnson",
+            "Johnson & Johnson press release: results for second-quarter 2023",
+        ),
+        (  # Business Wire's dateline; a long period is cut at a word
+            "BOLINGBROOK, Ill.--(BUSINESS WIRE)-- Ulta Beauty, Inc. (NASDAQ: ULTA) today "
+            "announced financial results for the thirteen-week period (“fourth quarter”) and "
+            "fifty-two-week period (“fiscal year”) ended January 28, 2023 compared to the same "
+            "periods a year ago. Net sales",
+            "Ulta Beauty, Inc.",
+            "Ulta Beauty, Inc. press release: financial results for the thirteen-week period "
+            "(“fourth quarter”) and fifty-two-week…",
+        ),
+        (  # a defined name after the listing; "Dec." inside the period is no sentence end
+            "Las Vegas, Nevada, February 8, 2023 – MGM Resorts International (NYSE: MGM) "
+            "(“MGM Resorts” or the “Company”) today reported its financial results for the "
+            "quarter and year ended Dec. 31, 2022. Net revenues",
+            "MGM Resorts International",
+            "MGM Resorts International press release: financial results for the quarter and "
+            "year ended Dec. 31, 2022",
+        ),
+        (  # a hyphen in the name and a plain dateline dash
+            "ATLANTA -- The Coca-Cola Company (NYSE: KO) today reported fourth quarter and full "
+            "year 2022 results. Net revenues",
+            "The Coca-Cola Company",
+            "The Coca-Cola Company press release: fourth quarter and full year 2022 results",
+        ),
+        # no listing, no results, or a note in parentheses: no release lead
+        ("Acme Corp. today announced results for 2023. More", "", ""),
+        ("Acme Corp. (NYSE: ACM) today announced a dividend. Results follow.", "", ""),
+        ("The retailer (Note: see below) reported results for 2023. More", "", ""),
+    ],
+)
+def test_a_press_release_lead_names_its_issuer_and_results(
+    lead: str, issuer: str, title: str
+) -> None:
+    assert press_release_title(lead) == (issuer, title)
+
+
+def test_a_release_lead_titles_a_release_whose_heading_does_not_name_the_issuer() -> None:
+    lead = (
+        "New Brunswick, N.J. (July 20, 2023) – Johnson & Johnson (NYSE: JNJ) today announced "
+        "results for second-quarter 2023. Sales grew"
+    )
+    page = doc_with_lines((72, 100, "OVERALL FINANCIAL RESULTS", 14))[0]
+    markdown = f"**FOR IMMEDIATE RELEASE**\n\n{lead}\n\n# **OVERALL FINANCIAL RESULTS**\n"
+    assert extract_title("", markdown, page) == (
+        "Johnson & Johnson press release: results for second-quarter 2023"
+    )
+    # the company names the document; the period is no part of its name nor of its chunks'
+    # contextual prefix (as a filing's form and period)
+    assert naming_title(extract_title("", markdown, page)) == "Johnson & Johnson"
+    assert prefix_title(extract_title("", markdown, page)) == ""
+    # a headline that names the issuer (its legal form aside) stays the title
+    named = markdown.replace("OVERALL FINANCIAL RESULTS", "Johnson & Johnson Reports Q2 Results")
+    assert extract_title("", named, page) == "Johnson & Johnson Reports Q2 Results"
+    # ... and so does a meaningful metadata title
+    assert extract_title("Overall Financial Results", markdown, page) == (
+        "Overall Financial Results"
+    )
+
+
+def test_the_first_page_of_a_real_earnings_release_is_titled_by_its_lead() -> None:
+    # Johnson & Johnson's release of 2023-07-20: its headline is an image, its first heading
+    # a table's; the lead's "second-" / "quarter" lines are blocks of their own in MuPDF
+    source = pymupdf.open(corpus_dir() / "eval/financebench-dev/pdfs" /
+                          "JOHNSON_JOHNSON_2023Q2_EARNINGS.pdf")
+    first = pymupdf.open()
+    first.insert_pdf(source, from_page=0, to_page=0)
+    converted = PymupdfMarkdownConverter().convert(first.tobytes(), "jnj-p1.pdf")
+    assert converted.title == "Johnson & Johnson press release: results for second-quarter 2023"
+    assert "(NYSE: JNJ) today announced results for second-quarter 2023." in converted.markdown
 
 
 def test_version_label_and_placeholder() -> None:

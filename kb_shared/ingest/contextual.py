@@ -7,15 +7,17 @@ text from a point's payload with ``stored_embedding_text``.
 from __future__ import annotations
 
 from kb_shared.ingest.chunking import PATH_SEPARATOR, Chunk
-from kb_shared.search.citations import FILING_FORM, PointPayload
+from kb_shared.search.citations import ISSUE_OF_COMPANY, PointPayload
 
 
 def prefix_title(title: str) -> str:
-    """The title a chunk's contextual prefix carries: ``title``, or none for an SEC filing.
-    A filing's title, whole or cut to its registrant, ranked worse than no title on the set
-    it was not written for (benchmarks/results/titles-2026-12-07.md)."""
+    """The title a chunk's contextual prefix carries: ``title``, or none for an SEC filing or
+    a press release titled from its lead (``ISSUE_OF_COMPANY``). A filing's title, whole or
+    cut to its registrant, ranked worse than no title on the set it was not written for
+    (benchmarks/results/titles-2026-12-07.md), and so did a release's
+    (benchmarks/results/titles-2026-12-07-releases.md)."""
     title = title.strip()
-    return "" if FILING_FORM.search(title) else title
+    return "" if ISSUE_OF_COMPANY.search(title) else title
 
 
 def embedding_text(chunk: Chunk, title: str = "") -> str:

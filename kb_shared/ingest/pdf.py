@@ -713,6 +713,60 @@ def sec_filing_title(page_text: str) -> str:
     return f"{registrant} Form {form}"
 
 
+#: A wire-service press release's lead, as the wire services set it: a dateline, a dash, the
+#: issuer with its listing in parentheses, and "today announced/reported … results …", e.g.
+#: "New Brunswick, N.J. (July 20, 2023) – Johnson & Johnson (NYSE: JNJ) today announced results
+#: for second-quarter 2023." (Associated Press Stylebook, "datelines"; the exchange and ticker
+#: form of Business Wire and PR Newswire releases.)
+_RELEASE_LEAD = re.compile(
+    r"(?P<issuer>[A-Z][\w&.,'’ -]{1,120}?)\s*"
+    r"\((?:[A-Z][A-Za-z]*(?:\s[A-Z][A-Za-z]*)?)\s*:\s*[A-Z][A-Z0-9.]{0,9}\)\s*"  # (NYSE: JNJ)
+    r"(?:\([^)]{1,80}\)\s*)?"  # (“MGM Resorts” or the “Company”)
+    r"(?:today\s+|on\s+\w+(?:\s+\d{1,2})?,?\s+)?(?:announced|reported|announces|reports)\s+"
+    r"(?:its\s+|their\s+)?(?P<what>[^;]{1,200}?)\s*[.;](?=\s+[A-Z“\"‘]|\s*$)"
+)
+#: What ends a dateline before the issuer's name ("LAS VEGAS - MGM …", "…--(BUSINESS WIRE)--").
+_DATELINE_END = re.compile(r"\s*(?:-{2,}|[–—]|\s-)\s*")
+#: Longest title ``press_release_title`` gives: it heads every citation of the document.
+RELEASE_TITLE_CHARS = 120
+_RESULTS = re.compile(r"\bresults\b", re.IGNORECASE)
+#: Words that name a company's legal form, not the company ("Ulta Beauty, Inc.").
+_LEGAL_FORMS = frozenset(
+    "inc incorporated corp corporation co company ltd limited plc llc lp nv sa ag se".split()
+)
+
+
+def press_release_title(page_text: str) -> tuple[str, str]:
+    """The issuer and a title from a press release's lead sentence (``_RELEASE_LEAD``), e.g.
+    ``("Johnson & Johnson", "Johnson & Johnson press release: results for second-quarter
+    2023")``; ``kb_shared.search.citations.RELEASE_FORM`` finds the issuer in it again.
+
+    ``page_text`` is page 1's text (Markdown marks are ignored). A title over
+    ``RELEASE_TITLE_CHARS`` is cut at a word and ends in "…". Returns ``("", "")`` when no
+    lead names an issuer with its listing and the results it announces.
+    """
+    text = " ".join(MARKDOWN_MARKS.sub(" ", page_text).split())
+    for match in _RELEASE_LEAD.finditer(text):
+        issuer = _DATELINE_END.split(match.group("issuer"))[-1].strip(" ,")
+        if not 1 <= len(issuer.split()) <= 8 or not _RESULTS.search(match.group("what")):
+            continue
+        title = f"{issuer} press release: {match.group('what').strip()}"
+        if len(title) > RELEASE_TITLE_CHARS:  # cut at a word, before an unclosed "(", marked
+            title = title[: RELEASE_TITLE_CHARS - 1].rsplit(" ", 1)[0]
+            if title.count("(") > title.count(")"):
+                title = title[: title.rindex("(")]
+            title = title.rstrip(" ,“") + "…"
+        return issuer, title
+    return "", ""
+
+
+def _names_issuer(title: str, issuer: str) -> bool:
+    """Whether ``title`` holds every word of ``issuer`` but its legal form."""
+    words = set(_words(title))
+    wanted = [w for w in _words(issuer) if w not in _LEGAL_FORMS]
+    return bool(wanted) and all(w in words for w in wanted)
+
+
 def extract_title(metadata_title: str, first_page_markdown: str, first_page: pymupdf.Page) -> str:
     """The document title.
 
@@ -726,6 +780,10 @@ def extract_title(metadata_title: str, first_page_markdown: str, first_page: pym
     2. Else the first level-1 or level-2 heading on page 1 (after furniture removal).
     3. Else the text in the largest font size on page 1.
 
+    A press release whose lead names its issuer (``press_release_title``) is titled by that
+    lead instead of 2 or 3 when they do not name the issuer: a release's first heading may be
+    a section's ("OVERALL FINANCIAL RESULTS") when its headline is an image.
+
     Returns ``""`` when none of these yields text with at least three letters.
     """
     page_text = first_page.get_text()
@@ -738,6 +796,16 @@ def extract_title(metadata_title: str, first_page_markdown: str, first_page: pym
         words = _words(title)
         if words and sum(w in page_words for w in words) >= 0.8 * len(words):
             return title
+    found = _heading_title(first_page_markdown, first_page)
+    issuer, release = press_release_title(first_page_markdown)
+    if release and not _names_issuer(found, issuer):
+        return release
+    return found
+
+
+def _heading_title(first_page_markdown: str, first_page: pymupdf.Page) -> str:
+    """``extract_title``'s steps 2 and 3: page 1's first level-1 or level-2 heading, else its
+    text in the largest font; ``""`` when neither has three letters."""
     for line in first_page_markdown.splitlines():
         match = re.match(r"^#{1,2}\s+(.*)$", line)
         if match:
@@ -864,6 +932,7 @@ __all__ = [
     "check_pdf",
     "check_text_layer",
     "extract_title",
+    "press_release_title",
     "sec_filing_title",
     "extract_version",
     "UNMAPPED_CHARS",

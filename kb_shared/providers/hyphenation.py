@@ -139,33 +139,78 @@ def _break(upper: str, lower: str) -> tuple[str, str, bool] | None:
     return None
 
 
+#: How far below a block's last line the next block's first line may start and still go on
+#: with the same paragraph, in that line's heights: a word processor's paragraph set at 1.5
+#: line spacing comes out of MuPDF as one block a line (a 12 pt line every 18 pt leaves a gap
+#: of half a line), and a paragraph gap is at least a line.
+NEXT_BLOCK_GAP_LINES = 0.75
+
+
+def _goes_on(upper: pymupdf.Rect, lower: pymupdf.Rect) -> bool:
+    """Whether ``lower``, the first line of the next block, carries on ``upper``, the last
+    line of a block: it starts below it within ``NEXT_BLOCK_GAP_LINES`` of its height and
+    shares at least half the narrower line's width."""
+    gap = lower.y0 - upper.y1
+    overlap = min(upper.x1, lower.x1) - max(upper.x0, lower.x0)
+    narrower = min(upper.width, lower.width)
+    return (
+        -0.5 * upper.height < gap <= NEXT_BLOCK_GAP_LINES * upper.height
+        and narrower > 0 and overlap >= narrower / 2
+    )
+
+
+def _consecutive(lines_of_page: BlockLines) -> list[tuple[int, int]]:
+    """Index pairs ``(i, i + 1)`` of the page's lines (numbered across its blocks, in order)
+    where the second goes on from the first: the next line of the same block, or the first
+    line of the next block when ``_goes_on`` says it carries on the paragraph."""
+    pairs = []
+    index = 0
+    previous: pymupdf.Rect | None = None
+    for lines in lines_of_page:
+        for position, (rect, _text) in enumerate(lines):
+            if index > 0 and (position > 0 or (previous is not None and _goes_on(previous, rect))):
+                pairs.append((index - 1, index))
+            previous = rect
+            index += 1
+    return pairs
+
+
+def _page_lines(lines_of_page: BlockLines) -> list[tuple[pymupdf.Rect, str]]:
+    return [line for lines in lines_of_page for line in lines]
+
+
 def line_breaks(lines_of_page: BlockLines) -> list[tuple[pymupdf.Point, str, str, bool]]:
     """The words broken at a line end on a page (its ``block_lines``):
     ``(where, head, tail, literal)`` for each
-    text line whose last token ends in a hyphen after a letter and whose next line (same
-    MuPDF block) starts with a letter; ``where`` is the middle of the broken line
+    text line whose last token ends in a hyphen after a letter and whose next line (in the
+    same MuPDF block, or the next block's first when it carries on the paragraph:
+    ``NEXT_BLOCK_GAP_LINES``) starts with a letter; ``where`` is the middle of the broken line
     (to find its layout box); ``literal`` when the token is a URL, path or e-mail address
     (its hyphen stays)."""
+    lines = _page_lines(lines_of_page)
     found = []
-    for lines in lines_of_page:
-        for (rect, upper), (_, lower) in zip(lines, lines[1:]):
-            pair = _break(upper, lower)
-            if pair is not None:
-                found.append(((rect.tl + rect.br) / 2, *pair))
+    for upper, lower in _consecutive(lines_of_page):
+        rect, text = lines[upper]
+        pair = _break(text, lines[lower][1])
+        if pair is not None:
+            found.append(((rect.tl + rect.br) / 2, *pair))
     return found
 
 
 def break_words(lines_of_page: BlockLines) -> list[str]:
     """The page's lines (its ``block_lines``) with the two fragments of every line-end break
     left out (what ``document_vocabulary`` should count)."""
+    lines = _page_lines(lines_of_page)
+    broken = {
+        upper for upper, lower in _consecutive(lines_of_page)
+        if _break(lines[upper][1], lines[lower][1]) is not None
+    }
     texts = []
-    for lines in lines_of_page:
-        broken = [False] + [_break(a, b) is not None for (_, a), (_, b) in zip(lines, lines[1:])]
-        for index, (_, line) in enumerate(lines):
-            tokens = line.split()
-            if index + 1 < len(broken) and broken[index + 1]:
-                tokens = tokens[:-1]  # its last word goes on on the next line
-            if broken[index]:
-                tokens = tokens[1:]  # its first word is the end of the line before's
-            texts.append(" ".join(tokens))
+    for index, (_, line) in enumerate(lines):
+        tokens = line.split()
+        if index in broken:
+            tokens = tokens[:-1]  # its last word goes on on the next line
+        if index - 1 in broken:
+            tokens = tokens[1:]  # its first word is the end of the line before's
+        texts.append(" ".join(tokens))
     return texts

@@ -309,8 +309,11 @@ class PymupdfMarkdownConverter(MarkdownConverter):
     #: kept, pages layout mode cannot map read from the plain text layer; r6: a version is
     #: read from a version table only under a capitalised header on a short row, not from
     #: prose: a 10-K's forward-looking statements gave Netflix's filings "Version 2010"; r7: an
-    #: SEC filing's title is its registrant, form and period, not the commission's name).
-    name = "pymupdf4llm-layout-r7"
+    #: SEC filing's title is its registrant, form and period, not the commission's name; r8: a
+    #: word broken at the end of a paragraph's line that MuPDF put in a block of its own is
+    #: resolved too, and a press release whose first heading does not name its issuer is
+    #: titled by its lead sentence).
+    name = "pymupdf4llm-layout-r8"
 
     def convert(self, pdf: bytes, filename: str) -> ConvertedDocument:
         """Convert one PDF (``convert_reusing`` without a kept layout analysis)."""

@@ -93,14 +93,21 @@ SEC_FORM_NAME = r"\d{1,2}-[A-Z]{1,2}(?:/A)?|[SF]-\d{1,2}"
 #: Where an SEC filing's title (``kb_shared.ingest.pdf.sec_filing_title``: "3M COMPANY Form
 #: 10-K for the fiscal year ended December 31, 2018") ends its registrant's name.
 FILING_FORM = re.compile(rf" Form (?:{SEC_FORM_NAME})(?: (?:for the|dated) [^›]*)?$")
+#: Where a press release's title (``kb_shared.ingest.pdf.press_release_title``: "Johnson &
+#: Johnson press release: results for second-quarter 2023") ends its issuer's name.
+RELEASE_FORM = re.compile(r" press release: [^›]*$")
+#: What follows the name of the company in a title read from a filing's cover or a release's
+#: lead: the kind of document and the period, words every such title repeats.
+ISSUE_OF_COMPANY = re.compile(f"{FILING_FORM.pattern}|{RELEASE_FORM.pattern}")
 
 
 def naming_title(title: str) -> str:
     """The part of a document ``title`` that names the document: an SEC filing's registrant
-    ("3M COMPANY"), any other title whole. A question is routed to a document by these words
+    ("3M COMPANY") or a press release's issuer ("Johnson & Johnson"), any other title whole.
+    A question is routed to a document by these words
     (``kb_shared.search.retrieval_features.routed_documents``), not by the form and period
-    every filing's title repeats ("Form 10-K for the fiscal year ended …")."""
-    return FILING_FORM.sub("", title.strip())
+    every such title repeats ("Form 10-K for the fiscal year ended …", ``ISSUE_OF_COMPANY``)."""
+    return ISSUE_OF_COMPANY.sub("", title.strip())
 
 
 @dataclass(frozen=True, slots=True)

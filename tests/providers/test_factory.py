@@ -62,7 +62,7 @@ def test_local_providers_offer_the_provider_defaults() -> None:
         factory.reranker(settings),
     ]
     assert [p.name for p in built] == [
-        "pymupdf4llm-layout-r7", "minilm-int8", "heading-path", "pymupdf-layout", "fusion-order",
+        "pymupdf4llm-layout-r8", "minilm-int8", "heading-path", "pymupdf-layout", "fusion-order",
     ]
     for provider in built:
         assert isinstance(provider, Provider)
