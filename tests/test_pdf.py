@@ -231,10 +231,13 @@ def test_text_that_only_mentions_the_commission_is_no_cover() -> None:
             "The Coca-Cola Company",
             "The Coca-Cola Company press release: fourth quarter and full year 2022 results",
         ),
-        # no listing, no results, or a note in parentheses: no release lead
-        ("Acme Corp. today announced results for 2023. More", "", ""),
-        ("Acme Corp. (NYSE: ACM) today announced a dividend. Results follow.", "", ""),
-        ("The retailer (Note: see below) reported results for 2023. More", "", ""),
+        # no listing, no dateline, no results, or a note in parentheses: no release lead
+        ("LONDON -- Acme Corp. today announced results for 2023. More", "", ""),
+        ("Acme Corp. (NYSE: ACM) today reported results for 2023. More", "", ""),
+        ("LONDON -- " + "Earlier news. " * 150 + "LONDON -- Acme Corp. (NYSE: ACM) today "
+         "reported results for 2023. More", "", ""),  # too far down page 1 to be its lead
+        ("PARIS -- Acme S.A. (NYSE: ACM) today announced a dividend. Results follow.", "", ""),
+        ("ROME -- The retailer (Note: see below) reported results for 2023. More", "", ""),
     ],
 )
 def test_a_press_release_lead_names_its_issuer_and_results(

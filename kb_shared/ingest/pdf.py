@@ -723,10 +723,18 @@ _RELEASE_LEAD = re.compile(
     r"\((?:[A-Z][A-Za-z]*(?:\s[A-Z][A-Za-z]*)?)\s*:\s*[A-Z][A-Z0-9.]{0,9}\)\s*"  # (NYSE: JNJ)
     r"(?:\([^)]{1,80}\)\s*)?"  # (“MGM Resorts” or the “Company”)
     r"(?:today\s+|on\s+\w+(?:\s+\d{1,2})?,?\s+)?(?:announced|reported|announces|reports)\s+"
-    r"(?:its\s+|their\s+)?(?P<what>[^;]{1,200}?)\s*[.;](?=\s+[A-Z“\"‘]|\s*$)"
+    r"(?:its\s+|their\s+)?(?P<what>[^;]{1,300}?)\s*"
+    # a sentence's end, not an abbreviation's point ("ended Dec. 31, 2022.")
+    + "".join(rf"(?<!\b{a})" for a in ("Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec "
+                                       "Inc Corp Co Ltd No St").split())
+    + r"[.;](?=\s+[A-Z0-9“\"‘]|\s*$)"
 )
 #: What ends a dateline before the issuer's name ("LAS VEGAS - MGM …", "…--(BUSINESS WIRE)--").
 _DATELINE_END = re.compile(r"\s*(?:-{2,}|[–—]|\s-)\s*")
+_AFTER_DATELINE = re.compile(r"(?:-{2,}|[–—]|\s-)\s*$")
+#: How far into page 1's text (characters, Markdown marks dropped) a release's lead may start:
+#: it follows the headline and the bullets of highlights (J&J's at 726, MGM's at 576).
+RELEASE_LEAD_WITHIN = 2_000
 #: Longest title ``press_release_title`` gives: it heads every citation of the document.
 RELEASE_TITLE_CHARS = 120
 _RESULTS = re.compile(r"\bresults\b", re.IGNORECASE)
@@ -741,14 +749,23 @@ def press_release_title(page_text: str) -> tuple[str, str]:
     ``("Johnson & Johnson", "Johnson & Johnson press release: results for second-quarter
     2023")``; ``kb_shared.search.citations.RELEASE_FORM`` finds the issuer in it again.
 
-    ``page_text`` is page 1's text (Markdown marks are ignored). A title over
+    ``page_text`` is page 1's text (Markdown marks are ignored). The lead must start within
+    ``RELEASE_LEAD_WITHIN`` characters, after a dateline's dash. A title over
     ``RELEASE_TITLE_CHARS`` is cut at a word and ends in "…". Returns ``("", "")`` when no
-    lead names an issuer with its listing and the results it announces.
+    such lead names an issuer with its listing and the results it announces.
     """
     text = " ".join(MARKDOWN_MARKS.sub(" ", page_text).split())
     for match in _RELEASE_LEAD.finditer(text):
-        issuer = _DATELINE_END.split(match.group("issuer"))[-1].strip(" ,")
-        if not 1 <= len(issuer.split()) <= 8 or not _RESULTS.search(match.group("what")):
+        if match.start() > RELEASE_LEAD_WITHIN:
+            break
+        parts = _DATELINE_END.split(match.group("issuer"))
+        issuer = parts[-1].strip(" ,")
+        after_dateline = len(parts) > 1 or _AFTER_DATELINE.search(text[: match.start()])
+        if (
+            not after_dateline
+            or not 1 <= len(issuer.split()) <= 8
+            or not _RESULTS.search(match.group("what"))
+        ):
             continue
         title = f"{issuer} press release: {match.group('what').strip()}"
         if len(title) > RELEASE_TITLE_CHARS:  # cut at a word, before an unclosed "(", marked
