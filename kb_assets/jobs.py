@@ -28,7 +28,7 @@ from kb_assets.constants import (
 from kb_assets.intake import IntakeOutcome, IntakeStatus, previous_edition
 from kb_assets.url_intake import admit_sources, is_url
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.assets.common import failure_text
+from kb_assets.assets.common import failure_text, version_being_built
 from kb_assets.io_manager import BlobIOManager
 from kb_assets.market.resources import NotionResource
 from kb_assets.resources import Providers, ProvidersResource, StoresResource
@@ -39,19 +39,20 @@ from kb_shared.stores.catalog.documents import normalize_category
 def record_build_failure(context: dg.HookContext) -> None:
     """Record in the catalog why a build stopped (the step and its error: ``failure_text``),
     so ``kb status``, ``kb versions`` and ``list_documents`` say so. The version being built
-    (the newest) is marked failed; the document too when none of its versions is served (a
-    first build) or the served one was being rebuilt, else the served version stays served
-    (``Catalog.fail_version``). Nothing else writes a failure reason."""
+    (``version_being_built``: a new version, or the served one a partial rebuild worked on) is
+    marked failed; the document too when none of its versions is served (a first build) or
+    the served one was being rebuilt, else the served version stays served
+    (``Catalog.fail_version``). A batched run's steps record their documents' failures
+    themselves (``batch.record_document_failure``)."""
     run = context.instance.get_run_by_id(context.run_id)
     doc = run.tags.get(PARTITION_TAG) if run else None
     if not doc:
         return
     stores: StoresResource = context.resources.stores
-    catalog = stores.catalog()
-    history = catalog.versions(doc)
-    if history:
-        catalog.fail_version(
-            doc, history[-1].version, failure_text(context.step_key, context.op_exception)
+    version = version_being_built(stores, doc, context.step_key)
+    if version is not None:
+        stores.catalog().fail_version(
+            doc, version.version, failure_text(context.step_key, context.op_exception)
         )
 
 

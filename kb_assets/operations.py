@@ -47,7 +47,7 @@ from kb_assets.partitions import MISSING, not_run_after_failures, partition_stat
 from kb_assets.resources import SettingsResource, StoresResource
 from kb_assets.stopping import STOPPED_REASON, build_in_turn
 from kb_shared import layout
-from kb_shared.errors import DocumentNotFoundError, KbError, StoreError
+from kb_shared.errors import DocumentBusyError, DocumentNotFoundError, KbError, StoreError
 from kb_shared.stores.catalog import (
     DocumentRow,
     DocumentVersionRow,
@@ -502,13 +502,26 @@ def delete_document(
     so a delete that fails or is killed half way is finished by running it again (or by ``kb
     build``: ``finish_interrupted_deletes``).
 
+    A document that a live run builds (``live_runs.builds_in_progress``: a sensor's, another
+    ``kb build``'s, the upload page's) is refused before anything changes: that run would
+    write its points, edges and figures after they were removed, with no row left to find
+    them by.
+
     Raises:
         DocumentNotFoundError: unknown name or id.
+        DocumentBusyError: a live run builds it; the message names the run.
         StoreError / StoreUnavailableError: a store failed; what was removed stays removed
             and the document stays ``deleting``.
     """
     row = resolve_document(stores, ref)
     doc = row.doc_id
+    building = builds_in_progress(instance).get(doc)
+    if building is not None:
+        raise DocumentBusyError(
+            f"{row.name} is being built by run {building.run_id} ({building.status}); delete "
+            "it when that run has ended (`kb status` shows it), or terminate the run in the "
+            "Dagster UI first"
+        )
     resumed = row.status == DocumentStatus.DELETING
     if not resumed:
         stores.catalog().mark_deleting(doc)
@@ -584,8 +597,8 @@ def finish_interrupted_deletes(
             continue
         try:
             reports.append(delete_document(stores, instance, row.doc_id))
-        except (StoreError, OSError, DocumentNotFoundError):  # unreachable, or gone meanwhile
-            continue
+        except (StoreError, OSError, DocumentNotFoundError, DocumentBusyError):
+            continue  # unreachable, gone meanwhile, or still being built: the next call
     return reports
 
 

@@ -33,6 +33,11 @@ class DocumentNotFoundError(KbError):
     """A document name or id that the catalog does not hold."""
 
 
+class DocumentBusyError(KbError):
+    """A document a live build is writing cannot be deleted now: what that build wrote after
+    the delete would stay behind. The message names the run and says what to do."""
+
+
 class ConversionError(KbError):
     """A PDF that cannot become Markdown: scanned (no text layer), encrypted, corrupt,
     empty, not a PDF, or in a font with no Unicode mapping. The message says which and what

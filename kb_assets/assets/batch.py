@@ -29,7 +29,7 @@ from typing import Any
 
 import dagster as dg
 
-from kb_assets.assets.common import BuildConfig, failure_text
+from kb_assets.assets.common import BuildConfig, failure_text, version_being_built
 from kb_assets.io_manager import Batch, StepRecords
 from kb_assets.partitions import partition_set_snapshot
 from kb_assets.resources import StoresResource
@@ -66,15 +66,17 @@ class BatchProgress:
     checked: dict[str, int] = field(default_factory=dict)
 
 
-def record_document_failure(stores: StoresResource, doc_id: str, reason: str) -> None:
-    """Mark the version being built of ``doc_id`` (its newest) failed with ``reason``, as the
-    build job's failure hook does for a single run (``Catalog.fail_version``). A catalog that
-    cannot be reached leaves the row as it is (the run's failure list still has the reason)."""
+def record_document_failure(
+    stores: StoresResource, doc_id: str, reason: str, *, step: str
+) -> None:
+    """Mark the version of ``doc_id`` that ``step`` worked on (``common.version_being_built``)
+    failed with ``reason``, as the build job's failure hook does for a single run
+    (``Catalog.fail_version``). A catalog that cannot be reached leaves the row as it is (the
+    run's failure list still has the reason)."""
     try:
-        catalog = stores.catalog()
-        history = catalog.versions(doc_id)
-        if history:
-            catalog.fail_version(doc_id, history[-1].version, reason)
+        version = version_being_built(stores, doc_id, step)
+        if version is not None:
+            stores.catalog().fail_version(doc_id, version.version, reason)
     except StoreError:
         return
 
@@ -183,7 +185,7 @@ def run_batch(
             missing = [f"{name}: {batch.missing[doc]}" for name, batch in inputs.items()
                        if doc not in batch.outputs]
             if missing:
-                _fail(context, stores, progress, doc, f"{asset}: {'; '.join(missing)}")
+                _fail(context, stores, progress, doc, asset, f"{asset}: {'; '.join(missing)}")
                 continue
             try:
                 events = work(doc, **{n: b.outputs[doc] for n, b in inputs.items()})
@@ -192,7 +194,7 @@ def run_batch(
                     else list(events)
                 )
             except Exception as error:  # noqa: BLE001 - one document's failure stays its own
-                _fail(context, stores, progress, doc, failure_text(asset, error))
+                _fail(context, stores, progress, doc, asset, failure_text(asset, error))
                 continue
             _collect(context, stores, progress, doc, events, asset)
     records.add_run_failures(context.run.run_id, progress.failed)
@@ -204,10 +206,11 @@ def _fail(
     stores: StoresResource,
     progress: BatchProgress,
     doc: str,
+    asset: str,
     reason: str,
 ) -> None:
     progress.failed[doc] = reason
-    record_document_failure(stores, doc, reason)
+    record_document_failure(stores, doc, reason, step=asset)
     context.log.warning("%s failed in this batch: %s", doc, reason)
     context.add_asset_metadata({"failed": reason}, partition_key=doc)
 
@@ -237,7 +240,10 @@ def _collect(
             progress.outputs[doc] = None
             context.add_asset_metadata(dict(event.metadata or {}), partition_key=doc)
     if failing:  # its output stays stored, as in a single run whose blocking check fails
-        _fail(context, stores, progress, doc, f"asset check {', '.join(failing)} failed on {asset}")
+        _fail(
+            context, stores, progress, doc, asset,
+            f"asset check {', '.join(failing)} failed on {asset}",
+        )
 
 
 def batch_events(

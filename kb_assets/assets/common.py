@@ -12,7 +12,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from kb_assets.constants import BLOB_IO, CORPUS_GROUP
+from kb_assets.constants import BLOB_IO, CORPUS_GROUP, MARKDOWN
 from kb_assets.outputs import MarkdownDocument
 from kb_assets.partitions import documents_partitions
 from kb_assets.pools import ASSET_POOLS
@@ -211,6 +211,28 @@ def version_to_build(stores: StoresResource, doc_id: str) -> DocumentVersionRow:
     """
     require_document(stores, doc_id)
     return stores.catalog().versions(doc_id)[-1]
+
+
+def version_being_built(
+    stores: StoresResource, doc_id: str, failed_step: str
+) -> DocumentVersionRow | None:
+    """The version a build of ``doc_id`` worked on when its step ``failed_step`` failed (what
+    the failure hooks mark failed): the newest (``version_to_build``) when ``markdown``
+    failed, else the version its stored Markdown was converted from (``version_of``: a
+    partial rebuild of the served version works on it while a newer version may wait), the
+    newest when that is unknown. ``None`` for a document without versions."""
+    from kb_assets.io_manager import StepRecords  # PyArrow: the failure paths only
+
+    history = stores.catalog().versions(doc_id)
+    if not history:
+        return None
+    if failed_step != MARKDOWN:
+        document = StepRecords(stores.blobs()).previous_markdown(doc_id)
+        if document is not None:
+            built = next((v for v in history if v.sha256 == document.sha256), None)
+            if built is not None:
+                return built
+    return history[-1]
 
 
 def check_chunks_of(version: DocumentVersionRow, chunk_list: Sequence[Chunk]) -> None:

@@ -11,10 +11,14 @@ version of a document, the catalog's ``serving`` one, and its data is complete.
   (``kb_mcp.documents.served_documents``) whenever a document has more than one version.
 * This step is the switch: ``Catalog.record_version`` makes the built version ``serving`` and
   the previous one ``superseded`` in one transaction, so a reader sees the old version or the
-  new one, never both or neither. Only then are the other versions' points, edges, figures
-  and obligations removed (their catalog rows stay as history); a pending version is left
-  alone. A superseded version keeps its file and its change snapshot: they are the "before"
-  side of what changed (issue 27, ``changes`` asset); a failed version's file is removed.
+  new one, never both or neither. Only then are the older versions' points, edges, figures
+  and obligations removed (their catalog rows stay as history); a pending version, and a
+  newer failed one (a rebuild of the served version while a new version waits to be retried),
+  are left alone. A superseded version keeps its file and its change snapshot: they are the
+  "before" side of what changed (issue 27, ``changes`` asset); an older failed version's file
+  is removed. A store that fails during the removal does not undo the switch: the step
+  succeeds with a warning, and the next ``kb build`` or intake-sensor tick removes what is
+  left (``kb_assets.operations.recover_interrupted``).
 * A build that fails before this step changes nothing that is served: the failure hook
   (``kb_assets.jobs.record_build_failure``) marks the version ``failed`` with its reason, and
   the version served before it still is.
@@ -29,6 +33,7 @@ removal (the span of one query) finds no passage of that document; it never mixe
 import dagster as dg
 
 from kb_assets.assets.common import corpus_asset, version_of
+from kb_assets.io_manager import StepRecords
 from kb_assets.constants import (
     CHANGES,
     EMBEDDINGS,
@@ -41,6 +46,7 @@ from kb_assets.constants import (
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import StoresResource
 from kb_shared import layout
+from kb_shared.errors import StoreError
 from kb_shared.stores.catalog import DocumentVersionRow, VersionStatus
 
 
@@ -70,13 +76,19 @@ def record(
 
     Raises:
         dagster.Failure: a step's stored output (``StepSummary.details["key"]``) is of
-            another version than the Markdown (a partial rebuild after a failed new version).
+            another version than the Markdown (a partial rebuild after a failed new version);
+            the steps this one runs after (obligations, changes) are read from their stored
+            outputs.
     """
     version = version_of(stores, document)
+    records = StepRecords(stores.blobs())
+    after = {step: records.previous_summary(step, document.doc_id) for step in (OBLIGATIONS, CHANGES)}
+    steps = [(EMBEDDINGS, embedded), (GRAPH, graphed), (FIGURES, figured), *after.items()]
     other = [
         step
-        for step, summary in ((EMBEDDINGS, embedded), (GRAPH, graphed), (FIGURES, figured))
-        if summary.details.get("key", document.doc_id) != version.key
+        for step, summary in steps
+        if (summary.details.get("key", document.doc_id) if summary else document.doc_id)
+        != version.key
     ]
     if other:
         raise dg.Failure(
@@ -100,9 +112,17 @@ def record(
         "embedding_model": embedded.details.get("model", ""),
     }
     row, others = stores.catalog().record_version(document.doc_id, version.version, **fields)
-    removed = remove_version_data(
-        stores, [v for v in others if v.status != VersionStatus.PENDING]
-    )
+    older = [
+        v for v in others if v.status != VersionStatus.PENDING and v.version < version.version
+    ]
+    try:
+        removed = remove_version_data(stores, older)
+    except (StoreError, OSError) as error:  # switched: what is left goes at the next recovery
+        context.log.warning(
+            "%s: version %d serves; removing the older versions' data failed (%s); the next "
+            "`kb build` or intake-sensor tick removes it", row.doc_id, version.version, error,
+        )
+        removed = ""
     if removed:
         context.log.info("%s: removed the stored data of version(s) %s", row.doc_id, removed)
     return dg.MaterializeResult(

@@ -37,7 +37,7 @@ from kb_assets.cli.requests import requests_app
 from kb_assets.cli.sync import sync_app
 from kb_assets.constants import PARTITION_TAG, REBUILDABLE
 from kb_shared.access import exposure_problem
-from kb_shared.errors import DocumentNotFoundError, IntakeError, KbError
+from kb_shared.errors import DocumentBusyError, DocumentNotFoundError, IntakeError, KbError
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -435,7 +435,7 @@ def delete(
     for name in names:
         try:
             report = operations.delete_document(stores, instance, name)
-        except DocumentNotFoundError as error:
+        except (DocumentNotFoundError, DocumentBusyError) as error:
             err.print(f"[red]{error}[/red]")
             status = 1
             continue

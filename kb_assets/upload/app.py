@@ -55,6 +55,7 @@ from kb_assets.intake import IntakeStatus
 from kb_assets.upload.service import DEFAULT_HOURS, UploadService
 from kb_shared.access import bearer_authorised, exposure_problem, host_allowed, host_patterns
 from kb_shared.errors import (
+    DocumentBusyError,
     DocumentNotFoundError,
     ExposureError,
     IntakeError,
@@ -136,15 +137,15 @@ async def _call(function: Callable[..., Any], *args: Any) -> Any:
 def _guarded(
     handler: Callable[[Request, UploadService], Awaitable[Response]], service: UploadService
 ) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` with kb's errors as JSON answers: not found 404, refused 409, bad input
-    400, the catalog or instance unreachable 503."""
+    """``handler`` with kb's errors as JSON answers: not found 404, refused or busy 409, bad
+    input 400, the catalog or instance unreachable 503."""
 
     async def endpoint(request: Request) -> Response:
         try:
             return await handler(request, service)
         except (DocumentNotFoundError, RequestNotFoundError) as error:
             return _error(404, str(error))
-        except RequestRefusedError as error:
+        except (RequestRefusedError, DocumentBusyError) as error:
             return _error(409, str(error))
         except (IntakeError, StoreError) as error:
             return _error(503, str(error))

@@ -329,6 +329,7 @@ class UploadService:
 
         Raises:
             DocumentNotFoundError: no such document.
+            DocumentBusyError: a live run builds it (the page answers 409).
         """
         with self.stores() as stores:
             report = operations.delete_document(stores, self.instance, ref)

@@ -22,7 +22,9 @@ from typer.testing import CliRunner
 from kb_assets import operations, request_jobs, url_intake
 from kb_assets.cli import main as cli
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.constants import BUILD_JOB, CHUNKS, EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
+from kb_assets.constants import (
+    BUILD_JOB, CHANGES, CHUNKS, EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, OBLIGATIONS, RECORD,
+)
 from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeOutcome, admit
 from kb_assets.jobs import add_documents_job, build_documents_job
@@ -33,7 +35,7 @@ from kb_mcp.links import links_for
 from kb_mcp.pages.gallery import read_gallery
 from kb_mcp.state import open_state
 from kb_shared.search.citations import PointPayload
-from kb_shared.errors import DocumentNotFoundError, DuplicateDocumentError
+from kb_shared.errors import DocumentBusyError, DocumentNotFoundError, DuplicateDocumentError
 from kb_shared.fetch.fetcher import Fetched
 from kb_shared.identity import chunk_id, figure_id, sha256_bytes, split_version_key, version_key
 from kb_shared.settings import Settings
@@ -81,9 +83,11 @@ def materialize(
 
 
 def build_run(
-    stores: StoresResource, providers: FakeProviders, instance: dg.DagsterInstance
+    stores: StoresResource, providers: FakeProviders, instance: dg.DagsterInstance,
+    selection: list[str] | None = None, force: tuple[str, ...] = (),
 ) -> dg.ExecuteInProcessResult:
-    """One run of the real build job, with its failure hook."""
+    """One run of the real build job, with its failure hook; ``selection`` and ``force`` as
+    ``kb rebuild`` passes them (``operations.run_config_for``)."""
     defs = dg.Definitions(
         assets=CORPUS_ASSETS,
         jobs=[build_documents_job],
@@ -91,7 +95,9 @@ def build_run(
         executor=dg.in_process_executor,
     )
     return defs.resolve_job_def(BUILD_JOB).execute_in_process(
-        partition_key=DOC, instance=instance, raise_on_error=False
+        partition_key=DOC, instance=instance, raise_on_error=False,
+        run_config=operations.run_config_for(selection or [], force, None),
+        asset_selection=[dg.AssetKey(name) for name in selection] if selection else None,
     )
 
 
@@ -153,7 +159,7 @@ def test_version_2_is_built_beside_version_1_and_served_only_after_record(
     providers.converter_.markdown = MARKDOWN_V2
 
     # Each step of version 2 on its own: search serves version 1 only, all the way.
-    for step in (MARKDOWN, CHUNKS, EMBEDDINGS, GRAPH, FIGURES):
+    for step in (MARKDOWN, CHUNKS, OBLIGATIONS, CHANGES, EMBEDDINGS, GRAPH, FIGURES):
         assert materialize(stores, providers, instance, selection=[step]).success, step
         assert set(search(stores, providers, "reports monthly register")) == v1_ids, step
         assert not any(
@@ -370,6 +376,48 @@ def test_the_launchpad_flag_and_the_sensor_build_a_new_version(
     ]
 
 
+def test_the_sensor_waits_for_a_new_versions_file_before_it_requests_the_build(
+    version_1: Path, stores: StoresResource, instance: dg.DagsterInstance,
+) -> None:
+    # intake writes the version's row, then its file: a tick between the two must not build
+    add_version(version_1 / "v2", "second", stores, instance)
+    data = stores.blobs().get("pdfs/fake-procedure.pdf@v2")
+    stores.blobs().delete("pdfs/fake-procedure.pdf@v2")  # as if still being copied
+    with dg.build_sensor_context(instance=instance, resources={"stores": stores}) as context:
+        assert intake_sensor(context).run_requests == []
+    stores.blobs().put("pdfs/fake-procedure.pdf@v2", data)
+    with dg.build_sensor_context(instance=instance, resources={"stores": stores}) as context:
+        assert [r.partition_key for r in intake_sensor(context).run_requests] == [DOC]
+
+
+def test_a_document_being_built_is_not_deleted_under_its_build(
+    tmp_path: Path, stores: StoresResource, providers: FakeProviders,
+    instance: dg.DagsterInstance,
+) -> None:
+    admit([write(tmp_path / "v1", tiny_pdf("first"))], stores, instance)
+    refused: list[str] = []
+
+    class DeletingEmbedder(type(providers.embedder_)):  # kb delete while the build embeds
+        def embed_documents(self, texts, titles=None):  # type: ignore[no-untyped-def]
+            if not refused:
+                with pytest.raises(DocumentBusyError) as busy:
+                    operations.delete_document(stores, instance, NAME)
+                refused.append(str(busy.value))
+            return super().embed_documents(texts, titles)
+
+    providers.embedder_ = DeletingEmbedder(providers.embedder_.dimension)
+    result = build_run(stores, providers, instance)
+    assert result.success
+    assert refused == [
+        f"{NAME} is being built by run {result.run_id} (started); delete it when that run "
+        "has ended (`kb status` shows it), or terminate the run in the Dagster UI first"
+    ]
+    assert stores.catalog().get(DOC).status == "ready"  # nothing was removed under it
+    report = operations.delete_document(stores, instance, NAME)  # the build has ended
+    assert report.vectors == 4
+    assert stores.existing_vectors().count(DOC) == 0
+
+
 def test_a_partial_rebuild_cannot_switch_to_a_half_built_version(
     version_1: Path, stores: StoresResource, providers: FakeProviders,
     instance: dg.DagsterInstance,
@@ -383,11 +431,98 @@ def test_a_partial_rebuild_cannot_switch_to_a_half_built_version(
     assert not result.success
     failure = operations.failure_reason(result)
     assert failure == (
-        "record: the stored embeddings, graph, figures output of 'fake-procedure.pdf' belongs to "
-        "another version than its Markdown (version 2); build every step: "
+        "record: the stored embeddings, graph, figures, obligations, changes output of "
+        "'fake-procedure.pdf' belongs to another version than its Markdown (version 2); build "
+        "every step: "
         "`kb build fake-procedure.pdf`"
     )
     assert stores.catalog().versions(DOC)[0].status == VersionStatus.SERVING
+
+
+def test_a_version_whose_obligations_failed_is_not_switched_to_by_a_partial_rebuild(
+    version_1: Path, stores: StoresResource, providers: FakeProviders,
+    instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    catalog = stores.catalog()
+    before = catalog.obligation_count(DOC)
+    assert before > 0
+    add_version(version_1 / "v2", "second", stores, instance)
+
+    def broken(chunks: object) -> list:
+        raise OSError("register unreachable")
+
+    monkeypatch.setattr("kb_assets.assets.obligations.find_obligations", broken)
+    assert not build_run(stores, providers, instance).success
+    monkeypatch.undo()
+    # `kb rebuild graph`: record runs again, but version 2 has no obligations of its own
+    result = build_run(stores, providers, instance, selection=[GRAPH, RECORD], force=(GRAPH,))
+    assert not result.success
+    assert "obligations" in operations.failure_reason(result)
+    assert [(v.version, v.status) for v in catalog.versions(DOC)] == [
+        (1, "serving"), (2, "failed")
+    ]
+    assert catalog.obligation_count(DOC) == before  # version 1's register still served
+
+
+def test_a_rebuild_of_the_served_version_keeps_a_newer_failed_versions_file(
+    version_1: Path, stores: StoresResource, providers: FakeProviders,
+    instance: dg.DagsterInstance,
+) -> None:
+    add_version(version_1 / "v2", "second", stores, instance)
+    providers.converter_.markdown = MARKDOWN_V2
+    providers.converter_.refuse = {"fake procedure.PDF": "the converter timed out"}
+    assert not build_run(stores, providers, instance).success
+    providers.converter_.refuse = {}
+    # `kb rebuild figures`: version 1's Markdown is the stored one, so version 1 is recorded
+    assert build_run(stores, providers, instance, selection=[FIGURES, RECORD], force=(FIGURES,)).success
+    assert stores.blobs().exists("pdfs/fake-procedure.pdf@v2")  # still there to retry
+    assert [(v.version, v.status) for v in stores.catalog().versions(DOC)] == [
+        (1, "serving"), (2, "failed")
+    ]
+    assert build_run(stores, providers, instance).success  # the retry builds version 2
+    assert [(v.version, v.status) for v in stores.catalog().versions(DOC)] == [
+        (1, "superseded"), (2, "serving")
+    ]
+
+
+def test_a_failed_rebuild_of_the_served_version_leaves_a_waiting_version_pending(
+    version_1: Path, stores: StoresResource, providers: FakeProviders,
+    instance: dg.DagsterInstance,
+) -> None:
+    add_version(version_1 / "v2", "second", stores, instance)
+    providers.embedder_ = FlakyEmbedder("embedding service down")
+    # `kb rebuild embeddings` works on version 1 (the stored Markdown's), not on version 2
+    result = build_run(stores, providers, instance, selection=[EMBEDDINGS, RECORD],
+                       force=(EMBEDDINGS,))
+    assert not result.success
+    catalog = stores.catalog()
+    assert [(v.version, v.status, v.failure_reason) for v in catalog.versions(DOC)] == [
+        (1, "serving", None), (2, "pending", None)
+    ]
+    row = catalog.get(DOC)  # the served version's stores may be half rewritten
+    assert (row.status, row.failure_reason) == (
+        "failed", "embeddings: RuntimeError: embedding service down"
+    )
+
+
+def test_a_store_failing_after_the_switch_leaves_the_new_version_served(
+    version_1: Path, stores: StoresResource, providers: FakeProviders,
+    instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    add_version(version_1 / "v2", "second", stores, instance)
+    providers.converter_.markdown = MARKDOWN_V2
+
+    def unreachable(*args: object) -> str:
+        raise OSError("blob store: connection reset")
+
+    monkeypatch.setattr("kb_assets.assets.record.remove_version_data", unreachable)
+    assert build_run(stores, providers, instance).success
+    monkeypatch.undo()
+    assert stores.catalog().get(DOC).status == "ready"
+    assert set(search(stores, providers, "reports quarterly register")) >= {f"{V2}-1"}
+    assert stores.existing_vectors().count(DOC) > 0  # version 1's points, not served
+    assert operations.recover_interrupted(stores, instance) == [DOC]
+    assert stores.existing_vectors().count(DOC) == 0
 
 
 def test_chunks_of_another_version_are_never_embedded_under_this_one(
