@@ -77,6 +77,17 @@ def test_table_rows_of_numbers_and_cells_with_line_breaks_read_as_the_page_shows
     assert readable("Area in m<sup>2</sup> of **site** SO_OP_3705.") == "Area in m2 of site SO_OP_3705."
 
 
+def test_a_formula_keeps_its_multiplication_signs_and_emphasis_still_goes() -> None:
+    # the MLF report's interconnector loss equations (p. 44): the "*" is on the page
+    assert readable("Murraylink loss = -0.0707*Flowt + 1.1479E-03*(Flowt)2") == (
+        "Murraylink loss = -0.0707*Flowt + 1.1479E-03*(Flowt)2"
+    )
+    assert readable("= (-0.1*Nd)*NQt + 1.0989E-04*(NQt)^2") == (
+        "= (-0.1*Nd)*NQt + 1.0989E-04*(NQt)^2"
+    )
+    assert readable("*Note*: see (_this_) and **that**.") == "Note: see (this) and that."
+
+
 def test_unit_offset_with_regex_characters_line_breaks_and_long_units() -> None:
     text = "Intro.\nPrice ($/MWh)\n[note 3]* applies (see 2.1+).  Then more."
     assert unit_offset(text, "Price ($/MWh) [note 3]* applies (see 2.1+).") == 7

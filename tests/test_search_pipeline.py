@@ -94,8 +94,8 @@ def test_analyse_reads_every_stage_s_question_from_one_tokenising() -> None:
     assert {"npl", "balancesheet", "2021"} <= query.shape.naming_words
     assert ("balance", "sheet") in query.shape.features
     assert query.editions.asked == (Edition(FINANCIAL_YEAR, "2021-22"),)
-    assert query.editions.words == frozenset(
-        {"npl", "stand", "balance", "sheet", "table", "under", "clause"})
+    assert query.editions.words == frozenset(  # with the long form of the NPL it names
+        {"npl", "stand", "balance", "sheet", "table", "under", "clause", "non", "physical", "loss"})
 
 
 def test_without_a_table_the_keyword_side_is_the_query_itself() -> None:
@@ -188,3 +188,60 @@ def test_the_edition_check_reads_the_question_once() -> None:
     assert mismatch.held[0][1] == Edition(FINANCIAL_YEAR, "2020-21")
     assert edition_question("What is the marginal loss factor?") == editions.EditionQuestion(
         (), frozenset())
+
+
+def test_pages_are_slices_of_one_ranking_however_deep_or_wide(tmp_path: Path) -> None:
+    # 150 points, many of them with the features the re-ordering rewards (a table, the
+    # clause the question names, the abbreviation spelled out) at every fused rank: a deeper
+    # page must not re-rank what an earlier page already showed
+    embedder = HashingEmbedder(64)
+    texts = []
+    for n in range(150):
+        kind = n % 5
+        texts.append(
+            f"| Item {n} | NPL |\n| --- | --- |\n| region {n} | {n} |" if kind == 0
+            else f"3.1.5 Clause {n}: the NPL check of pass {n}." if kind == 1
+            else f"Non-physical loss (NPL) is checked in step {n}." if kind == 2
+            else f"Dispatch note {n} on NPL and the table of regions." if kind == 3
+            else f"Interval {n} is five minutes long."
+        )
+    index = SqliteVectorIndex(tmp_path / "paging.sqlite")
+    index.open(embedder.model, embedder.dimension)
+    index.upsert([
+        Point(id=f"mlf.pdf-{n}", document="mlf.pdf", kind=KIND_TABLE if "|" in text else KIND_TEXT,
+              text=text, dense=vector, payload=_payload(n))
+        for n, (text, vector) in enumerate(
+            zip(texts, embedder.embed_documents(texts), strict=True))
+    ])
+    try:
+        def page(offset: int, top_k: int) -> tuple[list[tuple[str, str]], int | None]:
+            answer = search_docs(index, embedder, QUESTION, top_k=top_k, offset=offset,
+                                 acronyms=TABLE)
+            cited = [(p.point.id, p.quote.text if p.quote else "") for p in answer.results]
+            return cited, answer.next_offset
+
+        by_8: list[tuple[str, str]] = []
+        offset: int | None = 0
+        while offset is not None and offset < 120:
+            ids, offset = page(offset, 8)
+            by_8 += ids
+        by_25: list[tuple[str, str]] = []
+        for start in range(0, 125, 25):
+            by_25 += page(start, 25)[0]
+        assert len({point for point, _ in by_8}) == 120  # nothing repeated, nothing skipped
+        assert by_8 == by_25[:120]  # the same ranking and quotes, whatever the page size
+    finally:
+        index.close()
+
+
+def test_a_document_named_by_its_abbreviation_is_checked_for_the_edition_asked() -> None:
+    # "the 2021-22 NPL" asks about the "Non-physical loss" report, which holds FY 2020-21
+    held = [HeldDocument("losses.pdf", "Non-physical Loss Report FY 2020-21")]
+    question = "What is the 2021-22 NPL for region 1?"
+    assert edition_mismatch(analyse(question).editions, held) is None  # no shared word
+    mismatch = edition_mismatch(analyse(question, TABLE).editions, held)
+    assert mismatch is not None
+    assert mismatch.asked == Edition(FINANCIAL_YEAR, "2021-22")
+    assert mismatch.held == (("Non-physical Loss Report FY 2020-21", Edition(FINANCIAL_YEAR, "2020-21")),)
+    # the edition it holds is no mismatch, named either way
+    assert edition_mismatch(analyse("What is the 2020-21 NPL?", TABLE).editions, held) is None

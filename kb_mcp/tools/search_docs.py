@@ -2,6 +2,7 @@
 (``kb_shared.search.retrieval``), over the documents that may be served (``kb_mcp.documents``).
 No ``from __future__ import annotations`` here (see ``kb_mcp.tools``)."""
 
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from mcp.types import CallToolResult
@@ -89,7 +90,7 @@ def run_search(
     ``text``: the query embedded on a worker thread while the catalog is read once (the
     scope's and the acronym table's serving states), then
     ``kb_shared.search.retrieval.search_docs`` with the server's Markdown pages (page-precise
-    quotes) and acronym table.
+    quotes) and acronym table. No ``next_offset`` past ``MAX_OFFSET``, which the tool refuses.
 
     Raises:
         ToolProblem / EmptyCorpusError / store and provider errors: as ``search_scope`` and
@@ -98,7 +99,7 @@ def run_search(
     vector = start_query_embedding(state.embedder, text)  # while the catalog is read
     states = read_serving_states(state.catalog)  # the scope's and the acronyms' one read
     scope = search_scope(state.catalog, documents, category, states)
-    return retrieval.search_docs(
+    answer = retrieval.search_docs(
         state.vectors(),
         state.embedder,
         text,
@@ -111,6 +112,9 @@ def run_search(
         vector=vector,
         acronyms=state.acronyms(states),
     )
+    if answer.next_offset is not None and answer.next_offset > MAX_OFFSET:
+        answer = replace(answer, next_offset=None)  # a page the tool would refuse to give
+    return answer
 
 
 def answer_search(state: ServerState, links: Links, text: str, **search: Any) -> CallToolResult:

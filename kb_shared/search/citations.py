@@ -27,8 +27,14 @@ from kb_shared.ingest.page_location import INLINE_TAG, page_at
 PART_SEPARATOR = " — "
 PATH_SEPARATOR = " › "
 
-#: Markdown emphasis marks the converter writes around words (``**bold**``, ``_italic_``).
-_EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])")
+#: Markdown emphasis marks the converter writes around words (``**bold**``, ``_italic_``). A
+#: single ``*`` is emphasis only where it opens after a space, the start, a cell's pipe or an
+#: opening bracket or quote and closes before a space, the end, a pipe or punctuation: the
+#: ``*`` of a formula ("1.1479E-03*(Flowt)", "(Nd)*NQt") is the page's own character.
+_EMPHASIS = re.compile(
+    r"\*\*|__|(?<![\w*])_(?=\S)|(?<=\S)_(?![\w*])"
+    r"|(?<![^\s(\[{|\"'“‘])\*(?=\S)|(?<=\S)\*(?![^\s.,;:!?)\]}|\"'”’])"
+)
 #: A line break the converter writes inside a table cell: it separates words.
 _LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 #: Emphasis marks left at a word's edge once paired ones are gone ("*****NEW***" headings).

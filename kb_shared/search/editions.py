@@ -21,7 +21,7 @@ compliance user asking for this year's figure must not be served last year's sil
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kb_shared.search.sparse import tokenize
@@ -154,6 +154,15 @@ class EditionQuestion:
 
     asked: tuple[Edition, ...]
     words: frozenset[str]
+
+    def naming(self, terms: Iterable[str]) -> EditionQuestion:
+        """The same question with ``terms`` among its subject words (the long forms of the
+        abbreviations it names, ``kb_shared.search.query.analyse``: "the 2021-22 MLF" is on
+        the subject of "Marginal Loss Factors: FY 2020-21"); itself when it asks no edition."""
+        if not self.asked:
+            return self
+        extra = {_stem(t) for t in terms if t.isalpha()} - _GENERIC
+        return EditionQuestion(self.asked, self.words | extra)
 
 
 def edition_question(query: str, tokens: Sequence[str] | None = None) -> EditionQuestion:

@@ -129,7 +129,8 @@ class AnalysedQuery:
         spells_out: true of a passage that spells out an abbreviation the query asks the
             meaning of (``AcronymTable.spells_out``); ``None`` when it asks of none.
         shape: what the re-ordering signals read from it (``retrieval_features``).
-        editions: the editions it asks for and its subject words (``editions``).
+        editions: the editions it asks for and its subject words (``editions``), with the
+            long forms of the abbreviations it names when a table was given.
     """
 
     text: str
@@ -149,11 +150,18 @@ def analyse(query: str, acronyms: AcronymTable | None = None) -> AnalysedQuery:
     tokens = tuple(tokenize(query))
     sparse_text = query
     spells_out: Callable[[str], bool] | None = None
+    editions = edition_question(query, tokens)
     if acronyms is not None:
         expansion = acronyms.expand(query, tokens)
         sparse_text = expansion.sparse_text(query)
         if expansion.asked:
             spells_out = partial(acronyms.spells_out, shorts=expansion.asked)
+        if editions.asked:  # a document named by its abbreviation is on the subject
+            editions = editions.naming([
+                *(t for short in expansion.short_forms for terms in acronyms.long_forms(short)
+                  for t in terms),
+                *expansion.terms,
+            ])
     return AnalysedQuery(
         text=query,
         tokens=tokens,
@@ -162,5 +170,5 @@ def analyse(query: str, acronyms: AcronymTable | None = None) -> AnalysedQuery:
         sparse_text=sparse_text,
         spells_out=spells_out,
         shape=question_shape(query, tokens),
-        editions=edition_question(query, tokens),
+        editions=editions,
     )

@@ -289,11 +289,14 @@ class Candidates:
         best_similarity: the best dense cosine over the scope (``hybrid_candidates``).
         exact: identifier-like query terms found whole in a few points, with those points
             (``exact_identifier_matches``).
+        rest: the fused candidates below ``pool``, in fused order, none of them in it: what
+            a page deeper than the re-ordered pool shows.
     """
 
     pool: list[Hit]
     best_similarity: float | None
     exact: dict[str, list[Hit]]
+    rest: list[Hit] = field(default_factory=list)
 
 
 def exact_identifier_matches(
@@ -334,7 +337,8 @@ def hybrid_candidates(
     ``statement_candidates``), plus the best dense cosine of the query over the filtered index
     (``None`` when it holds no matching point). Each side is searched
     ``max(MIN_CANDIDATES, CANDIDATE_FACTOR * max(limit, RERANK_CANDIDATES))`` deep
-    (``kb_shared.stores.vectors``), whatever ``tail``.
+    (``kb_shared.stores.vectors``), whatever ``tail``: callers keep ``limit`` fixed and ask
+    for deeper pages by ``tail``, so every page is cut from one fused list.
 
     The best cosine is the dense rank-1 candidate's; when fusion pushed that point below the
     cut, one more dense query fetches it, so "nothing found" never depends on fusion constants.
@@ -431,34 +435,38 @@ def find_candidates(
     payload_of: PayloadsOf,
 ) -> Candidates:
     """Stage 2 (module docstring): the identifier look-ups and, offline, the definition
-    look-ups (keyword only, while ``vector`` is computed), then the fused candidates: at least
-    ``wanted`` (``RERANK_CANDIDATES`` for a reranker that ``reorders``, else
-    ``FEATURE_CANDIDATES`` plus the pull-ins, each point once). Raises as the index."""
+    look-ups (keyword only, while ``vector`` is computed), then the fused candidates: the pool
+    stage 3 re-orders (``RERANK_CANDIDATES`` for a reranker that ``reorders``, else
+    ``FEATURE_CANDIDATES`` plus the pull-ins, each point once) and, below it, the fused rest
+    up to ``wanted`` in all. The pool is the same for every ``wanted``, so a deeper page is
+    cut from the same ranking as the first (paging never repeats or skips a result). Raises
+    as the index."""
     documents, kinds = scope.documents, scope.kinds
     exact = exact_identifier_matches(index, query, documents, kinds)
     exact_hits = [hit for found in exact.values() for hit in found]
     if reorders:
-        pool, best = hybrid_candidates(
-            index, vector, query.sparse_text, max(wanted, RERANK_CANDIDATES), documents, kinds,
-            exact_hits,
+        fused, best = hybrid_candidates(
+            index, vector, query.sparse_text, RERANK_CANDIDATES, documents, kinds, exact_hits,
+            tail=max(0, wanted - RERANK_CANDIDATES),
         )
-        return Candidates(pool, best, exact)
+        return Candidates(fused[:RERANK_CANDIDATES], best, exact, fused[RERANK_CANDIDATES:])
     defined = definition_hits(index, query, documents, kinds)
-    size = max(wanted, FEATURE_CANDIDATES)
+    size = FEATURE_CANDIDATES
     fused, best = hybrid_candidates(
-        index, vector, query.sparse_text, size, documents, kinds, exact_hits, tail=POOL_TAIL
+        index, vector, query.sparse_text, size, documents, kinds, exact_hits,
+        tail=max(POOL_TAIL, wanted - size),
     )
-    pool, rest = fused[:size], fused[size:]
+    pool = fused[:size]
     added = [
         *definition_candidates(pool, defined),
-        *statement_candidates(query, pool, rest, payload_of),
+        *statement_candidates(query, pool, fused[size : size + POOL_TAIL], payload_of),
     ]
     seen = {h.id for h in pool}
     for hit in added:  # a statement's passage may also be a definition: once
         if hit.id not in seen:
             seen.add(hit.id)
             pool.append(hit)
-    return Candidates(pool, best, exact)
+    return Candidates(pool, best, exact, [h for h in fused[size:] if h.id not in seen])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -547,18 +555,30 @@ def order_candidates(
     reranker: Reranker,
     payload_of: PayloadsOf,
 ) -> Ordered:
-    """Stage 3 (module docstring): the first ``wanted`` candidates in answer order, by the
-    reranker when it ``reorders`` (their best units found after), else by ``feature_order``.
-    Raises as ``reranker.rerank`` (``RerankError``)."""
+    """Stage 3 (module docstring): the first ``wanted`` candidates in answer order: the pool
+    ordered whole, by the reranker when it ``reorders`` (their best units found after, weighed
+    over the pool), else by ``feature_order``, then ``found.rest`` in fused order (its fused
+    scores; best units weighed over the whole rest). A result's place and quote are the same
+    whichever page asks for it. Raises as ``reranker.rerank`` (``RerankError``)."""
     pool = found.pool
     if not reranker.reorders:
-        return Ordered(*feature_order(query, pool, wanted, payload_of))
-    order = reranker.rerank(query.text, [h.point.text for h in pool], top_n=wanted)
-    hits = [pool[i] for i, _ in order]
-    matches = best_units(
-        query.shape, [h.point.text for h in hits], [payload_of(h.point) for h in hits]
-    )
-    return Ordered(hits, [float(s) for _, s in order], matches)
+        hits, scores, matches = feature_order(query, pool, len(pool), payload_of)
+    else:
+        order = reranker.rerank(query.text, [h.point.text for h in pool], top_n=len(pool))
+        hits = [pool[i] for i, _ in order]
+        scores = [float(s) for _, s in order]
+        matches = best_units(
+            query.shape, [h.point.text for h in hits], [payload_of(h.point) for h in hits]
+        )
+    below = max(0, wanted - len(hits))
+    if below and found.rest:  # a page deeper than the ordered pool
+        rest = found.rest  # best units weighed over all of it: the same on every page
+        hits = [*hits, *rest[:below]]
+        scores = [*scores, *(h.score for h in rest[:below])]
+        matches = [*matches, *best_units(
+            query.shape, [h.point.text for h in rest], [payload_of(h.point) for h in rest]
+        )[:below]]
+    return Ordered(hits[:wanted], scores[:wanted], matches[:wanted])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -157,6 +157,26 @@ async def test_paging_continues_numbering_and_sets_next_offset(server) -> None:
     assert len(last.structured_content["results"]) == 7  # 5 chunks + 2 figures
 
 
+async def test_no_next_offset_is_offered_past_the_last_offset_the_tool_takes(
+    server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from kb_shared.search import retrieval
+
+    real = retrieval.search_docs
+
+    def deep(*args, **kwargs):  # as a corpus with more than 208 results would answer
+        return replace(real(*args, **kwargs), next_offset=kwargs["offset"] + kwargs["top_k"])
+
+    monkeypatch.setattr(retrieval, "search_docs", deep)
+    last = await call(server, "search_docs", query="retailer dispatch rules", offset=200)
+    assert last.structured_content["next_offset"] is None
+    assert "More results" not in text_of(last)
+    within = await call(server, "search_docs", query="retailer dispatch rules", offset=192)
+    assert within.structured_content["next_offset"] == 200
+
+
 async def test_figures_come_back_as_labelled_images_with_links(server, corpus_home: Path) -> None:
     result = await call(server, "search_docs", query="notification flow", kind="figure")
     text = text_of(result)
@@ -469,7 +489,8 @@ async def test_a_rerank_provider_orders_the_fused_candidates(corpus_home: Path) 
         "search_docs", query="retailer notify distributor", top_k=25,
     )
     reranked = await call(server, "search_docs", query="retailer notify distributor", top_k=2)
-    assert reranker.calls == [("retailer notify distributor", 7, 3)]  # all 7 candidates, page + 1
+    # all 7 candidates, all ranked: every page is cut from the one order
+    assert reranker.calls == [("retailer notify distributor", 7, 7)]
     fused_ids = [r["id"] for r in fused.structured_content["results"]]
     structured = reranked.structured_content
     assert [r["id"] for r in structured["results"]] == fused_ids[::-1][:2]

@@ -16,7 +16,9 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 from kb_assets.assets import CORPUS_ASSETS
-from kb_assets.constants import BUILD_JOB, CHUNKS, EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, RECORD
+from kb_assets.constants import (
+    BUILD_JOB, CHANGES, CHUNKS, EMBEDDINGS, FIGURES, GRAPH, MARKDOWN, OBLIGATIONS, RECORD,
+)
 from kb_assets.jobs import kb_resources
 from kb_assets.instance import dagster_instance
 from kb_assets.intake import admit
@@ -93,7 +95,7 @@ async def test_search_read_and_graph_serve_version_1_until_version_2_is_recorded
 ) -> None:
     kb.add_version_2()
     assert await anyio.to_thread.run_sync(
-        kb.build, MARKDOWN, CHUNKS, EMBEDDINGS, GRAPH, FIGURES
+        kb.build, MARKDOWN, CHUNKS, OBLIGATIONS, CHANGES, EMBEDDINGS, GRAPH, FIGURES
     )
 
     before = await call(kb, embedder, "search_docs", query=QUESTION)
