@@ -308,7 +308,11 @@ def build_documents(
 
     def not_built(doc_id: str) -> BuildOutcome | None:
         """The outcome of a document that is not to be run now, or ``None``."""
-        row = _find_row(stores, doc_id)
+        try:
+            row, gone = stores.catalog().find_by_doc_id(doc_id), True
+        except StoreError:  # an outage: the run itself fails with the catalog's reason
+            row, gone = None, False
+        gone = gone and row is None
         name = row.name if row else doc_id
         elsewhere = live.get(doc_id) or (
             live_build_of(instance, doc_id) if doc_id in known else None
@@ -322,6 +326,12 @@ def build_documents(
             return BuildOutcome(
                 doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
                 seconds=0.0, reason=deleting_message(row),
+            )
+        if gone:  # `kb delete` finished while the documents before it were built
+            return BuildOutcome(
+                doc_id=doc_id, name=name, status=DocumentStatus.FAILED, run_id="",
+                seconds=0.0, reason="it is no longer in the catalog (deleted while this build "
+                "ran); nothing was built",
             )
         if doc_id not in known:
             return BuildOutcome(

@@ -191,6 +191,31 @@ def test_a_run_requested_while_the_build_goes_on_is_seen_before_its_document_sta
     assert statuses(home) == ["ready", "ready", "pending"]
 
 
+def test_a_document_deleted_while_the_build_goes_on_is_reported_so_and_not_run(
+    home: Path,
+) -> None:
+    instance = dagster_instance(Settings(home=home))
+
+    def delete_c(outcome: operations.BuildOutcome) -> None:
+        if outcome.doc_id == DOCS[0]:  # `kb delete C` in another terminal, meanwhile
+            stores = StoresResource(home=str(home))
+            try:
+                operations.delete_document(stores, instance, NAMES[2])
+            finally:
+                stores.close()
+
+    outcomes = build(home, instance, on_done=delete_c)
+
+    assert [(o.doc_id, o.status, o.run_id) for o in outcomes] == [
+        (DOCS[0], "ready", outcomes[0].run_id), (DOCS[1], "ready", outcomes[1].run_id),
+        (DOCS[2], "failed", ""),
+    ]
+    assert outcomes[2].reason == (
+        "it is no longer in the catalog (deleted while this build ran); nothing was built"
+    )
+    assert len(instance.get_run_records()) == 2  # no run was started for C
+
+
 def test_kb_build_says_which_documents_it_left_and_exits_0(home: Path) -> None:
     instance = dagster_instance(Settings(home=home))
     # the sensor queued A's run, then `kb ui` was stopped: no daemon will launch it
