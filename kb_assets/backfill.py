@@ -41,6 +41,7 @@ from kb_assets.operations import (
     this_process,
     was_interrupted,
 )
+from kb_assets.live_runs import builds_in_progress
 from kb_assets.partitions import partition_set_snapshot
 from kb_assets.resources import SettingsResource, StoresResource
 from kb_assets.stopping import STOPPED_REASON, build_in_turn
@@ -135,19 +136,23 @@ def build_batches(
     backfill). Each document failed in a batch run, or all of a batch whose run failed as a
     whole, is then built again alone (``run_build``), so Dagster records its failure on its
     own partition and the catalog row gets that run's reason. Outcomes come in batch order;
-    documents without a partition get the ``kb repair`` outcome of ``build_documents``.
-    SIGTERM/SIGINT: as ``build_documents``. ``job``: as ``build_documents`` (``None``:
-    ``run_build``'s default; a batch run: ``default_job``).
+    documents without a partition get the ``kb repair`` outcome of ``build_documents``, and
+    documents a live run already builds (the intake sensor's, another ``kb``'s:
+    ``live_runs.builds_in_progress``) its ``BUILDING_ELSEWHERE`` outcome, before the batches;
+    no batch includes them. SIGTERM/SIGINT: as ``build_documents``. ``job``: as
+    ``build_documents`` (``None``: ``run_build``'s default; a batch run: ``default_job``).
     """
 
+    close_abandoned_runs(instance)
     order = instance.get_dynamic_partitions(DOCUMENTS)
     known = set(order)
     force = tuple(force)
     outcomes: list[BuildOutcome] = []
-    unknown = [d for d in doc_ids if d not in known]
-    if unknown:
-        outcomes += build_documents(stores, instance, unknown, on_done=on_done, job=job)
-    close_abandoned_runs(instance)
+    live = builds_in_progress(instance, order)
+    aside = [d for d in doc_ids if d not in known or d in live]
+    if aside:  # build_documents says why each is not built here (and builds none of them)
+        outcomes += build_documents(stores, instance, aside, on_done=on_done, job=job)
+        doc_ids = [d for d in doc_ids if d not in set(aside)]
     records = StepRecords(stores.blobs())
 
     def build_group(docs: Sequence[str]) -> list[BuildOutcome]:

@@ -21,6 +21,7 @@ from kb_assets.jobs import kb_resources
 from kb_assets.intake import IntakeStatus, admit
 from kb_assets.io_manager import StepRecords
 from kb_assets.jobs import build_documents_job
+from kb_assets.live_runs import BUILDING_ELSEWHERE, PROCESS_TAG, this_process
 from kb_assets.partitions import documents_partitions
 from kb_assets.resources import StoresResource
 from kb_shared.stores.vectors import KIND_FIGURE, KIND_TEXT
@@ -166,6 +167,28 @@ def test_a_broken_pdf_in_the_middle_fails_alone_with_its_own_reason(
         DOCS[0]: "MATERIALIZED", DOCS[1]: "FAILED", DOCS[2]: "MATERIALIZED"
     }
     assert StepRecords(stores.blobs()).run_failures(outcomes[0].run_id) == {}  # cleared
+    stores.close()
+
+
+def test_a_document_a_live_run_builds_is_left_to_it_and_out_of_every_batch(
+    tmp_path: Path, instance: dg.DagsterInstance
+) -> None:
+    stores = admit_three(tmp_path / "in", tmp_path / "kb", instance, broken=False)
+    # the intake sensor's run of B, launched and running in a live process
+    instance.add_run(dg.DagsterRun(
+        job_name=BUILD_JOB, run_id="sensor01", status=dg.DagsterRunStatus.STARTED,
+        tags={"dagster/partition": DOCS[1], PROCESS_TAG: this_process()},
+    ))
+    outcomes = backfill.build_batches(stores, instance, list(DOCS), batch=3, job=fake_job)
+    assert [(o.doc_id, o.status, o.run_id) for o in outcomes][0] == (
+        DOCS[1], BUILDING_ELSEWHERE, "sensor01"
+    )
+    assert [(o.doc_id, o.status) for o in outcomes[1:]] == [(DOCS[0], "ready"), (DOCS[2], "ready")]
+    for record in instance.get_run_records():  # no run of this build touched B
+        run = record.dagster_run
+        if run.run_id != "sensor01":
+            assert run.tags.get("dagster/partition") in (DOCS[0], DOCS[2]), run.tags
+    assert stores.catalog().get(DOCS[1]).status == "pending"
     stores.close()
 
 
