@@ -33,7 +33,6 @@ removal (the span of one query) finds no passage of that document; it never mixe
 import dagster as dg
 
 from kb_assets.assets.common import corpus_asset, version_of
-from kb_assets.io_manager import StepRecords
 from kb_assets.constants import (
     CHANGES,
     EMBEDDINGS,
@@ -43,6 +42,7 @@ from kb_assets.constants import (
     OBLIGATIONS,
     RECORD,
 )
+from kb_assets.io_manager import StepRecords
 from kb_assets.outputs import MarkdownDocument, StepSummary
 from kb_assets.resources import StoresResource
 from kb_shared import layout
@@ -82,8 +82,9 @@ def record(
     """
     version = version_of(stores, document)
     records = StepRecords(stores.blobs())
-    after = {step: records.previous_summary(step, document.doc_id) for step in (OBLIGATIONS, CHANGES)}
-    steps = [(EMBEDDINGS, embedded), (GRAPH, graphed), (FIGURES, figured), *after.items()]
+    after = [(step, records.previous_summary(step, document.doc_id))
+             for step in (OBLIGATIONS, CHANGES)]
+    steps = [(EMBEDDINGS, embedded), (GRAPH, graphed), (FIGURES, figured), *after]
     other = [
         step
         for step, summary in steps
