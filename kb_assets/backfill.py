@@ -152,7 +152,8 @@ def build_batches(
     aside = [d for d in doc_ids if d not in known or d in live]
     if aside:  # build_documents says why each is not built here (and builds none of them)
         outcomes += build_documents(stores, instance, aside, on_done=on_done, job=job)
-        doc_ids = [d for d in doc_ids if d not in set(aside)]
+        left = set(aside)
+        doc_ids = [d for d in doc_ids if d not in left]
     records = StepRecords(stores.blobs())
 
     def build_group(docs: Sequence[str]) -> list[BuildOutcome]:

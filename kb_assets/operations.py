@@ -309,10 +309,10 @@ def build_documents(
     def not_built(doc_id: str) -> BuildOutcome | None:
         """The outcome of a document that is not to be run now, or ``None``."""
         try:
-            row, gone = stores.catalog().find_by_doc_id(doc_id), True
+            row = stores.catalog().find_by_doc_id(doc_id)
+            gone = row is None
         except StoreError:  # an outage: the run itself fails with the catalog's reason
             row, gone = None, False
-        gone = gone and row is None
         name = row.name if row else doc_id
         elsewhere = live.get(doc_id) or (
             live_build_of(instance, doc_id) if doc_id in known else None

@@ -162,9 +162,8 @@ def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -
     # a new version of a ready document (issue 12): its own run key, so each is built once;
     # intake writes the version's row before its file, so one whose file is not stored yet
     # waits for the next tick (its build would fail for want of the file)
-    blobs = stores.blobs() if versions else None
     for doc_id, newest in versions.items():
-        if doc_id in live or (blobs is not None and not blobs.exists(newest.blob_key)):
+        if doc_id in live or not stores.blobs().exists(newest.blob_key):
             continue
         run_requests.append(
             dg.RunRequest(

@@ -228,11 +228,17 @@ def version_being_built(
         return None
     if failed_step != MARKDOWN:
         document = StepRecords(stores.blobs()).previous_markdown(doc_id)
-        if document is not None:
-            built = next((v for v in history if v.sha256 == document.sha256), None)
-            if built is not None:
-                return built
+        built = _converted_from(history, document) if document is not None else None
+        if built is not None:
+            return built
     return history[-1]
+
+
+def _converted_from(
+    history: Sequence[DocumentVersionRow], document: MarkdownDocument
+) -> DocumentVersionRow | None:
+    """The version of ``history`` whose file ``document`` was converted from (same SHA-256)."""
+    return next((v for v in history if v.sha256 == document.sha256), None)
 
 
 def check_chunks_of(version: DocumentVersionRow, chunk_list: Sequence[Chunk]) -> None:
@@ -265,9 +271,9 @@ def version_of(stores: StoresResource, document: MarkdownDocument) -> DocumentVe
             again); the message says to rebuild from ``markdown``.
     """
     require_document(stores, document.doc_id)
-    for version in stores.catalog().versions(document.doc_id):
-        if version.sha256 == document.sha256:
-            return version
+    version = _converted_from(stores.catalog().versions(document.doc_id), document)
+    if version is not None:
+        return version
     raise dg.Failure(
         description=(
             f"the stored Markdown of {document.doc_id!r} comes from a file that is no version "
