@@ -158,6 +158,8 @@ def answer_record(answer: Any) -> dict[str, Any]:
         "edition_note": answer.edition_note,
         "next_offset": answer.next_offset,
         "reranked": answer.reranked,
+        # recorded only when set, so records made before the absent-subject check compare
+        **({"absent_names": list(answer.absent_names)} if answer.absent_names else {}),
     }
 
 

@@ -45,6 +45,7 @@ from kb_shared.search.citations import Citation
 from kb_shared.identity import split_version_key
 from kb_shared.search.quotes import Quote
 from kb_shared.search.retrieval import NOTHING_FOUND_SIMILARITY, DocsAnswer, Passage
+from kb_shared.search.subjects import absent_message
 from kb_shared.stores.catalog import DocumentRow
 
 #: How many closest matches a low-confidence answer still shows (clearly labelled).
@@ -261,6 +262,9 @@ def docs_result(
             "to see what is indexed (a file name rarely matches a document's title), try other "
             "words, or tell the user it is not in the indexed documents. Do not invent an answer."
         )
+    elif answer.absent_names:
+        parts.append(absent_message(answer.absent_names))
+        parts.append("Closest passages (they do not mention it; probably unrelated):")
     elif answer.edition_note is not None:
         parts.append(answer.edition_note)
         parts.append("Closest passages (another edition; for reference only):")
@@ -298,6 +302,7 @@ def docs_result(
         term_coverage=round(answer.coverage, 4),
         reranked=answer.reranked,
         edition_note=answer.edition_note,
+        absent_names=list(answer.absent_names),
     )
     return tool_result("\n\n".join(parts), structured, image_blocks(images))
 

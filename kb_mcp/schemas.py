@@ -83,6 +83,10 @@ class SearchDocsOutput(BaseModel):
             "edition; do not answer from them as if they were the one asked for)."
         ),
     )
+    absent_names: list[str] = Field(
+        default_factory=list,
+        description="Names the query asks about that no searched passage mentions.",
+    )
 
 
 class SeedRef(BaseModel):

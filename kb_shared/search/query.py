@@ -5,7 +5,8 @@ pipeline (``kb_shared.search.retrieval``).
 with those tokens, everything a later stage asks of the question: its identifier-like words,
 what the corpus's abbreviation pairs add to its keyword side (``kb_shared.search.acronyms``),
 the shape the re-ordering signals look for (``kb_shared.search.retrieval_features.
-QuestionShape``) and the editions it asks for (``kb_shared.search.editions.EditionQuestion``).
+QuestionShape``), the editions it asks for (``kb_shared.search.editions.EditionQuestion``)
+and the names it asks about (``kb_shared.search.subjects``).
 The stages take the resulting ``AnalysedQuery``; none reads the text again.
 
 ``start_query_embedding`` embeds the text on a worker thread, so the model works while the
@@ -29,6 +30,7 @@ from kb_shared.errors import QueryError
 from kb_shared.search.editions import EditionQuestion, edition_question
 from kb_shared.search.retrieval_features import QuestionShape, question_shape
 from kb_shared.search.sparse import RAW_WORD, tokenize
+from kb_shared.search.subjects import named_subjects
 
 if TYPE_CHECKING:
     from kb_shared.providers.base import Embedder
@@ -131,6 +133,7 @@ class AnalysedQuery:
         shape: what the re-ordering signals read from it (``retrieval_features``).
         editions: the editions it asks for and its subject words (``editions``), with the
             long forms of the abbreviations it names when a table was given.
+        subjects: the names it asks about (``kb_shared.search.subjects.named_subjects``).
     """
 
     text: str
@@ -141,6 +144,7 @@ class AnalysedQuery:
     spells_out: Callable[[str], bool] | None
     shape: QuestionShape
     editions: EditionQuestion
+    subjects: tuple[str, ...] = ()
 
 
 def analyse(query: str, acronyms: AcronymTable | None = None) -> AnalysedQuery:
@@ -171,4 +175,5 @@ def analyse(query: str, acronyms: AcronymTable | None = None) -> AnalysedQuery:
         spells_out=spells_out,
         shape=question_shape(query, tokens),
         editions=editions,
+        subjects=named_subjects(query),
     )

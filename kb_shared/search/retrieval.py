@@ -30,7 +30,9 @@ the bottom runs the stages in order; each is a function from typed values to a t
    contains ``MIN_TERM_COVERAGE`` of the query's terms, the answer is ``low_confidence`` ("the
    corpus has nothing on this"). So is an answer to a question naming an edition (a financial
    year, a version) that its top documents lack while holding another
-   (``kb_shared.search.editions``); ``edition_note`` then says which they hold.
+   (``kb_shared.search.editions``); ``edition_note`` then says which they hold. So is an
+   answer to a question naming a subject ("… of Tesla?") that no searched passage mentions
+   (``kb_shared.search.subjects``; looked up in stage 2): ``absent_names`` lists them.
 5. **Pages and quotes** (``cite``): the page of ``top_k`` results from ``offset``, each citing
    every page its passage is on and carrying a verbatim quote of its best row or sentence with
    that quote's own page (``kb_shared.search.quotes``).
@@ -68,6 +70,7 @@ from kb_shared.search.retrieval_features import (
     in_statement,
 )
 from kb_shared.search.sparse import tokenize
+from kb_shared.search.subjects import absent_subjects
 from kb_shared.stores.readers import VectorReader
 from kb_shared.stores.vectors import (
     CANDIDATE_FACTOR,
@@ -247,6 +250,8 @@ class DocsAnswer:
         edition_note: why, when the query asks for an edition the corpus lacks
             (``kb_shared.search.editions.EditionMismatch.message``); ``None`` otherwise.
         reranked: a reranker that re-orders ordered the results.
+        absent_names: names the query asks about that no searched passage mentions
+            (``kb_shared.search.subjects``); the answer is then low confidence.
     """
 
     results: list[Passage]
@@ -259,6 +264,7 @@ class DocsAnswer:
     low_confidence: bool = False
     reranked: bool = False
     edition_note: str | None = None
+    absent_names: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,12 +297,14 @@ class Candidates:
             (``exact_identifier_matches``).
         rest: the fused candidates below ``pool``, in fused order, none of them in it: what
             a page deeper than the re-ordered pool shows.
+        absent: the query's names that no point in the scope mentions (``absent_subjects``).
     """
 
     pool: list[Hit]
     best_similarity: float | None
     exact: dict[str, list[Hit]]
     rest: list[Hit] = field(default_factory=list)
+    absent: tuple[str, ...] = ()
 
 
 def exact_identifier_matches(
@@ -434,8 +442,8 @@ def find_candidates(
     reorders: bool,
     payload_of: PayloadsOf,
 ) -> Candidates:
-    """Stage 2 (module docstring): the identifier look-ups and, offline, the definition
-    look-ups (keyword only, while ``vector`` is computed), then the fused candidates: the pool
+    """Stage 2 (module docstring): the identifier and named-subject look-ups and, offline, the
+    definition look-ups (keyword only, while ``vector`` is computed), then the fused candidates: the pool
     stage 3 re-orders (``RERANK_CANDIDATES`` for a reranker that ``reorders``, else
     ``FEATURE_CANDIDATES`` plus the pull-ins, each point once) and, below it, the fused rest
     up to ``wanted`` in all. The pool is the same for every ``wanted``, so a deeper page is
@@ -444,12 +452,15 @@ def find_candidates(
     documents, kinds = scope.documents, scope.kinds
     exact = exact_identifier_matches(index, query, documents, kinds)
     exact_hits = [hit for found in exact.values() for hit in found]
+    absent = absent_subjects(index, query.subjects, documents, kinds)
     if reorders:
         fused, best = hybrid_candidates(
             index, vector, query.sparse_text, RERANK_CANDIDATES, documents, kinds, exact_hits,
             tail=max(0, wanted - RERANK_CANDIDATES),
         )
-        return Candidates(fused[:RERANK_CANDIDATES], best, exact, fused[RERANK_CANDIDATES:])
+        return Candidates(
+            fused[:RERANK_CANDIDATES], best, exact, fused[RERANK_CANDIDATES:], absent
+        )
     defined = definition_hits(index, query, documents, kinds)
     size = FEATURE_CANDIDATES
     fused, best = hybrid_candidates(
@@ -466,7 +477,7 @@ def find_candidates(
         if hit.id not in seen:
             seen.add(hit.id)
             pool.append(hit)
-    return Candidates(pool, best, exact, [h for h in fused[size:] if h.id not in seen])
+    return Candidates(pool, best, exact, [h for h in fused[size:] if h.id not in seen], absent)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -594,11 +605,13 @@ class Confidence:
         coverage: the best share of the query's terms in one ordered result (0–1).
         low_confidence: the corpus probably has nothing on the query.
         edition_note: why, when the query asks for an edition the corpus lacks; else ``None``.
+        absent_names: the query's names no searched passage mentions (``Candidates.absent``).
     """
 
     coverage: float
     low_confidence: bool
     edition_note: str | None
+    absent_names: tuple[str, ...] = ()
 
 
 def term_coverage(
@@ -624,8 +637,9 @@ def _held(payload: PointPayload) -> HeldDocument:
 def judge(
     query: AnalysedQuery, found: Candidates, ordered: Ordered, payload_of: PayloadsOf
 ) -> Confidence:
-    """Stage 4: the confidence rule over every ordered result (not only the page asked for)
-    and the edition check over the documents of the first ``EDITION_DOCUMENTS``."""
+    """Stage 4: the confidence rule over every ordered result (not only the page asked for),
+    the edition check over the documents of the first ``EDITION_DOCUMENTS`` and the names
+    stage 2 found in no searched passage (``Candidates.absent``)."""
     hits = ordered.hits
     coverage = max(
         (term_coverage(query, hit.point, payload_of(hit.point)) for hit in hits), default=0.0
@@ -640,7 +654,9 @@ def judge(
         query.editions, [_held(payload_of(hit.point)) for hit in hits[:EDITION_DOCUMENTS]]
     )
     note = mismatch.message() if mismatch is not None else None
-    return Confidence(coverage, low or mismatch is not None, note)
+    return Confidence(
+        coverage, low or mismatch is not None or bool(found.absent), note, found.absent
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -743,4 +759,5 @@ def search_docs(
         low_confidence=confidence.low_confidence,
         reranked=reranker.reorders,
         edition_note=confidence.edition_note,
+        absent_names=confidence.absent_names,
     )

@@ -78,7 +78,7 @@ async def test_tools_are_read_only_with_bounded_inputs_and_output_schemas(server
     assert tools["search_graph"].input_schema["properties"]["hops"]["enum"] == [1, 2]
     assert set(tools["search_docs"].output_schema["properties"]) == {
         "results", "sources", "next_offset", "low_confidence", "best_similarity",
-        "exact_terms", "term_coverage", "reranked", "edition_note",
+        "exact_terms", "term_coverage", "reranked", "edition_note", "absent_names",
     }
     assert "text" not in tools["search_docs"].output_schema["$defs"]["ResultRef"]["properties"]
     assert tools["echo"].output_schema is None
@@ -262,6 +262,32 @@ async def test_an_unrelated_query_says_the_corpus_has_nothing_on_it(server) -> N
     assert "call list_documents" in text
     assert "Closest passages (low confidence, probably unrelated):" in text
     assert [b.type for b in result.content] == ["text"]  # no images for junk
+
+
+async def test_a_question_naming_what_no_passage_mentions_is_low_confidence_and_says_so(
+    server,
+) -> None:
+    # close in meaning to the notification rule, but about a regulator no document names
+    result = await call(
+        server, "search_docs", query="When must the Distributor notify Ofgem about life support?"
+    )
+    structured = result.structured_content
+    assert structured["low_confidence"] is True
+    assert structured["absent_names"] == ["Ofgem"]
+    assert structured["next_offset"] is None
+    text = text_of(result)
+    assert text.startswith(
+        "Not in the corpus: no indexed passage searched mentions 'Ofgem', so the passages below "
+        "are about something else. Tell the user the indexed documents do not cover this name;"
+    )
+    assert "Closest passages (they do not mention it; probably unrelated):" in text
+    # the same question about a party the rules name is answered as before
+    named = await call(
+        server, "search_docs", query="When must the Retailer notify the Distributor about life support?"
+    )
+    assert named.structured_content["absent_names"] == []
+    assert named.structured_content["low_confidence"] is False
+    assert text_of(named).startswith("Results 1–")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,87 @@
+"""Names a query asks about that no searched passage mentions: search_docs' absent-subject check.
+
+A question names its subject with a capitalised word inside a sentence ("Who is the CEO of
+Tesla?", "What is Ofgem's price cap for 2024?"): English capitalises a proper noun wherever it
+stands and other words only where a sentence starts. When no passage in the searched scope holds
+such a name, whatever the search returns is about something else, however close in meaning: for
+"Who is the CEO of Tesla?" a corpus without Tesla returned Amazon's table of executive officers
+at cosine 0.50, above the "nothing found" threshold. So the answer is low confidence and says
+which name is missing (stage 4 of ``kb_shared.search.retrieval``).
+
+Left out on purpose:
+
+- words in capitals ("ASX", "DPO", "EBITDA"): a question may spell out or define an abbreviation
+  the documents never print, and a missing abbreviation says less than a missing name;
+- words with digits or underscores ("FY2023", "Raise6SecActualAvailability"): editions are
+  ``kb_shared.search.editions``', codes the identifier look-up's (``kb_shared.search.retrieval``);
+- a capitalised word at the start of a sentence, a quotation or a bracket ("Give a response…",
+  "(Formerly …"), where any word is capitalised.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kb_shared.search.sparse import tokenize
+
+if TYPE_CHECKING:
+    from kb_shared.stores.readers import VectorReader
+
+#: A token: word characters, joined by an apostrophe or a hyphen ("Coca-Cola", "O'Neill",
+#: "Ofgem's", "Raise6SecActualAvailability"); only one of letters alone can be a name.
+_TOKEN = re.compile(r"\w+(?:['’-]\w+)*")
+#: What may stand right before a word that starts a sentence, a quotation or a bracket.
+_OPENERS = frozenset(".?!:;\"“‘'([{•*-–—#>\n")
+#: A possessive ending, dropped from a name ("Ofgem's" -> "Ofgem").
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+
+
+def named_subjects(text: str) -> tuple[str, ...]:
+    """The names ``text`` asks about, in order, each once: words of letters that start with a
+    capital, hold a lower-case letter, and do not open a sentence, quotation or bracket
+    (module docstring). ``"Who is the CEO of Tesla?"`` -> ``("Tesla",)``; ``"What does NER clause
+    3.6.5 say?"`` -> ``()``."""
+    names: dict[str, None] = {}
+    for match in _TOKEN.finditer(text):
+        word = match.group(0)
+        if not word[0].isupper() or not any(c.islower() for c in word[1:]):
+            continue
+        if any(c.isdigit() or c == "_" for c in word):  # a code: the identifier look-up's
+            continue
+        before = text[: match.start()].rstrip(" \t")
+        if not before or before[-1] in _OPENERS:
+            continue
+        names.setdefault(_POSSESSIVE.sub("", word), None)
+    return tuple(names)
+
+
+def absent_subjects(
+    index: VectorReader,
+    names: Sequence[str],
+    documents: Sequence[str] | None,
+    kinds: Sequence[str] | None,
+) -> tuple[str, ...]:
+    """The ``names`` (``named_subjects``) that no point in the scope mentions: one keyword
+    search each (``VectorReader.sparse_search``, one hit), so a name counts as mentioned when
+    any point holds any of its terms. A name that is a stopword alone ("The") is never absent.
+    Raises as the index."""
+    absent = []
+    for name in names:
+        if tokenize(name) and not index.sparse_search(name, 1, documents, kinds):
+            absent.append(name)
+    return tuple(absent)
+
+
+def absent_message(names: Sequence[str]) -> str:
+    """The sentence search_docs leads with when ``names`` (non-empty) appear in no searched
+    passage."""
+    quoted = ", ".join(f"'{name}'" for name in names)
+    which = "this name" if len(names) == 1 else "these names"
+    return (
+        f"Not in the corpus: no indexed passage searched mentions {quoted}, so the passages "
+        f"below are about something else. Tell the user the indexed documents do not cover "
+        f"{which}; do not answer from them. Call list_documents to check what is indexed, "
+        "or request_document to ask for the document they need."
+    )

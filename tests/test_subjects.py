@@ -1,0 +1,105 @@
+"""The absent-subject check of search_docs (``kb_shared.search.subjects``): the names a question
+asks about, and a question about a name no searched passage mentions answered as low confidence
+with that name, whatever the meaning side finds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb_shared.search.citations import PointPayload
+from kb_shared.search.retrieval import search_docs
+from kb_shared.search.subjects import absent_message, absent_subjects, named_subjects
+from kb_shared.stores.vectors import KIND_TEXT, Point
+from kb_shared.stores.vectors_sqlite import SqliteVectorIndex
+from tests.fakes import HashingEmbedder
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("Who is the CEO of Tesla?", ("Tesla",)),
+        ("What is Ofgem's price cap for 2024?", ("Ofgem",)),
+        # an abbreviation, a clause number, a financial year: not names
+        ("What does NER clause 3.6.5(3) provide for FY2023?", ()),
+        ("Which EMMS table carries the per-unit Raise6SecActualAvailability field?", ()),
+        # the first word of each sentence, quotation and bracket is capitalised anyway
+        ("Assume you are an analyst. Answer this: What is Coca-Cola's revenue?", ("Coca-Cola",)),
+        ("Dispatch instructions carry a 'Dispatch Mode'. What does it represent?", ("Mode",)),
+        ("What was the growth for Block (Formerly Square)?", ("Block", "Square")),
+        # each name once, in question order
+        ("Does Foot Locker's new CEO know Foot Locker's rivals?", ("Foot", "Locker")),
+        ("", ()),
+    ],
+)
+def test_named_subjects(question: str, names: tuple[str, ...]) -> None:
+    assert named_subjects(question) == names
+
+
+TEXTS = {
+    "rules.pdf": (
+        "The Retailer must notify the Distributor within 5 business days of a life support "
+        "registration.",
+        "Dispatch intervals are five minutes long.",
+    ),
+    "notice.pdf": ("Solar Victoria approves the installers of rebated heat pumps.",),
+}
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> SqliteVectorIndex:
+    embedder = HashingEmbedder(64)
+    index = SqliteVectorIndex(tmp_path / "v.sqlite")
+    index.open(embedder.model, embedder.dimension)
+    points = []
+    for doc, texts in TEXTS.items():
+        for n, (text, vector) in enumerate(
+            zip(texts, embedder.embed_documents(list(texts)), strict=True)
+        ):
+            payload = PointPayload.build(
+                doc_id=doc, name=doc, title=doc, version="", page_start=n + 1,
+                page_end=n + 1, heading_path=(), chunk_index=n, pdf_key=f"pdfs/{doc}",
+            ).to_payload()
+            points.append(Point(id=f"{doc}-{n}", document=doc, kind=KIND_TEXT, text=text,
+                                dense=vector, payload=payload))
+    index.upsert(points)
+    yield index
+    index.close()
+
+
+def test_absent_subjects_are_looked_up_in_the_scope_searched(index: SqliteVectorIndex) -> None:
+    names = ("Distributor", "Solar", "Victoria", "Tesla", "The")
+    assert absent_subjects(index, names, None, None) == ("Tesla",)  # "The": a stopword alone
+    assert absent_subjects(index, names, ["rules.pdf"], None) == ("Solar", "Victoria", "Tesla")
+    assert absent_subjects(index, names, ["notice.pdf"], None) == ("Distributor", "Tesla")
+
+
+def test_a_question_about_an_absent_name_is_low_confidence_whatever_the_meaning_side_finds(
+    index: SqliteVectorIndex,
+) -> None:
+    embedder = HashingEmbedder(64)
+    question = "When must the Retailer notify the Distributor of a life support registration?"
+    answer = search_docs(index, embedder, question, top_k=2)
+    assert (answer.absent_names, answer.low_confidence) == ((), False)
+    assert answer.results[0].point.id == "rules.pdf-0"
+
+    about_tesla = question.replace("the Distributor", "Tesla")
+    answer = search_docs(index, embedder, about_tesla, top_k=2)
+    assert answer.absent_names == ("Tesla",)
+    assert answer.low_confidence is True
+    assert answer.results[0].point.id == "rules.pdf-0"  # still shown, as the closest passage
+
+    # scoped to the notice, the rule's own parties are absent too
+    answer = search_docs(index, embedder, question, top_k=2, documents=["notice.pdf"])
+    assert answer.absent_names == ("Retailer", "Distributor")
+    assert answer.low_confidence is True
+
+
+def test_absent_message_names_each_missing_name() -> None:
+    assert absent_message(["Tesla"]).startswith(
+        "Not in the corpus: no indexed passage searched mentions 'Tesla', so the passages below "
+        "are about something else. Tell the user the indexed documents do not cover this name;"
+    )
+    assert "mentions 'Ofgem', 'Ausgrid', so" in absent_message(["Ofgem", "Ausgrid"])
+    assert "do not cover these names;" in absent_message(["Ofgem", "Ausgrid"])
