@@ -90,6 +90,11 @@ def test_a_question_about_an_absent_name_is_low_confidence_whatever_the_meaning_
     assert answer.low_confidence is True
     assert answer.results[0].point.id == "rules.pdf-0"  # still shown, as the closest passage
 
+    # one kind asked for: the names are still looked up in every kind of the documents
+    # (here no table at all: low confidence by the cosine rule, with no name missing)
+    answer = search_docs(index, embedder, question, top_k=2, kind="table")
+    assert (answer.absent_names, answer.results) == ((), [])
+
     # scoped to the notice, the rule's own parties are absent too
     answer = search_docs(index, embedder, question, top_k=2, documents=["notice.pdf"])
     assert answer.absent_names == ("Retailer", "Distributor")

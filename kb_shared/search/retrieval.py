@@ -297,7 +297,8 @@ class Candidates:
             (``exact_identifier_matches``).
         rest: the fused candidates below ``pool``, in fused order, none of them in it: what
             a page deeper than the re-ordered pool shows.
-        absent: the query's names that no point in the scope mentions (``absent_subjects``).
+        absent: the query's names that no point of the documents searched mentions, whatever
+            kind was asked for (``absent_subjects``).
     """
 
     pool: list[Hit]
@@ -452,7 +453,9 @@ def find_candidates(
     documents, kinds = scope.documents, scope.kinds
     exact = exact_identifier_matches(index, query, documents, kinds)
     exact_hits = [hit for found in exact.values() for hit in found]
-    absent = absent_subjects(index, query.subjects, documents, kinds)
+    # names are looked up in every kind of the documents searched: a figure's short caption
+    # rarely repeats the name its document is about
+    absent = absent_subjects(index, query.subjects, documents, list(DOCUMENT_KINDS))
     if reorders:
         fused, best = hybrid_candidates(
             index, vector, query.sparse_text, RERANK_CANDIDATES, documents, kinds, exact_hits,
