@@ -24,8 +24,10 @@ from kb_shared.search.graph_relevance import (
 from kb_shared.identity import chunk_index
 from kb_shared.providers.base import Embedder
 from kb_shared.search.retrieval import Passage
+from kb_shared.search.subjects import absent_subjects, named_subjects
 from kb_shared.stores.graph import EdgeFilter, EntityHit, GraphPath
 from kb_shared.stores.readers import GraphReader, VectorReader
+from kb_shared.stores.vectors import DOCUMENT_KINDS
 
 #: Entity seeds per call (mcp-utilities README, search_graph: "seeds from a vector similarity
 #: search over entity names"); 5 keeps the 2-hop walk within ``WALK_LIMIT``.
@@ -78,7 +80,9 @@ class GraphAnswer:
     """What search_graph found: seeds, relationships (best first) and their excerpts.
 
     ``closest`` is the best entity when none reached ``GRAPH_SEED_MIN_SIMILARITY`` (then
-    ``seeds`` is empty and nothing was walked).
+    ``seeds`` is empty and nothing was walked). ``absent_names``: the names the query asks
+    about that no served passage mentions (``kb_shared.search.subjects``), so whatever was
+    walked is about something else.
     """
 
     seeds: list[EntityHit]
@@ -86,6 +90,7 @@ class GraphAnswer:
     excerpts: list[Passage]
     hops: int
     closest: EntityHit | None = None
+    absent_names: tuple[str, ...] = ()
 
 
 def rank_relationships(
@@ -223,6 +228,8 @@ def search_graph(
             vectors have another dimension than the live model.
     """
     vector = embedder.embed_query(query)
+    scope = sorted(only) if only is not None else None
+    absent = absent_subjects(index, named_subjects(query), scope, list(DOCUMENT_KINDS))
     try:
         candidates = graph.similar_entities(vector, GRAPH_SEEDS + GRAPH_CANDIDATES)
     except EmbeddingMismatchError as exc:
@@ -240,7 +247,8 @@ def search_graph(
     seeds = [s for s in candidates[:GRAPH_SEEDS] if s.score >= GRAPH_SEED_MIN_SIMILARITY]
     if not seeds:
         return GraphAnswer(
-            seeds=[], relationships=[], excerpts=[], hops=hops, closest=candidates[0]
+            seeds=[], relationships=[], excerpts=[], hops=hops, closest=candidates[0],
+            absent_names=absent,
         )
     seeds += named_seeds(graph, query, seeds, candidates)
     walked = graph.walk([s.key for s in seeds], hops=hops, limit=WALK_LIMIT)
@@ -248,7 +256,9 @@ def search_graph(
     hidden = {p.nodes[0] for p in walked} - {p.nodes[0] for p in paths}
     seeds = [s for s in seeds if s.key not in hidden]
     if not seeds:  # every seed is known only from documents that are not served
-        return GraphAnswer(seeds=[], relationships=[], excerpts=[], hops=hops)
+        return GraphAnswer(
+            seeds=[], relationships=[], excerpts=[], hops=hops, absent_names=absent
+        )
     intent = relation_intent(query)
     typed, typed_seeds = typed_paths(graph, intent)
     walked_keys = {s.key for s in seeds}
@@ -281,4 +291,7 @@ def search_graph(
         )
         for number, (rel, rel_hops, seed) in enumerate(chosen, start=1)
     ]
-    return GraphAnswer(seeds=list(seeds), relationships=relationships, excerpts=excerpts, hops=hops)
+    return GraphAnswer(
+        seeds=list(seeds), relationships=relationships, excerpts=excerpts, hops=hops,
+        absent_names=absent,
+    )

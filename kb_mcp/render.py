@@ -343,6 +343,8 @@ def graph_result(answer: GraphAnswer, links: Links) -> CallToolResult:
     else:
         seeds = ", ".join(f"{s.name} ({s.score:.2f})" for s in answer.seeds)
         parts = [f"Seed entities (similarity to the query): {seeds}. Walked {answer.hops} hop(s)."]
+    if answer.absent_names:
+        parts.insert(0, absent_message(answer.absent_names, shown="relationships and excerpts"))
     if answer.seeds and not answer.relationships:
         parts.append(
             "No relationship touches these entities. The graph has nothing on this query: use "
@@ -380,6 +382,7 @@ def graph_result(answer: GraphAnswer, links: Links) -> CallToolResult:
         ],
         excerpts=[result_ref(passage, links) for passage in answer.excerpts],
         sources=source_refs,
+        absent_names=list(answer.absent_names),
     )
     return tool_result("\n\n".join(parts), structured)
 

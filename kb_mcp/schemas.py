@@ -123,6 +123,10 @@ class SearchGraphOutput(BaseModel):
     relationships: list[RelationshipRef]
     excerpts: list[ResultRef]
     sources: list[SourceRef]
+    absent_names: list[str] = Field(
+        default_factory=list,
+        description="Names the query asks about that no served passage mentions.",
+    )
 
 
 class ReadDocOutput(BaseModel):

@@ -290,6 +290,20 @@ async def test_a_question_naming_what_no_passage_mentions_is_low_confidence_and_
     assert text_of(named).startswith("Results 1–")
 
 
+async def test_search_graph_says_when_no_passage_mentions_a_name_the_query_asks_about(
+    server,
+) -> None:
+    result = await call(server, "search_graph", query="Who must notify Ofgem?")
+    assert result.structured_content["absent_names"] == ["Ofgem"]
+    assert text_of(result).startswith(
+        "Not in the corpus: no indexed passage searched mentions 'Ofgem', so the relationships "
+        "and excerpts below are about something else."
+    )
+    named = await call(server, "search_graph", query="Who must notify the Distributor?")
+    assert named.structured_content["absent_names"] == []
+    assert text_of(named).startswith("Seed entities (similarity to the query):")
+
+
 # ---------------------------------------------------------------------------------------------
 # search_graph
 # ---------------------------------------------------------------------------------------------
