@@ -47,6 +47,23 @@ def test_a_located_chunk_quotes_the_page_its_runs_give_the_sentence() -> None:
     assert first is not None and (first.page, first.text[:12]) == (5, "The Retailer")
 
 
+def test_a_quote_on_a_middle_page_shows_its_printed_label_when_the_numbering_runs_on() -> None:
+    three = TWO_PAGES + " Either party may ask for the register."
+    third = three.index("The Distributor must")
+    runs = ((0, 10), (third, 11), (three.index("Either party"), 12))
+    numbered = payload(page_start=10, page_end=12, page_runs=runs, located=True,
+                       page_label_start="8", page_label_end="10")
+    quote = passage_quote(numbered, three, match_of(three, "The Distributor must"))
+    assert quote is not None
+    assert (quote.page, quote.page_label, quote.page_reference) == (11, "9", "9 (PDF page 11)")
+    # roman numerals, or a numbering that jumps inside the chunk: the PDF page alone
+    for start, end in (("iv", "vi"), ("8", "11")):
+        other = payload(page_start=10, page_end=12, page_runs=runs, located=True,
+                        page_label_start=start, page_label_end=end)
+        quote = passage_quote(other, three, match_of(three, "The Distributor must"))
+        assert quote is not None and (quote.page, quote.page_label) == (11, "")
+
+
 def test_an_unlocated_chunk_does_not_quote_the_page_of_its_unverified_runs() -> None:
     # the chunks asset stores the runs of a chunk it could not verify (located=False): a stray
     # 4-word run put it on page 40; the citation keeps the markers' pp. 5-6, so must the quote

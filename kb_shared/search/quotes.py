@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb_shared.search.citations import PointPayload, page_reference, readable
+from kb_shared.search.citations import Citation, PointPayload, page_reference, readable
 from kb_shared.ingest.page_location import FIGURE_LINE
 from kb_shared.search.retrieval_features import PagedText, Unit, UnitMatch, unit_page, units
 from kb_shared.stores.blobs import BlobStore
@@ -116,7 +116,24 @@ def passage_quote(
         label = cite.page_label_start
     elif page is not None and page == cite.page_end:
         label = cite.page_label_end
+    elif page is not None:
+        label = _label_between(cite, page)
     return Quote(shown, page, label)
+
+
+def _label_between(cite: Citation, page: int) -> str:
+    """The printed label of ``page``, strictly between the cited first and last pages, when
+    both their labels are numbers that advance with the PDF pages ("8" on page 10 and "10" on
+    page 12 make page 11 "9"); ``""`` otherwise (roman numerals, "A-3", a jump in the
+    numbering), where only the PDF page number is shown."""
+    first, last = cite.page_label_start, cite.page_label_end
+    if (
+        cite.page_start is None or cite.page_end is None
+        or not (first.isdecimal() and last.isdecimal())
+        or int(last) - int(first) != cite.page_end - cite.page_start
+    ):
+        return ""
+    return str(int(first) + page - cite.page_start)
 
 
 def _first_unit(text: str) -> Unit | None:
