@@ -10,7 +10,12 @@ import pytest
 
 from kb_shared.search.citations import PointPayload
 from kb_shared.search.retrieval import search_docs
-from kb_shared.search.subjects import absent_message, absent_subjects, named_subjects
+from kb_shared.search.subjects import (
+    absent_message,
+    absent_subjects,
+    named_subjects,
+    subjects_of,
+)
 from kb_shared.stores.vectors import KIND_TEXT, Point
 from kb_shared.stores.vectors_sqlite import SqliteVectorIndex
 from tests.fakes import HashingEmbedder
@@ -37,11 +42,18 @@ def test_named_subjects(question: str, names: tuple[str, ...]) -> None:
     assert named_subjects(question) == names
 
 
+def test_clause_numbers_of_three_levels_or_more_are_subjects_too() -> None:
+    assert subjects_of("Does Tesla meet requirement 3.14.9?", ["3.14.9"]) == ("Tesla", "3.14.9")
+    # a value or a two-level number may be a decimal: left out
+    assert subjects_of("An MLF of 0.9 under clause 3.1 and 4.10.0", ["0.9", "3.1", "4.10.0"]) == (
+        "4.10.0",)
+
+
 TEXTS = {
     "rules.pdf": (
         "The Retailer must notify the Distributor within 5 business days of a life support "
         "registration.",
-        "Dispatch intervals are five minutes long.",
+        "Dispatch intervals are five minutes long. Clause 3.1.5 sets the penalty at 3 and 14.",
     ),
     "notice.pdf": ("Solar Victoria approves the installers of rebated heat pumps.",),
 }
@@ -99,6 +111,16 @@ def test_a_question_about_an_absent_name_is_low_confidence_whatever_the_meaning_
     answer = search_docs(index, embedder, question, top_k=2, documents=["notice.pdf"])
     assert answer.absent_names == ("Retailer", "Distributor")
     assert answer.low_confidence is True
+
+
+def test_a_clause_number_no_passage_holds_whole_is_absent(index: SqliteVectorIndex) -> None:
+    # "3.1.4" and "3.14.1" share parts ("3", "1", "14") with the text, not the whole number;
+    # "3.1.5" is in it whole
+    assert absent_subjects(index, ("3.1.5", "3.1.4", "3.14.1"), None, None) == ("3.1.4", "3.14.1")
+    answer = search_docs(index, HashingEmbedder(64), "What does clause 3.1.4 set?", top_k=1)
+    assert (answer.absent_names, answer.low_confidence) == (("3.1.4",), True)
+    answer = search_docs(index, HashingEmbedder(64), "What does clause 3.1.5 set?", top_k=1)
+    assert answer.absent_names == ()
 
 
 def test_absent_message_names_each_missing_name() -> None:

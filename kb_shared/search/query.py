@@ -30,7 +30,7 @@ from kb_shared.errors import QueryError
 from kb_shared.search.editions import EditionQuestion, edition_question
 from kb_shared.search.retrieval_features import QuestionShape, question_shape
 from kb_shared.search.sparse import RAW_WORD, tokenize
-from kb_shared.search.subjects import named_subjects
+from kb_shared.search.subjects import subjects_of
 
 if TYPE_CHECKING:
     from kb_shared.providers.base import Embedder
@@ -133,7 +133,8 @@ class AnalysedQuery:
         shape: what the re-ordering signals read from it (``retrieval_features``).
         editions: the editions it asks for and its subject words (``editions``), with the
             long forms of the abbreviations it names when a table was given.
-        subjects: the names it asks about (``kb_shared.search.subjects.named_subjects``).
+        subjects: the names and clause numbers it asks about (``kb_shared.search.subjects.
+            subjects_of``).
     """
 
     text: str
@@ -166,6 +167,7 @@ def analyse(query: str, acronyms: AcronymTable | None = None) -> AnalysedQuery:
                   for t in terms),
                 *expansion.terms,
             ])
+    shape = question_shape(query, tokens)
     return AnalysedQuery(
         text=query,
         tokens=tokens,
@@ -173,7 +175,7 @@ def analyse(query: str, acronyms: AcronymTable | None = None) -> AnalysedQuery:
         identifiers=tuple(identifier_terms(query)),
         sparse_text=sparse_text,
         spells_out=spells_out,
-        shape=question_shape(query, tokens),
+        shape=shape,
         editions=editions,
-        subjects=named_subjects(query),
+        subjects=subjects_of(query, shape.section_numbers),
     )

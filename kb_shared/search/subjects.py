@@ -1,4 +1,5 @@
-"""Names a query asks about that no searched passage mentions: search_docs' absent-subject check.
+"""Names and clause numbers a query asks about that no searched passage mentions: search_docs'
+absent-subject check.
 
 A question names its subject with a capitalised word inside a sentence ("Who is the CEO of
 Tesla?", "What is Ofgem's price cap for 2024?"): English capitalises a proper noun wherever it
@@ -6,7 +7,9 @@ stands and other words only where a sentence starts. When no passage in the sear
 such a name, whatever the search returns is about something else, however close in meaning: for
 "Who is the CEO of Tesla?" a corpus without Tesla returned Amazon's table of executive officers
 at cosine 0.50, above the "nothing found" threshold. So the answer is low confidence and says
-which name is missing (stage 4 of ``kb_shared.search.retrieval``).
+which name is missing (stage 4 of ``kb_shared.search.retrieval``). The same holds of a clause
+or requirement number of three levels or more ("requirement 3.14.9", "section 4.2.7"): a
+document without it answers with its neighbours (3.14.6, 3.14.7), which say something else.
 
 Left out on purpose:
 
@@ -36,6 +39,12 @@ _TOKEN = re.compile(r"\w+(?:['’-]\w+)*")
 _OPENERS = frozenset(".?!:;\"“‘'([{•*-–—#>\n")
 #: A possessive ending, dropped from a name ("Ofgem's" -> "Ofgem").
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+#: A clause number the check looks up: three to five levels ("3.14.9"); "0.9" or "3.1" may be
+#: a value, so one level of dots is left out.
+_CLAUSE = re.compile(r"\d{1,3}(?:\.\d{1,3}){2,4}")
+#: Keyword hits read for a clause number: points holding the whole number rank first (it is
+#: rare; its parts "3", "14", "9" are common), so a few suffice.
+CLAUSE_HITS = 10
 
 
 def named_subjects(text: str) -> tuple[str, ...]:
@@ -57,19 +66,30 @@ def named_subjects(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def subjects_of(text: str, section_numbers: Sequence[str]) -> tuple[str, ...]:
+    """What ``text`` asks about, for ``absent_subjects``: its names (``named_subjects``), then
+    those of its clause numbers (``retrieval_features.section_numbers``) with three levels or
+    more."""
+    return named_subjects(text) + tuple(n for n in section_numbers if _CLAUSE.fullmatch(n))
+
+
 def absent_subjects(
     index: VectorReader,
     names: Sequence[str],
     documents: Sequence[str] | None,
     kinds: Sequence[str] | None,
 ) -> tuple[str, ...]:
-    """The ``names`` (``named_subjects``) that no point in the scope mentions: one keyword
-    search each (``VectorReader.sparse_search``, one hit), so a name counts as mentioned when
-    any point holds any of its terms. A name that is a stopword alone ("The") is never absent.
-    Raises as the index."""
+    """The ``names`` (``subjects_of``) that no point in the scope mentions, one keyword search
+    each (``VectorReader.sparse_search``): a name counts as mentioned when any point holds any
+    of its terms, a clause number when one of its first ``CLAUSE_HITS`` points holds it whole.
+    A name that is a stopword alone ("The") is never absent. Raises as the index."""
     absent = []
     for name in names:
-        if tokenize(name) and not index.sparse_search(name, 1, documents, kinds):
+        if _CLAUSE.fullmatch(name):
+            hits = index.sparse_search(name, CLAUSE_HITS, documents, kinds)
+            if not any(name in tokenize(hit.point.text) for hit in hits):
+                absent.append(name)
+        elif tokenize(name) and not index.sparse_search(name, 1, documents, kinds):
             absent.append(name)
     return tuple(absent)
 
