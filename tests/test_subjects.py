@@ -34,8 +34,16 @@ from tests.fakes import HashingEmbedder
         ("Dispatch instructions carry a 'Dispatch Mode'. What does it represent?", ("Mode",)),
         ("What was the growth for Block (Formerly Square)?", ("Block", "Square")),
         # each name once, in question order
-        ("Does Foot Locker's new CEO know Foot Locker's rivals?", ("Foot", "Locker")),
+        ("Did Foot Locker's CEO work at Foot Locker's rival Footlocker before?",
+         ("Foot", "Locker", "Footlocker")),
+        # too short to be title case
+        ("Revenue of Tesla Motors?", ("Tesla", "Motors")),
         ("", ()),
+        # title case: the capitals name nothing
+        ("What Is The Rebate For Heat Pumps Under The Solar Homes Program?", ()),
+        # many parties named, most words still in lower case
+        ("Must the Retailer tell the Distributor and AEMO when Solar Victoria asks?",
+         ("Retailer", "Distributor", "Solar", "Victoria")),
     ],
 )
 def test_named_subjects(question: str, names: tuple[str, ...]) -> None:

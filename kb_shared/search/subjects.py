@@ -18,7 +18,10 @@ Left out on purpose:
 - words with digits or underscores ("FY2023", "Raise6SecActualAvailability"): editions are
   ``kb_shared.search.editions``', codes the identifier look-up's (``kb_shared.search.retrieval``);
 - a capitalised word at the start of a sentence, a quotation or a bracket ("Give a response…",
-  "(Formerly …"), where any word is capitalised.
+  "(Formerly …"), where any word is capitalised;
+- every word of a question written in title case ("What Is The Rebate For Heat Pumps?"), where
+  a capital says nothing: more than ``HEADLINE_SHARE`` of its distinct words capitalised, when
+  it has ``HEADLINE_WORDS`` or more that may be ("Revenue of Tesla Motors?" is too short).
 """
 
 from __future__ import annotations
@@ -45,6 +48,13 @@ _CLAUSE = re.compile(r"\d{1,3}(?:\.\d{1,3}){2,4}")
 #: Keyword hits read for a clause number: points holding the whole number rank first (it is
 #: rare; its parts "3", "14", "9" are common), so a few suffice.
 CLAUSE_HITS = 10
+#: Above this share of capitalised words among the words that may be (not opening a sentence,
+#: a quotation or a bracket), a question is in title case and its capitals name nothing. Half:
+#: a question that names several parties ("the Retailer must notify the Distributor") still
+#: writes most of its words in lower case.
+HEADLINE_SHARE = 0.5
+#: Fewer such words than this cannot show title case: two names in three words are common.
+HEADLINE_WORDS = 4
 
 
 def named_subjects(text: str) -> tuple[str, ...]:
@@ -53,16 +63,20 @@ def named_subjects(text: str) -> tuple[str, ...]:
     (module docstring). ``"Who is the CEO of Tesla?"`` -> ``("Tesla",)``; ``"What does NER clause
     3.6.5 say?"`` -> ``()``."""
     names: dict[str, None] = {}
+    words: set[str] = set()  # distinct, so a name said twice does not make title case
     for match in _TOKEN.finditer(text):
         word = match.group(0)
-        if not word[0].isupper() or not any(c.islower() for c in word[1:]):
-            continue
         if any(c.isdigit() or c == "_" for c in word):  # a code: the identifier look-up's
             continue
         before = text[: match.start()].rstrip(" \t")
-        if not before or before[-1] in _OPENERS:
-            continue
-        names.setdefault(_POSSESSIVE.sub("", word), None)
+        if not before or before[-1] in _OPENERS or not any(c.islower() for c in word):
+            continue  # opens a sentence, or is in capitals (an abbreviation)
+        words.add(word)
+        if word[0].isupper():
+            names.setdefault(_POSSESSIVE.sub("", word), None)
+    capitalised = sum(1 for word in words if word[0].isupper())
+    if len(words) >= HEADLINE_WORDS and capitalised > HEADLINE_SHARE * len(words):
+        return ()
     return tuple(names)
 
 
