@@ -301,8 +301,10 @@ def _aer_totals(found: AerSearchResult) -> list[str]:
     lines = [f"Metric: {metric.metric_key} (Schedule {metric.schedule}), published as "
              f"{_headings_phrase(metric)}."]
     if found.total is not None:
-        lines.append(f"Total over all {found.count:,} matching figures: "
-                     f"{format_number(found.total)}.")
+        summed = sum(p.rows for p in found.period_totals)  # National rows are left out
+        over = (f"all {found.count:,} matching figures" if summed == found.count
+                else f"{summed:,} of the {found.count:,} matching figures")
+        lines.append(f"Total over {over}: {format_number(found.total)}.")
         lines.append("Per quarter: " + "; ".join(
             f"{p.period} {format_number(p.total)} ({p.rows} figure{'s' if p.rows != 1 else ''})"
             for p in found.period_totals

@@ -64,9 +64,21 @@ VALUE_SCALE = 10
 #: Largest magnitude a stored value may have (the column is numeric(28, 10)).
 VALUE_LIMIT = Decimal(10) ** 18
 
+#: Footnote marks that may end a label in column A: asterisks, superscript digits, one letter
+#: or up to two digits in brackets ("NSW Total*", "AGL Sales Pty Ltd (b)", "Origin\u00b9").
+FOOTNOTE_MARK = re.compile(
+    r"(?:\s*(?:\*+|[\u00b9\u00b2\u00b3\u2070-\u2079]+|\((?:[a-z]|\d{1,2})\)"
+    r"|\[(?:[a-z]|\d{1,2})\]))+$",
+    re.IGNORECASE,
+)
+
 _QUARTER = re.compile(
     r"^q\s*([1-4])\s*(?:fy\s*)?(\d{4})\s*[-\u2010-\u2015/]\s*(\d{2}|\d{4})$", re.IGNORECASE
 )
+_FINANCIAL_YEAR = re.compile(
+    r"^(?:fy\s*)?(\d{4})\s*[-\u2010-\u2015/]\s*(\d{2}|\d{4})$", re.IGNORECASE
+)
+_CALENDAR_QUARTER = re.compile(r"^q\s*([1-4])\s*(\d{4})$", re.IGNORECASE)
 _FILE_QUARTER = re.compile(
     r"\b(?:quarter|q)\s*([1-4])\b[\s_,-]*(\d{4})\s*[-\u2010-\u2015_]\s*(\d{2}|\d{4})\b",
     re.IGNORECASE,
@@ -117,6 +129,38 @@ class Quarter:
             raise ValueError(f"{text!r}: financial year {first}-{second} is not two years in a row")
         return cls(year, int(number))
 
+    @classmethod
+    def financial_year(cls, text: str) -> tuple[Quarter, Quarter] | None:
+        """The first and last quarters of a financial year written ``"2025-26"`` (also
+        ``FY2025-26``, ``2025\u201326``, ``2025/26``, ``2025-2026``), or None when ``text`` is
+        not written so.
+
+        Raises:
+            ValueError: a second year that does not follow the first.
+        """
+        match = _FINANCIAL_YEAR.match(" ".join(str(text).split()))
+        if match is None:
+            return None
+        first = cls._from_parts(text, "1", *match.groups())
+        return first, cls(first.year, 4)
+
+    @staticmethod
+    def calendar_quarter_hint(text: str) -> str | None:
+        """For a quarter written with one calendar year (``"Q3 2023"``), which is ambiguous
+        here, the two labels it may mean, as a sentence; None for any other text."""
+        match = _CALENDAR_QUARTER.match(" ".join(str(text).split()))
+        if match is None:
+            return None
+        number, year = int(match.group(1)), int(match.group(2))
+        within = Quarter(year - 1, number)  # the quarter numbered so in the year ending then
+        calendar = Quarter(year - 1, number + 2) if number <= 2 else Quarter(year, number - 2)
+        return (
+            f"{text!r} names a calendar year, but the AER numbers quarters within the "
+            f"financial year (1 July to 30 June): {within.label} is "
+            f"{within.start:%b}-{within.end:%b %Y}, and the calendar quarter "
+            f"{calendar.start:%b}-{calendar.end:%b %Y} is {calendar.label}"
+        )
+
     @property
     def label(self) -> str:
         """The AER's label, ``"Q3 2025-26"``."""
@@ -153,6 +197,49 @@ def normalize_words(text: str) -> str:
     clean = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", clean)
     clean = clean.replace("&", " and ").replace("%", " percent ").casefold()
     return " ".join(re.sub(r"[^0-9a-z]+", " ", clean).split())
+
+
+def strip_footnote(label: str) -> str:
+    """``label`` without the footnote marks that end it (``FOOTNOTE_MARK``): ``"NSW Total*"``
+    -> ``"NSW Total"``; a label made only of marks is returned as it is."""
+    return FOOTNOTE_MARK.sub("", label).strip() or label
+
+
+#: Words (normalised) that make a column-A label read as a total row.
+_TOTAL_WORDS = frozenset({"total", "totals", "subtotal"})
+
+
+def total_row_region(label: str) -> str | None:
+    """The jurisdiction a column-A total row closes the block of: ``"<Region> Total"`` or
+    ``"Total <Region>"``, in any case, a footnote mark after it ignored (``"NSW Total*"``);
+    None for any other label (a retailer's, even ``"TotalEnergies Retail"``).
+
+    Raises:
+        ValueError: a label that reads as a total but names no known region that way
+            (``"NSW Sub-total"``, ``"Total"``, ``"Northern Total"``): read as a retailer's,
+            it would give its block's rows to the region whose total comes next.
+    """
+    words = normalize_words(strip_footnote(label)).split()
+    if not _TOTAL_WORDS.intersection(words):
+        return None
+    for region_words in (words[:-1] if words[-1] == "total" else None,
+                         words[1:] if words[0] == "total" else None):
+        region = normalize_jurisdiction(" ".join(region_words)) if region_words else None
+        if region is not None:
+            return region
+    rest = [w for w in words if w not in _TOTAL_WORDS and w not in ("sub", "grand")]
+    named = normalize_jurisdiction(" ".join(rest)) if rest else None
+    if named is not None:
+        raise ValueError(
+            f"{label!r} reads as the total row of {named} but is not written '{named} Total': "
+            f"rename it '{named} Total' so kb knows which block it closes"
+        )
+    if words[-1] in _TOTAL_WORDS or not rest:
+        raise ValueError(
+            f"{label!r} is not the total of a known region: a block closes with "
+            f"'<Region> Total' ({', '.join(JURISDICTIONS)}), e.g. 'NSW Total'"
+        )
+    return None
 
 
 def normalize_jurisdiction(text: str) -> str | None:

@@ -5,13 +5,16 @@ The layout (``../shared/notes/next-capabilities.md`` "AER retail performance dat
 per subject whose name gives the fuel and customer type; row 3 a title; row 4 metric headings,
 each (usually merged) over a block of quarter columns, blocks sometimes separated by an empty
 spacer column; row 5 quarter labels (``Q3 2025-26``), the latest last in each block; column A
-retailers in one block per jurisdiction, each closed by a ``<Region> Total`` row; ``A4``
+retailers in one block per jurisdiction, each closed by a ``<Region> Total`` row (``Total
+<Region>`` and a footnote mark after it are read too; any other label reading as a total is
+refused, never taken for a retailer); ``A4``
 reads "National" and ``A5`` "Retailer". Blocks are found from the headings, never by offset.
 
 Two readers, each for what it does well: openpyxl (formulas not evaluated) gives positions,
 merged ranges, which cells are formulas and each cell's type; fastexcel (calamine, into a
-polars frame) gives the values, including the result Excel stored for each formula. A formula
-without a stored result is refused: real workbooks are saved by Excel, which stores them. A
+polars frame, ``aer_values``) gives the values, including the result Excel stored for each
+formula. A formula without a stored result is refused: real workbooks are saved by Excel,
+which stores them (an empty text it stored reads as "not reported", as an empty cell). A
 stored result is checked against its formula where ``aer_formulas`` can compute it (rates,
 sums), and a stale one is refused: it would be a wrong figure with no sign of it.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -49,6 +53,8 @@ from kb_shared.market.aer import (
     normalize_words,
     schedule_from_file_name,
     stored_value,
+    strip_footnote,
+    total_row_region,
     words_naming,
 )
 from kb_shared.market.aer_formulas import (
@@ -58,11 +64,14 @@ from kb_shared.market.aer_formulas import (
     evaluate,
 )
 from kb_shared.market.aer_metrics import map_heading
+from kb_shared.market.aer_values import StoredValues, read_stored_values
 
 #: File types read (the AER publishes ``.xlsx`` and macro-enabled ``.xlsm``).
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm")
 #: Rows of the layout (1-based, as Excel numbers them).
 TITLE_ROW, HEADING_ROW, LABEL_ROW, FIRST_DATA_ROW = 3, 4, 5, 6
+#: Rows of column A read before any sheet is parsed in full (to find a table moved down).
+OUTLINE_ROWS = 10
 #: ``A5`` of every data sheet.
 RETAILER_HEADER = "retailer"
 #: Cell texts meaning "not reported" (stored as nothing, never as 0).
@@ -70,6 +79,8 @@ NOT_REPORTED = frozenset({"-", "\u2013", "\u2014", "n/a", "na", "n.a."})
 #: How far a formula's stored result may be from what its formula computes (relative; the
 #: order of additions may differ from Excel's, nothing more).
 FORMULA_TOLERANCE = 1e-9
+#: A number written as text ("30,268", "$1.5", "2.1%"), named as such when refused.
+_NUMBER_AS_TEXT = re.compile(r"[-+]?\$?\s*(?:\d[\d,]*(?:\.\d*)?|\.\d+)\s*%?")
 #: Names (normalised) of sheets that carry no data: skipped, and listed in the result.
 NON_DATA_SHEETS = frozenset(
     {
@@ -162,7 +173,8 @@ def read_workbook(path: str | Path) -> AerWorkbook:
         )
     skipped: list[tuple[str, str]] = []
     data_sheets: list[str] = []
-    for sheet, state, a5 in outline:
+    for sheet, state, column_a in outline:
+        a5 = column_a[LABEL_ROW - 1] if len(column_a) >= LABEL_ROW else None
         if state != "visible":
             skipped.append((sheet, "hidden"))
         elif a5 is not None and a5.casefold() == RETAILER_HEADER:
@@ -170,7 +182,7 @@ def read_workbook(path: str | Path) -> AerWorkbook:
         elif normalize_words(sheet) in NON_DATA_SHEETS:
             skipped.append((sheet, "not a data sheet"))
         else:
-            raise AerWorkbookError(
+            raise _moved_table(name, sheet, column_a) or AerWorkbookError(
                 name, sheet, "A5", f"reads {a5!r}, not 'Retailer': the sheet does not have "
                 "the AER layout (A4 'National', A5 'Retailer', headings in row 4, quarters in "
                 "row 5); if it holds no data add its name to NON_DATA_SHEETS"
@@ -180,7 +192,8 @@ def read_workbook(path: str | Path) -> AerWorkbook:
     book = _opening(name, lambda: openpyxl.load_workbook(path, data_only=False, keep_links=False))
     values = _opening(name, lambda: fastexcel.read_excel(path))
     sheets = [
-        _SheetReader(name, schedule, release, book[sheet], _frame(values, name, sheet)).read()
+        _SheetReader(name, schedule, release, book[sheet],
+                     read_stored_values(values, path, sheet)).read()
         for sheet in data_sheets
     ]
 
@@ -224,18 +237,38 @@ def read_workbook(path: str | Path) -> AerWorkbook:
 _Loaded = TypeVar("_Loaded")
 
 
-def _outline(path: Path) -> tuple[str, list[tuple[str, str, str | None]]]:
-    """The workbook's title property ("" when unset) and each sheet's (name, state, text of
-    A5), read without parsing the sheets past row 5 (openpyxl's read-only mode reads rows
-    lazily): enough to refuse a workbook of another kind in milliseconds, not after seconds
-    of loading every cell."""
+def _outline(path: Path) -> tuple[str, list[tuple[str, str, list[str | None]]]]:
+    """The workbook's title property ("" when unset) and each sheet's (name, state, texts of
+    A1 to A``OUTLINE_ROWS``), read without parsing the sheets further (openpyxl's read-only
+    mode reads rows lazily): enough to refuse a workbook of another kind in milliseconds, not
+    after seconds of loading every cell."""
     book = openpyxl.load_workbook(path, read_only=True, keep_links=False)
     try:
-        sheets = [(ws.title, ws.sheet_state, _text(ws.cell(LABEL_ROW, 1).value))
-                  for ws in book.worksheets]
+        sheets = [
+            (ws.title, ws.sheet_state, [_text(row[0]) if row else None for row in ws.iter_rows(
+                min_row=1, max_row=OUTLINE_ROWS, max_col=1, values_only=True)])
+            for ws in book.worksheets
+        ]
         return book.properties.title or "", sheets
     finally:
         book.close()
+
+
+def _moved_table(file: str, sheet: str, column_a: list[str | None]) -> AerWorkbookError | None:
+    """The refusal of a sheet whose 'Retailer' cell is in column A but not in A5 (rows added
+    or removed above the table), or None when column A has no 'Retailer' in its first rows."""
+    row = next((r for r, text in enumerate(column_a, start=1)
+                if text is not None and text.casefold() == RETAILER_HEADER), None)
+    if row is None:
+        return None
+    shift = row - LABEL_ROW
+    return AerWorkbookError(
+        file, sheet, f"A{row}", f"'Retailer' is in A{row}, not A{LABEL_ROW}: the table is "
+        f"{abs(shift)} row(s) {'lower' if shift > 0 else 'higher'} than the AER layout (title "
+        f"in row {TITLE_ROW}, headings in row {HEADING_ROW}, quarters in row {LABEL_ROW}); "
+        f"{'delete' if shift > 0 else 'insert'} {abs(shift)} row(s) above it, so no figure is "
+        "read under another row's heading"
+    )
 
 
 def _opening(name: str, load: Callable[[], _Loaded]) -> _Loaded:
@@ -282,41 +315,6 @@ class _SheetResult:
     latest_cell: str
 
 
-class _Frame:
-    """The values fastexcel read from one sheet, addressed by Excel row and column (1-based):
-    each cell as a float (exact; None for text and empty cells) and as text (fastexcel
-    writes floats to text with 9 decimals only, so text is used for text cells alone)."""
-
-    def __init__(self, numbers: list[list[float | None]], texts: list[list[str | None]]) -> None:
-        self._numbers = numbers
-        self._texts = texts
-
-    @staticmethod
-    def _get(columns: list[list[Any]], row: int, column: int) -> Any:
-        if column > len(columns):
-            return None
-        values = columns[column - 1]
-        return values[row - 1] if row <= len(values) else None
-
-    def number(self, row: int, column: int) -> float | None:
-        return self._get(self._numbers, row, column)
-
-    def text(self, row: int, column: int) -> str | None:
-        return self._get(self._texts, row, column)
-
-
-def _frame(values: fastexcel.ExcelReader, file: str, sheet: str) -> _Frame:
-    columns: dict[str, list[list[Any]]] = {}
-    for dtype in ("float", "string"):
-        try:
-            loaded = values.load_sheet_by_name(sheet, header_row=None, skip_rows=0, dtypes=dtype)
-            frame = loaded.to_polars()
-        except fastexcel.FastExcelError as exc:
-            raise AerWorkbookError(file, sheet, None, f"cannot be read ({exc})") from exc
-        columns[dtype] = [frame.to_series(i).to_list() for i in range(frame.width)]
-    return _Frame(columns["float"], columns["string"])
-
-
 def _text(value: Any) -> str | None:
     """A cell's text with whitespace collapsed, or None when it holds no text."""
     if value is None:
@@ -327,7 +325,7 @@ def _text(value: Any) -> str | None:
 
 class _SheetReader:
     def __init__(
-        self, file: str, schedule: str, release: Quarter, ws: Worksheet, frame: _Frame
+        self, file: str, schedule: str, release: Quarter, ws: Worksheet, frame: StoredValues
     ) -> None:
         self.file = file
         self.schedule = schedule
@@ -434,7 +432,7 @@ class _SheetReader:
             if block is None:
                 raise self.refuse(ref, "this quarter label has no heading above it in row 4")
             try:
-                quarter = Quarter.parse(value)
+                quarter = Quarter.parse(strip_footnote(value))  # "Q3 2025-26*" is Q3 2025-26
             except ValueError as exc:
                 raise self.refuse(ref, str(exc)) from exc
             for other_column, other in block.quarters.items():
@@ -456,7 +454,9 @@ class _SheetReader:
 
     def _assign_dimensions(self, blocks: list[_Block]) -> None:
         """Fuel and customer type of each block: from the sheet name, else the row-3 title,
-        else the heading; a source naming two (or none of them naming one) is refused."""
+        else the heading; a source naming two (or none of them naming one) is refused, and so
+        is a later source naming only another one (the title of a gas sheet left on an
+        electricity sheet): one of them is wrong, and kb cannot tell which."""
         title, title_ref = self._title()
         for block in blocks:
             for attribute, table, what in (
@@ -466,14 +466,22 @@ class _SheetReader:
             ):
                 sources = [(self.ws.title, None, "the sheet name"), (title, title_ref, "the title"),
                            (block.heading.heading, block.cell, "the heading")]
+                chosen: tuple[str, str, str] | None = None  # value, source, its text
                 for text, ref, source in sources:
                     found = words_naming(text, table) if text else set()
-                    if len(found) > 1:
-                        raise self.refuse(ref, f"{source} {text!r} names more than one {what}")
-                    if found:
-                        setattr(block, attribute, found.pop())
-                        break
-                else:
+                    if chosen is None:
+                        if len(found) > 1:
+                            raise self.refuse(ref, f"{source} {text!r} names more than one {what}")
+                        if found:
+                            chosen = (found.pop(), source, str(text))
+                            setattr(block, attribute, chosen[0])
+                    elif len(found) == 1 and chosen[0] not in found:
+                        raise self.refuse(
+                            ref or block.cell, f"{source} {text!r} names the "
+                            f"{what.split(' (')[0]} {found.pop()}, but {chosen[1]} "
+                            f"{chosen[2]!r} names {chosen[0]}: correct the one that is wrong"
+                        )
+                if chosen is None:
                     raise self.refuse(
                         block.cell, f"neither the sheet name, the title ({title_ref}) nor this "
                         f"heading names the {what}"
@@ -499,8 +507,15 @@ class _SheetReader:
             if text is None or text.casefold() in NOT_REPORTED:
                 self.not_reported += 1
                 return None
+            if _NUMBER_AS_TEXT.fullmatch(text):
+                raise self.refuse(
+                    cell.coordinate, f"holds the text {text!r} where a number or '-' was "
+                    "expected: a number stored as text, which kb does not convert (its units "
+                    "and marks are a guess); store it as a number in Excel and sync again"
+                )
             raise self.refuse(
-                cell.coordinate, f"holds the text {text!r} where a number or '-' was expected"
+                cell.coordinate, f"holds the text {text!r} where a number or '-' was expected: "
+                "write '-' (or 'n/a') where the figure is not reported, else the number"
             )
         number = self.frame.number(row, column)
         text = _text(self.frame.text(row, column)) if kind == "f" or number is None else None
@@ -512,6 +527,9 @@ class _SheetReader:
             except ValueError as exc:
                 raise self.refuse(cell.coordinate, str(exc)) from exc
         if kind == "f" and text is None:
+            if self._stored_empty_text(cell):
+                self.not_reported += 1
+                return None
             raise self.refuse(
                 cell.coordinate, "is a formula with no stored result (or an Excel error): open "
                 "and save the workbook in Excel so it stores the computed values"
@@ -520,6 +538,28 @@ class _SheetReader:
             self.not_reported += 1
             return None
         raise self.refuse(cell.coordinate, f"holds {text!r}, which is not a number")
+
+    def _stored_empty_text(self, cell: Any) -> bool:
+        """Whether the formula in ``cell`` stored the empty text as its result (an empty cell
+        to the eye, as ``=IFERROR(F11/F20,"")`` shows one; ``StoredValues.is_empty_text``).
+
+        Raises:
+            AerWorkbookError: the formula is one ``aer_formulas`` computes, to a number or an
+                error: the empty result is stale.
+        """
+        if not self.frame.is_empty_text(cell.coordinate):
+            return False
+        try:
+            computed: object = self._compute(self.ws.title, cell.coordinate)
+        except FormulaUnsupported:
+            return True
+        except FormulaErrorValue as exc:
+            computed = exc
+        raise self.refuse(
+            cell.coordinate, f"stores an empty result but its formula {cell.value} gives "
+            f"{computed}: the stored result is stale; open and save the workbook in Excel so "
+            "it stores the computed values"
+        )
 
     def _check_formula(self, cell: Any, stored: float) -> None:
         """Refuse a formula cell whose stored result is not what its formula computes; one
@@ -612,7 +652,8 @@ class _SheetReader:
                 raise self.refuse(f"A{row}", f"is the number {label_value!r}, not a retailer")
             label = _text(label_value)
             if label is None:
-                self._check_unnamed_row(row, cells, value_columns)
+                notes = bool(done) and not any(v for _, _, v in pending)
+                self._check_unnamed_row(row, cells, value_columns, notes)
                 continue
             region = self._total_region(label, row)
             header = region is None and (
@@ -678,23 +719,31 @@ class _SheetReader:
             raise self.refuse(f"A{FIRST_DATA_ROW}", "no '<Region> Total' row in column A")
         return observations
 
-    def _check_unnamed_row(self, row: int, cells: tuple[Any, ...], value_columns: dict[int, _Block]
-                           ) -> None:
-        """A row with nothing in column A must hold nothing at all (a spacer row)."""
+    def _check_unnamed_row(self, row: int, cells: tuple[Any, ...],
+                           value_columns: dict[int, _Block], notes: bool) -> None:
+        """A row with nothing in column A must hold nothing at all (a spacer row), or, with
+        ``notes`` (after a ``<Region> Total`` row, nothing pending), text alone: a note such
+        as "Source: AER" in column B. Before the first block text is refused too: a units
+        row ("$'000") there would change what every figure means."""
         for cell in cells[1:]:
             if cell.value is not None and _text(cell.value) is not None or (
                 cell.column in value_columns and _text(self.frame.text(row, cell.column))
             ):
-                raise self.refuse(cell.coordinate, f"holds a value but A{row} names no retailer")
+                if notes and cell.data_type == "s":
+                    continue
+                raise self.refuse(
+                    cell.coordinate, f"holds a value but A{row} names no retailer: name the "
+                    f"retailer in A{row}, or clear the row (a units row such as \"$'000\" or "
+                    "'%' belongs in the heading; a note, text alone, may follow a '<Region> "
+                    "Total' row)"
+                )
 
     def _total_region(self, label: str, row: int) -> str | None:
-        words = label.split()
-        if len(words) < 2 or words[-1].casefold() != "total":
-            return None
-        region = normalize_jurisdiction(" ".join(words[:-1]))
-        if region is None:
-            raise self.refuse(f"A{row}", f"{label!r} is not the total of a known region")
-        return region
+        """``aer.total_row_region`` of the label in ``A{row}``, its refusal naming the cell."""
+        try:
+            return total_row_region(label)
+        except ValueError as exc:
+            raise self.refuse(f"A{row}", str(exc)) from exc
 
     def _observations(
         self,

@@ -27,6 +27,11 @@ from kb_shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
+#: Most workbook links a release page may have: a release publishes one workbook per schedule
+#: (2, 3, 4 and 6, and 1, the glossary), and every download is held in memory until all
+#: are in, so a page linking hundreds is refused before the first download.
+MAX_RELEASE_WORKBOOKS = 20
+
 
 class _LinkParser(HTMLParser):
     """Collects the ``href`` of every ``<a>`` in document order, and the first ``<base
@@ -117,8 +122,9 @@ def download_release(
     Raises:
         FetchError: the page or a workbook was refused or failed to download (the message
             names the URL and why); nothing was written.
-        AerReleasePageError: the page links no workbook, or two links give different
-            workbooks under one file name; nothing was written.
+        AerReleasePageError: the page links no workbook or more than
+            ``MAX_RELEASE_WORKBOOKS``, or two links give different workbooks under one file
+            name; nothing was written.
     """
     limits = policy or FetchPolicy.from_settings(settings)
     page = fetch(url, expect=Expectation.HTML, policy=limits, resolver=resolver)
@@ -127,6 +133,12 @@ def download_release(
         raise AerReleasePageError(
             f"{url} links no .xlsx or .xlsm workbook, so there is nothing to sync; give the "
             "release page that lists the workbooks, or their file or folder"
+        )
+    if len(links) > MAX_RELEASE_WORKBOOKS:
+        raise AerReleasePageError(
+            f"{url} links {len(links)} workbooks, more than the {MAX_RELEASE_WORKBOOKS} a "
+            "release has (one per schedule), so it is not a release page; give the release "
+            "page of one quarter, or the workbooks' file or folder. Nothing was downloaded."
         )
     downloads: dict[str, tuple[str, Fetched]] = {}
     for link in links:

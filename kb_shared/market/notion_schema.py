@@ -17,7 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from kb_shared.errors import NotionSchemaError
-from kb_shared.stores.catalog.compliance import ComplianceAction, cents_to_fine, fine_to_cents
+from kb_shared.stores.catalog.compliance import (
+    ComplianceAction,
+    action_values,
+    cents_to_fine,
+    fine_to_cents,
+)
 
 #: Tracker property -> the Notion property types kb reads it from. ``status`` has the same
 #: value shape as ``select`` (``{name}``), so a Status column converted to Notion's status
@@ -198,8 +203,8 @@ def page_to_action(page: Mapping[str, Any]) -> ComplianceAction:
 
     Raises:
         NotionSchemaError: a property missing on this page, or a value of the wrong shape or
-            one kb cannot store (e.g. a negative Fine); the message names the page and the
-            property.
+            one kb cannot store (e.g. a negative Fine, a NUL character, a Source URL over
+            ``URL_MAX``); the message names the page and the property.
     """
     page_id = page.get("id")
     if not isinstance(page_id, str) or not page_id.strip():
@@ -213,7 +218,7 @@ def page_to_action(page: Mapping[str, Any]) -> ComplianceAction:
         )
     start, end = _dates(page, "Date")
     url = page.get("url")
-    return ComplianceAction(
+    action = ComplianceAction(
         page_id=page_id.strip(),
         notion_url=url if isinstance(url, str) and url else None,
         summary=_text(page, "Summary"),
@@ -229,3 +234,10 @@ def page_to_action(page: Mapping[str, Any]) -> ComplianceAction:
         created_time=_stamp(page, "created_time"),
         last_edited_time=_stamp(page, "last_edited_time"),
     )
+    try:
+        action_values(action)  # what the store would refuse (a NUL, a too long URL), now
+    except ValueError as exc:
+        raise NotionSchemaError(
+            f"Notion page {page_label(page)}: {exc}; fix it in Notion. Nothing was written."
+        ) from None
+    return action

@@ -20,7 +20,7 @@ import pytest
 from kb_shared.errors import AerReleasePageError, FetchRefusedError
 from kb_shared.fetch.fetcher import Expectation, FetchPolicy, fetch
 from kb_shared.fetch.content import HTML_MAX_BYTES, XLSM_CONTENT_TYPE, XLSX_CONTENT_TYPE
-from kb_shared.market.aer_source import download_release, workbook_links
+from kb_shared.market.aer_source import MAX_RELEASE_WORKBOOKS, download_release, workbook_links
 from kb_shared.settings import Settings
 from tests.assets.test_url_intake import HOST, LocalSite, local_site
 from tests.fetch_server import Route, body, endless, redirect
@@ -229,3 +229,30 @@ def test_two_different_workbooks_under_one_name_are_refused(tmp_path: Path) -> N
             r"'S2\.xlsx'")):
             download(site, "/clash.html", clash)
         assert list(clash.iterdir()) == []
+
+
+def test_a_page_linking_more_workbooks_than_a_release_has_downloads_none(tmp_path: Path) -> None:
+    served: list[str] = []
+
+    def workbook(handler, server) -> None:
+        served.append(handler.path)
+        body(XLSX_CONTENT_TYPE, b"PK never read")(handler, server)
+
+    names = [f"/files/S{n}.xlsx" for n in range(MAX_RELEASE_WORKBOOKS + 1)]
+    routes: dict[str, Route] = {name: workbook for name in names}
+    routes["/many.html"] = body("text/html", release_page(*names))
+    routes["/enough.html"] = body("text/html", release_page(*names[:MAX_RELEASE_WORKBOOKS]))
+    out = tmp_path / "out"
+    out.mkdir()
+    with local_site(tmp_path, routes) as site:
+        with pytest.raises(AerReleasePageError) as refused:
+            download(site, "/many.html", out)
+        assert str(refused.value) == (
+            f"{site.url('/many.html')} links 21 workbooks, more than the 20 a release has (one "
+            "per schedule), so it is not a release page; give the release page of one "
+            "quarter, or the workbooks' file or folder. Nothing was downloaded.")
+        assert (served, list(out.iterdir())) == ([], [])
+        # twenty are fetched (and refused here for not being workbooks, one by one)
+        with pytest.raises(FetchRefusedError):
+            download(site, "/enough.html", out)
+        assert served == ["/files/S0.xlsx"]

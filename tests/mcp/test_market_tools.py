@@ -449,6 +449,21 @@ AGL_HARDSHIP = {
 }
 
 
+async def test_a_total_that_leaves_out_the_national_rows_says_how_many_figures_it_sums(
+    server,
+) -> None:
+    result = await call(server, AER, metric=HARDSHIP, period_from="Q3 2025-26",
+                        period_to="Q3 2025-26")
+    structured = result.structured_content
+    national = [r for r in structured["rows"] if r["jurisdiction"] == "National"]
+    summed = [r for r in structured["rows"] if r["jurisdiction"] != "National"]
+    assert (structured["count"], len(national), len(summed)) == (10, 4, 6)
+    assert Decimal(structured["total"]) == sum(Decimal(r["value"]) for r in summed) == 150_486
+    text = text_of(result)
+    assert "Total over 6 of the 10 matching figures: 150,486." in text
+    assert "Total over all" not in text
+
+
 @pytest.mark.parametrize("jurisdiction", sorted(AGL_HARDSHIP))
 async def test_a_retailers_rate_count_and_total_come_from_their_own_rows(
     server, jurisdiction: str

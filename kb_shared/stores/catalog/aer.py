@@ -10,7 +10,9 @@ already stored, and leaves identical rows untouched, so re-syncing a workbook ch
 A metric the newer release does not publish at all keeps the figures an older release gave
 it: a heading reworded with no alias in ``aer_metrics.METRIC_ALIASES`` is a new metric key,
 and deleting the old key's republished quarters would leave a question asked with the old
-heading over those quarters with nothing (issue 25, "Exact market figures"). The search over
+heading over those quarters with nothing (issue 25, "Exact market figures"). So the newest
+release is chosen per metric key among those publishing it, and the stored figures are the
+same whichever order the releases are synced in, one by one or together. The search over
 these tables is ``aer_search.py``.
 """
 
@@ -213,31 +215,59 @@ def published_keys(workbooks: Iterable[AerWorkbook]) -> dict[tuple[str, str], se
     return keys
 
 
-def _select_newest(
-    workbooks: list[AerWorkbook],
-) -> tuple[dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]], int]:
-    """Per (schedule, quarter start): the rows of the newest release given, and how many
-    observations older releases in the batch had for those quarters.
+#: (schedule, quarter start): the rows of one quarter of one schedule, keyed by ``_row_key``.
+_Scope = tuple[str, dt.date]
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What a sync was given, per (schedule, quarter): ``rows`` to apply, each metric key's
+    from the newest release given that publishes the key; ``covering`` the releases given
+    with figures of that quarter; ``published`` as ``published_keys``."""
+
+    rows: dict[_Scope, dict[tuple[Any, ...], dict[str, Any]]]
+    covering: dict[_Scope, set[Quarter]]
+    published: dict[tuple[str, str], set[str]]
+
+    def publishes(self, schedule: str, release: Quarter, key: str) -> bool:
+        """Whether the given release's workbooks of ``schedule`` publish ``key`` (a release
+        whose headings are unknown publishes every key)."""
+        keys = self.published.get((schedule, release.label))
+        return not keys or key in keys
+
+    def winner(self, scope: _Scope, key: str) -> Quarter | None:
+        """The newest release given that has figures of the quarter and publishes ``key``."""
+        return max((r for r in self.covering.get(scope, ()) if self.publishes(scope[0], r, key)),
+                   default=None)
+
+
+def _select_newest(workbooks: list[AerWorkbook]) -> tuple[_Batch, int]:
+    """The rows to apply, per (schedule, quarter start) and metric key those of the newest
+    release given that publishes the key (a metric a newer release no longer publishes keeps
+    an older one's figures, however the releases are batched); and how many observations
+    older releases in the batch had for those quarters and keys.
 
     Raises:
-        ValueError: one figure twice in the newest release with different values.
+        ValueError: one figure twice in the applied release with different values.
     """
-    newest: dict[tuple[str, dt.date], Quarter] = {}
+    covering: dict[_Scope, set[Quarter]] = {}
     for book in workbooks:
         for obs in book.observations:
-            scope = (obs.schedule, obs.period_start)
-            if scope not in newest or book.release > newest[scope]:
-                newest[scope] = book.release
-    scopes: dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]] = {}
+            covering.setdefault((obs.schedule, obs.period_start), set()).add(book.release)
+    batch = _Batch({}, covering, published_keys(workbooks))
+    winners: dict[tuple[_Scope, str], Quarter | None] = {}
     superseded = 0
     for book in workbooks:
         for obs in book.observations:
             scope = (obs.schedule, obs.period_start)
-            if book.release != newest[scope]:
+            slot = (scope, obs.metric_key)
+            if slot not in winners:
+                winners[slot] = batch.winner(scope, obs.metric_key)
+            if book.release != winners[slot]:
                 superseded += 1
                 continue
             values = observation_values(obs)
-            rows = scopes.setdefault(scope, {})
+            rows = batch.rows.setdefault(scope, {})
             key = _row_key(values)
             previous = rows.get(key)
             if previous is not None and previous["value"] != values["value"]:
@@ -247,7 +277,7 @@ def _select_newest(
                     f"{previous['cell']} and {values['value']} in {obs.provenance}"
                 )
             rows.setdefault(key, values)
-    return scopes, superseded
+    return batch, superseded
 
 
 class AerCatalog(CatalogBase):
@@ -257,10 +287,11 @@ class AerCatalog(CatalogBase):
     def sync_aer(self, workbooks: Iterable[AerWorkbook]) -> AerSyncCounts:
         """Store the observations of parsed workbooks, all in one transaction.
 
-        For each (schedule, quarter) the newest release among ``workbooks`` replaces what is
-        stored (rows it lacks are deleted, except an older release's rows of a metric key it
-        publishes no heading of: those stay, counted ``unchanged``) unless the store already
-        holds a newer release of that quarter; identical rows are left as they are. Every
+        For each (schedule, quarter) and metric key, the newest release among ``workbooks``
+        that publishes the key replaces what is stored (rows it lacks are deleted; an older
+        release's rows of a key no given release publishes stay, counted ``unchanged``)
+        unless the store already holds a newer release publishing it; identical rows are left
+        as they are. Every
         heading seen is recorded in ``aer_metrics`` with the first and last release it
         appeared in; ``aer_sync_state`` gets the counts and ``synced_at``.
 
@@ -272,13 +303,13 @@ class AerCatalog(CatalogBase):
         books = list(workbooks)
         if not books:
             raise ValueError("no AER workbooks to sync")
-        scopes, superseded = _select_newest(books)
+        batch, superseded = _select_newest(books)
         read = sum(len(b.observations) for b in books)
         with self._write() as conn:
             self._advisory_lock(conn, SYNC_LOCK)
             for table, column in (("aer_performance", "metric_key"), ("aer_metrics", "heading")):
                 refuse_legacy_shape(conn, table, column, "AER")
-            changes = _apply_scopes(conn, scopes, published_keys(books))
+            changes = _apply_scopes(conn, batch)
             new_metrics, new_headings = _record_headings(conn, books)
             now = utc_now()
             releases = tuple(q.label for q in sorted({b.release for b in books}))
@@ -363,59 +394,79 @@ class AerCatalog(CatalogBase):
         return AerTotalsCheck(checked=checked, failures=tuple(failures))
 
 
-def _apply_scopes(
-    conn: Connection,
-    scopes: dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]],
-    published: dict[tuple[str, str], set[str]],
-) -> dict[str, int]:
-    """Diff each scope against the stored rows and write inserts, updates and deletes; a
-    stored row of an older release whose metric key the incoming release does not publish
-    (``published``; none known: every key counts as published) is kept."""
+def _stored_spans(conn: Connection) -> dict[tuple[str, str], list[tuple[dt.date, dt.date]]]:
+    """(schedule, metric key) -> the (first, last) release ends of each heading stored for it:
+    the releases taken to publish the key, for releases synced before."""
+    spans: dict[tuple[str, str], list[tuple[dt.date, dt.date]]] = {}
+    query = sa.select(aer_metrics.c.schedule, aer_metrics.c.metric_key,
+                      aer_metrics.c.first_seen_end, aer_metrics.c.last_seen_end)
+    for schedule, key, first, last in conn.execute(query):
+        spans.setdefault((schedule, key), []).append((first, last))
+    return spans
+
+
+def _apply_scopes(conn: Connection, batch: _Batch) -> dict[str, int]:
+    """Diff each (schedule, quarter) of ``batch`` against the stored rows, metric key by
+    metric key, and write inserts, updates and deletes.
+
+    For a key, the newest release publishing it wins: the given one (``_Batch.winner``), or
+    a stored newer one (its rows of the key in the quarter, or a heading of the key seen over
+    its release in ``aer_metrics``), and then the given rows of the key are superseded. Stored
+    rows of a key no given release of the quarter publishes are kept (counted unchanged when
+    older than the newest release given, as before).
+    """
     changes = dict.fromkeys(
         ("inserted", "updated", "deleted", "unchanged", "superseded", "values_changed"), 0
     )
-    if not scopes:
+    if not batch.rows:
         return changes
-    stored: dict[tuple[str, dt.date], dict[tuple[Any, ...], dict[str, Any]]] = {}
+    stored: dict[_Scope, dict[tuple[Any, ...], dict[str, Any]]] = {}
     query = sa.select(aer_performance).where(
-        aer_performance.c.schedule.in_({s for s, _ in scopes}),
-        aer_performance.c.period_start.in_({p for _, p in scopes}),
+        aer_performance.c.schedule.in_({s for s, _ in batch.covering}),
+        aer_performance.c.period_start.in_({p for _, p in batch.covering}),
     )
     for row in conn.execute(query).mappings():
         scope = (row["schedule"], row["period_start"])
-        if scope in scopes:
+        if scope in batch.covering:
             values = dict(row)
             values["value"] = stored_value(Decimal(values["value"]))
             values["is_total"] = bool(values["is_total"])
             stored.setdefault(scope, {})[_row_key(values)] = values
+    spans = _stored_spans(conn)
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
     deletes: list[int] = []
-    for scope, incoming in scopes.items():
+    for scope in batch.covering:
+        newest_given = max(batch.covering[scope]).end
         current = stored.get(scope, {})
-        newest_stored = max((r["release_end"] for r in current.values()), default=None)
-        first = next(iter(incoming.values()))
-        incoming_release = first["release_end"]
-        if newest_stored is not None and newest_stored > incoming_release:
-            changes["superseded"] += len(incoming)
-            continue
-        keys = published.get((scope[0], first["release"]))
-        for key, values in incoming.items():
-            old = current.get(key)
-            if old is None:
-                inserts.append(values)
-            elif any(old[c] != values[c] for c in _ROW_COLUMNS):
-                updates.append({"_id": old["id"], **values})
-                changes["values_changed"] += old["value"] != values["value"]
-            else:
-                changes["unchanged"] += 1
+        stored_releases = {(r["release"], r["release_end"]) for r in current.values()}
+        stored_keys = {(r["metric_key"], r["release"]) for r in current.values()}
+        by_key: dict[str, tuple[dict[Any, Any], dict[Any, Any]]] = {}  # key: (given, stored)
+        for key, values in batch.rows.get(scope, {}).items():
+            by_key.setdefault(values["metric_key"], ({}, {}))[0][key] = values
         for key, row in current.items():
-            if key in incoming:
+            by_key.setdefault(row["metric_key"], ({}, {}))[1][key] = row
+        for metric_key, (rows, old_rows) in by_key.items():
+            given = batch.winner(scope, metric_key)
+            if given is None:  # no release given for this quarter publishes the key: kept
+                changes["unchanged"] += sum(r["release_end"] < newest_given
+                                            for r in old_rows.values())
                 continue
-            if keys and row["metric_key"] not in keys and row["release_end"] < incoming_release:
-                changes["unchanged"] += 1  # a metric this release no longer publishes
-            else:
-                deletes.append(row["id"])
+            if any(end > given.end and ((metric_key, label) in stored_keys or any(
+                    first <= end <= last for first, last in spans.get((scope[0], metric_key), ())))
+                   for label, end in stored_releases):
+                changes["superseded"] += len(rows)  # a newer release stored publishes it
+                continue
+            for key, values in rows.items():
+                old = old_rows.get(key)
+                if old is None:
+                    inserts.append(values)
+                elif any(old[c] != values[c] for c in _ROW_COLUMNS):
+                    updates.append({"_id": old["id"], **values})
+                    changes["values_changed"] += old["value"] != values["value"]
+                else:
+                    changes["unchanged"] += 1
+            deletes += [row["id"] for key, row in old_rows.items() if key not in rows]
     if inserts:
         conn.execute(aer_performance.insert(), inserts)
     if updates:
@@ -425,8 +476,8 @@ def _apply_scopes(
             .values({c: sa.bindparam(c) for c in _ROW_COLUMNS})
         )
         conn.execute(stmt, updates)
-    for batch in in_batches(deletes):
-        conn.execute(aer_performance.delete().where(aer_performance.c.id.in_(batch)))
+    for batch_ids in in_batches(deletes):
+        conn.execute(aer_performance.delete().where(aer_performance.c.id.in_(batch_ids)))
     changes.update(inserted=len(inserts), updated=len(updates), deleted=len(deletes))
     return changes
 

@@ -5,7 +5,9 @@ in one retry. For the MCP tool ``search_aer_performance`` (issue 11, "MCP tools"
 
 Matching rules:
 
-* ``retailer``: equal, ignoring case and spacing. ``jurisdiction``, ``fuel``,
+* ``retailer``: the same name, ignoring case, spacing, punctuation, legal-form endings and
+  footnote marks (``retailer_key``: "AGL Sales Pty. Ltd." and "agl sales" find "AGL Sales Pty
+  Ltd" and "AGL Sales Pty Ltd (b)"). ``jurisdiction``, ``fuel``,
   ``customer_type``: any spelling the workbooks use ("New South Wales", "elec", "Resi").
   ``schedule``: ``3`` or ``"Schedule 3"``.
 * ``metric``: a metric key, any heading it has been published under (``aer_metrics``) or
@@ -15,8 +17,10 @@ Matching rules:
   were published under, with their quarters (``headings``); when none meets the other
   filters, the metric's headings and quarters without them (``headings_outside``), so
   "nothing found" is never the whole answer when the metric has figures.
-* ``period_from``/``period_to``: a quarter label (``"Q3 2025-26"``) or a date; quarters
-  overlapping the range, inclusive.
+* ``period_from``/``period_to``: a quarter label (``"Q3 2025-26"``), a financial year
+  (``"2025-26"``: from its first quarter, to its last) or a date; quarters overlapping the
+  range, inclusive. A quarter with one calendar year (``"Q3 2023"``) is refused with the two
+  quarters it may mean.
 
 Rows are retailers' figures; the published ``<Region> Total`` rows matching the same filters
 (the retailer aside) come separately in ``region_totals``, so nothing is counted twice. For
@@ -43,7 +47,9 @@ from kb_shared.market.aer import (
     normalize_customer_type,
     normalize_fuel,
     normalize_jurisdiction,
+    normalize_words,
     stored_value,
+    strip_footnote,
 )
 from kb_shared.market.aer_metrics import METRIC_ALIASES, normalize_heading
 from kb_shared.stores.catalog.aer import (
@@ -62,6 +68,7 @@ from kb_shared.stores.catalog.common import (
     given_filters,
     last_synced,
 )
+from kb_shared.stores.catalog.compliance import normalize_organisation
 
 #: Rows returned by default, and at most (issue 11: "limit=100", "cap 500").
 DEFAULT_LIMIT = 100
@@ -156,6 +163,25 @@ class AerSearchResult(SearchResult[AerObservation]):
     has_data: bool
 
 
+def retailer_key(name: str) -> str | None:
+    """What a retailer filter and a stored retailer are compared on: the words of the name
+    (``aer.normalize_words``: case, punctuation and camel case folded) with its footnote marks
+    (``aer.strip_footnote``) and legal-form endings (``compliance.normalize_organisation``:
+    Pty, Ltd, Limited...) dropped; ``"EnergyAustralia Pty Ltd (b)"`` -> ``"energy
+    australia"``. None for a name without letters or digits."""
+    return normalize_organisation(normalize_words(strip_footnote(name)))
+
+
+def _retailer_names(conn: Connection, wanted: str) -> list[str]:
+    """The stored retailer labels (totals aside) whose ``retailer_key`` is that of ``wanted``."""
+    key = retailer_key(wanted)
+    if key is None:
+        return []
+    query = sa.select(aer_performance.c.retailer).where(
+        sa.not_(aer_performance.c.is_total)).distinct()
+    return sorted(name for name in conn.execute(query).scalars() if retailer_key(name) == key)
+
+
 def _schedule_text(value: Any) -> Any:
     """A schedule given as a number (``3``) as text; anything else as given."""
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
@@ -168,11 +194,17 @@ def _bound(value: Any, name: str, end: bool) -> dt.date | None:
         try:
             quarter = Quarter.parse(text)
         except ValueError:
+            year = Quarter.financial_year(text)
+            if year is not None:
+                return year[1].end if end else year[0].start
             return dt.date.fromisoformat(text.strip())
         return quarter.end if end else quarter.start
 
     if value is not None and not isinstance(value, (str, dt.date)):
         raise QueryError(f"{name} must be a quarter like 'Q3 2025-26' or a date, got {value!r}")
+    hint = Quarter.calendar_quarter_hint(value) if isinstance(value, str) else None
+    if hint is not None:
+        raise QueryError(f"{name}: {hint}; send one of those, or a date as YYYY-MM-DD")
     expected = "a quarter like 'Q3 2025-26' or a date as YYYY-MM-DD"
     return date_filter(value, name, parse, expected)
 
@@ -357,7 +389,8 @@ class AerSearchCatalog(CatalogBase):
                 shared.append(metric_condition)
             where = [*shared, sa.not_(table.c.is_total)]
             if text["retailer"]:
-                where.append(sa.func.lower(table.c.retailer) == text["retailer"].lower())
+                names = _retailer_names(conn, text["retailer"])
+                where.append(table.c.retailer.in_(names) if names else sa.false())
             found = self._run(conn, where, [*shared, table.c.is_total], infos, capped,
                               metric_condition)
         echo = given_filters({**text, "period_from": start, "period_to": end})

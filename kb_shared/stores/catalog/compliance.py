@@ -60,6 +60,8 @@ COMPANY_SUFFIXES: frozenset[str] = frozenset(
     {"pty", "proprietary", "ltd", "limited", "nl", "inc", "incorporated", "llc", "plc", "corp",
      "corporation"}
 )
+#: An English possessive ending a word: "AGL's", "AGL’s", "retailers'".
+_POSSESSIVE = re.compile(r"(?<=\w)['’](?:s\b|(?=\s|$))", re.IGNORECASE)
 #: Function words a search ignores (every remaining query word must match).
 STOP_WORDS: frozenset[str] = frozenset(
     {"a", "an", "and", "the", "of", "for", "to", "in", "on", "by", "with", "or"}
@@ -193,8 +195,9 @@ def normalize_organisation(name: str | None) -> str | None:
 def query_words(query: str | None) -> list[str]:
     """The words a free-text ``query`` must all match (each as the start of a word): its
     ``search_words`` without ``STOP_WORDS`` and ``COMPANY_SUFFIXES``, unless nothing would be
-    left; duplicates dropped, order kept."""
-    words = search_words(query)
+    left; duplicates dropped, order kept. A possessive ``'s`` goes with its word ("AGL's
+    fines" -> ``["agl", "fines"]``), not left as a word "s" that few summaries have."""
+    words = search_words(_POSSESSIVE.sub("", query) if query else query)
     kept = [w for w in words if w not in STOP_WORDS and w not in COMPANY_SUFFIXES]
     return list(dict.fromkeys(kept or words))
 
@@ -229,10 +232,10 @@ def fine_to_cents(value: Any, where: str = "fine") -> int | None:
         raise ValueError(f"{where} must be finite, got {value!r}")
     if amount < 0:
         raise ValueError(f"{where} cannot be negative, got {value!r}")
-    cents = int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
-    if cents > FINE_CENTS_MAX:
+    # checked before rounding: past 28 digits Decimal's rounding raises InvalidOperation
+    if amount * 100 > FINE_CENTS_MAX:
         raise ValueError(f"{where} is too large to store, got {value!r}")
-    return cents
+    return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
 
 
 def cents_to_fine(cents: int | None) -> Decimal | None:

@@ -39,6 +39,7 @@ from kb_shared.stores.catalog.common import (
     last_synced,
 )
 from kb_shared.stores.catalog.compliance import (
+    FINE_CENTS_MAX,
     NOTION_SOURCE,
     ComplianceAction,
     cents_to_fine,
@@ -146,7 +147,11 @@ def _min_fine_cents(value: Any) -> int | None:
         raise QueryError(f"min_fine must be a number of dollars, got {value!r}") from None
     if isinstance(value, bool) or not amount.is_finite() or amount < 0:
         raise QueryError(f"min_fine must be a number of dollars of at least 0, got {value!r}")
-    return math.ceil(amount * 100)
+    cents = math.ceil(amount * 100)
+    if cents > FINE_CENTS_MAX:  # no stored fine is larger; the bound would not fit the column
+        raise QueryError(f"min_fine must be at most {cents_to_fine(FINE_CENTS_MAX)} dollars (the "
+                         f"largest fine kb stores), got {value!r}")
+    return cents
 
 
 def _iso_date(text: str) -> dt.date:
