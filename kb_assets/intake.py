@@ -8,7 +8,8 @@ Rules (DESIGN.md "Identity"), applied in this order to a batch:
 1. Only documents (``.pdf``, ``.md``, ``.txt``: ``text_markdown.DOCUMENT_SUFFIXES``) are taken
    from folders; a file named explicitly that is not one is refused. Files over
    ``KB_MAX_UPLOAD_BYTES`` and empty files are refused, and so is a ``.md``/``.txt`` file that
-   is binary (a NUL byte, not UTF-8: ``text_markdown.decode_text``), before anything is written.
+   is binary (a NUL byte, not UTF-8: ``text_markdown.decode_text``), before anything is written;
+   so is a file that cannot be read (no permission, an I/O error), the rest of the batch going on.
 2. Inside one batch, repeats of a normalised name collapse to the first (the others are
    reported as duplicates), and so do repeats of identical content.
 3. Against the catalog: a normalised name already there is a duplicate when the content is
@@ -28,9 +29,10 @@ catalog is added as a new document, as without the flag. Without the flag the du
 outcome carries a ``hint`` naming ``kb add --new-version``.
 
 An accepted file gets its catalog row first (the unique indexes settle a race between two
-intakes), then its bytes in blobs (if the copy fails the row is removed again); then every
-added file gets its Dagster partition in one call. If that call fails, the batch's rows and
-blobs are removed again and nothing is added.
+intakes: the loser is decided again on what the winner wrote, as rules 3 and 4 would have
+decided it had it come second), then its bytes in blobs (if the copy fails the row is removed
+again); then every added file gets its Dagster partition in one call. If that call fails, the
+batch's rows and blobs are removed again and nothing is added.
 
 Categories (issue 12, "Categories from folders"): a file found in a folder given to ``admit``
 gets its folder path below that folder as its category (``DIR/aemo/procedures/x.pdf`` →
@@ -320,7 +322,8 @@ def previous_edition(stores: StoresResource, ref: str | None, new_version: bool)
 
 def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) -> list[Candidate]:
     """Rules 1 and 2: read each file once and decide the batch before writing anything.
-    Appends the refused and duplicate files to ``outcomes``; returns the rest."""
+    Appends the refused and duplicate files to ``outcomes`` (a file that cannot be read is
+    refused with ``unreadable_reason``, the others go on); returns the rest."""
     from kb_shared.providers.text_markdown import decode_text, is_text_document
 
     candidates: list[Candidate] = []
@@ -336,7 +339,10 @@ def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) ->
         except IdentityError as error:
             outcomes.append(IntakeOutcome(str(path), name, IntakeStatus.REFUSED, reason=str(error)))
             continue
-        refusal = _size_refusal(path.stat().st_size, max_bytes)
+        try:
+            refusal = _size_refusal(path.stat().st_size, max_bytes)
+        except OSError as error:  # gone since it was found
+            refusal = unreadable_reason(error)
         if refusal:
             outcomes.append(IntakeOutcome(str(path), name, IntakeStatus.REFUSED, reason=refusal))
             continue
@@ -357,7 +363,12 @@ def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) ->
                 )
             )
             continue
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as error:  # no permission, or an I/O error: this file alone is refused
+            reason = unreadable_reason(error)
+            outcomes.append(IntakeOutcome(str(path), name, IntakeStatus.REFUSED, reason=reason))
+            continue
         if is_text_document(name):
             try:
                 decode_text(data, name)
@@ -378,6 +389,15 @@ def _screen(files: list[Path], max_bytes: int, outcomes: list[IntakeOutcome]) ->
         seen_names[normal] = seen_ids[ident] = seen_content[digest] = name
         candidates.append(Candidate(path, name, ident, digest, data))
     return candidates
+
+
+def unreadable_reason(error: OSError) -> str:
+    """Why a file found for intake was not read: the operating system's words for ``error``
+    ("Permission denied") and what to do."""
+    return (
+        f"the file cannot be read ({error.strerror or error}); check that it is there and that "
+        "kb may read it, then add it again"
+    )
 
 
 def _size_refusal(size: int, max_bytes: int) -> str:
@@ -453,21 +473,16 @@ def _against_catalog(
     edition_of: str | None = None,
 ) -> list[IntakeOutcome]:
     """Rules 3 and 4 (and "New versions"), then the rows and blobs of the files that pass
-    (a new document linked to the previous edition ``edition_of``, a doc_id, when given)."""
-    from kb_shared.stores.catalog import DocumentStatus, deleting_message
+    (a new document linked to the previous edition ``edition_of``, a doc_id, when given).
 
+    A file whose row a unique index refused (another intake wrote the same name, id or content
+    between this one's lookup and its write) is decided again on what the other wrote, as if
+    it had come first: a name clash stays a name clash, not a harmless duplicate."""
     if not candidates:
         return []
     try:
         catalog = stores.catalog()
-        existing = [
-            (
-                catalog.find_by_normalized_name(normalize_name(c.name)),
-                catalog.find_by_doc_id(c.doc_id),
-                catalog.find_by_sha256(c.sha256) or _version_owner(catalog, c.sha256),
-            )
-            for c in candidates
-        ]
+        existing = [_lookup(catalog, c) for c in candidates]
     except (StoreError, OSError) as error:
         raise IntakeError(
             f"the duplicate check could not read the catalog ({error}); nothing was added, "
@@ -477,54 +492,80 @@ def _against_catalog(
 
     blobs = stores.blobs()
     outcomes: list[IntakeOutcome] = []
-    for candidate, (by_name, by_id, by_content) in zip(candidates, existing, strict=True):
-        gone = next(
-            (r for r in (by_name, by_id, by_content) if r and r.status == DocumentStatus.DELETING),
-            None,
-        )
-        if gone is not None:  # a `kb delete` of it has not finished (issue 16)
-            outcomes.append(
-                candidate.outcome(
-                    IntakeStatus.REFUSED, gone.doc_id, deleting_message(gone, "add the file again")
+    for candidate, found in zip(candidates, existing, strict=True):
+        try:
+            outcome = _decide(candidate, found, catalog, blobs, new_version, edition_of)
+        except DuplicateDocumentError as race:
+            try:
+                outcome = _decide(
+                    candidate, _lookup(catalog, candidate), catalog, blobs, new_version,
+                    edition_of,
                 )
-            )
-        elif by_name is not None and new_version:
-            outcomes.append(_new_version(candidate, by_name, by_content, catalog, blobs))
-        elif by_name is not None:
-            same = by_content is not None and by_content.doc_id == by_name.doc_id
-            older = _older_version(catalog, by_name, candidate.sha256) if same else None
-            outcomes.append(
-                candidate.outcome(
-                    IntakeStatus.DUPLICATE, by_name.doc_id,
-                    duplicate_name_message(
-                        by_name, None if same else str(candidate.path), older
-                    ),
-                    hint=(
-                        ""
-                        if same
-                        else f"to add it as a new version of {by_name.name!r}, run "
-                        f"`kb add --new-version {candidate.path}`"
-                    ),
-                    name_clash=not same,
-                )
-            )
-        elif by_id is not None:
-            outcomes.append(
-                candidate.outcome(
-                    IntakeStatus.REFUSED, None,
-                    f"its id {candidate.doc_id!r} is taken by {by_id.name!r}; rename the file",
-                )
-            )
-        elif by_content is not None:
-            outcomes.append(
-                candidate.outcome(
-                    IntakeStatus.REFUSED, by_content.doc_id,
-                    f"identical content is already in the corpus as {by_content.name!r}",
-                )
-            )
-        else:
-            outcomes.append(_add_one(candidate, catalog, blobs, edition_of))
+            except (DuplicateDocumentError, StoreError, OSError):  # the race's own words then
+                outcome = candidate.outcome(IntakeStatus.DUPLICATE, candidate.doc_id, str(race))
+        outcomes.append(outcome)
     return outcomes
+
+
+#: What the catalog holds under a candidate's normalised name, its doc_id and its content (the
+#: document one of whose versions has it), each ``None`` when nothing.
+Found = tuple["DocumentRow | None", "DocumentRow | None", "DocumentRow | None"]
+
+
+def _lookup(catalog: Catalog, candidate: Candidate) -> Found:
+    """The catalog's documents of ``candidate``'s name, id and content (``Found``)."""
+    return (
+        catalog.find_by_normalized_name(normalize_name(candidate.name)),
+        catalog.find_by_doc_id(candidate.doc_id),
+        catalog.find_by_sha256(candidate.sha256) or _version_owner(catalog, candidate.sha256),
+    )
+
+
+def _decide(
+    candidate: Candidate, found: Found, catalog: Catalog, blobs: BlobStore, new_version: bool,
+    edition_of: str | None,
+) -> IntakeOutcome:
+    """One file's outcome against what the catalog holds (``found``), with its row and blob
+    written when it is added.
+
+    Raises:
+        DuplicateDocumentError: a unique index refused its row: another intake won a race.
+    """
+    from kb_shared.stores.catalog import DocumentStatus, deleting_message
+
+    by_name, by_id, by_content = found
+    gone = next((r for r in found if r and r.status == DocumentStatus.DELETING), None)
+    if gone is not None:  # a `kb delete` of it has not finished (issue 16)
+        return candidate.outcome(
+            IntakeStatus.REFUSED, gone.doc_id, deleting_message(gone, "add the file again")
+        )
+    if by_name is not None and new_version:
+        return _new_version(candidate, by_name, by_content, catalog, blobs)
+    if by_name is not None:
+        same = by_content is not None and by_content.doc_id == by_name.doc_id
+        older = _older_version(catalog, by_name, candidate.sha256) if same else None
+        return candidate.outcome(
+            IntakeStatus.DUPLICATE, by_name.doc_id,
+            duplicate_name_message(by_name, None if same else str(candidate.path), older),
+            hint=(
+                ""
+                if same
+                else f"to add it as a new version of {by_name.name!r}, run "
+                f"`kb add --new-version {candidate.path}`"
+            ),
+            name_clash=not same,
+        )
+    if by_id is not None:
+        return candidate.outcome(
+            IntakeStatus.REFUSED, None,
+            f"its id {candidate.doc_id!r} is taken by {by_id.name!r}; rename the file",
+        )
+    if by_content is not None:
+        return candidate.outcome(
+            IntakeStatus.REFUSED, by_content.doc_id,
+            f"identical content is already in the corpus as {by_content.name!r}",
+        )
+    return _add_one(candidate, catalog, blobs, edition_of)
 
 
 def _version_owner(catalog: Catalog, sha256: str) -> DocumentRow | None:
@@ -541,7 +582,11 @@ def _new_version(
     blobs: BlobStore,
 ) -> IntakeOutcome:
     """Add ``candidate`` as the next version of ``existing`` (its name's document): the
-    version row (pending), then its file; the row goes again when the copy fails."""
+    version row (pending), then its file; the row goes again when the copy fails.
+
+    Raises:
+        DuplicateDocumentError: another intake added that version number first.
+    """
     if by_content is not None:
         if by_content.doc_id != existing.doc_id:
             return candidate.outcome(
@@ -559,8 +604,6 @@ def _new_version(
         catalog.add_version(
             existing.doc_id, number, candidate.name, candidate.sha256, len(candidate.data), key
         )
-    except DuplicateDocumentError as error:  # lost a race with another intake
-        return candidate.outcome(IntakeStatus.DUPLICATE, existing.doc_id, str(error))
     except ValueError as error:  # a version still waiting to be built
         return candidate.outcome(IntakeStatus.REFUSED, existing.doc_id, str(error))
     try:
@@ -577,6 +620,12 @@ def _new_version(
 def _add_one(
     candidate: Candidate, catalog: Catalog, blobs: BlobStore, edition_of: str | None = None
 ) -> IntakeOutcome:
+    """Add ``candidate`` as a new document: its row (pending), then its file; the row goes
+    again when the copy fails.
+
+    Raises:
+        DuplicateDocumentError: another intake wrote its name, doc_id or content first.
+    """
     key = layout.pdf_key(candidate.doc_id)
     try:
         catalog.add_pending(
@@ -588,8 +637,6 @@ def _add_one(
             category=candidate.category,
             edition_of=edition_of,
         )
-    except DuplicateDocumentError as error:  # lost a race with another intake
-        return candidate.outcome(IntakeStatus.DUPLICATE, candidate.doc_id, str(error))
     except EditionLinkError as error:  # e.g. the previous edition has a next edition already
         return candidate.outcome(IntakeStatus.REFUSED, None, str(error))
     try:

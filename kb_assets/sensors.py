@@ -107,10 +107,13 @@ def intake_sensor(context: dg.SensorEvaluationContext, stores: StoresResource) -
     run_requests: list[dg.RunRequest] = []
     if new:
         keys = sorted(new)
+        # a file name whose bytes are not UTF-8 holds lone surrogates (``os.fsdecode``): hashed
+        # as its bytes, so the run is requested and the intake refuses the file with the reason
+        batch = "\n".join(keys).encode("utf-8", "surrogateescape")
         run_requests.append(
             dg.RunRequest(
                 job_name=ADD_JOB,
-                run_key="add:" + hashlib.sha256("\n".join(keys).encode("utf-8")).hexdigest(),
+                run_key="add:" + hashlib.sha256(batch).hexdigest(),
                 run_config={
                     "ops": {
                         "add_documents_op": {

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import hmac
 import html
-from http.cookies import SimpleCookie
 import logging
 import mimetypes
 import os
@@ -55,7 +54,7 @@ import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -163,8 +162,11 @@ class AccessMiddleware:
         given = parse_qs(query.decode("latin-1")).get(SIGNATURE_PARAM, [""])[0]
         if given and hmac.compare_digest(given.encode(), expected):
             return "link"
-        cookie = SimpleCookie(headers.get("cookie", "")).get(PAGES_COOKIE)
-        if cookie is not None and hmac.compare_digest(cookie.value.encode(), expected):
+        # starlette's lenient parser, as Request.cookies reads them: http.cookies gives up on
+        # the whole header at the first cookie it cannot parse ("theme=dark mode", JSON), and
+        # every site on this host name (any port) adds its cookies to the header
+        cookie = cookie_parser(headers.get("cookie", "")).get(PAGES_COOKIE)
+        if cookie is not None and hmac.compare_digest(cookie.encode(), expected):
             return "cookie"
         return None
 

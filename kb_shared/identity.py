@@ -216,6 +216,13 @@ def sha256_file(path: str | Path) -> str:
 #: ``NAME_MAX`` = 255 bytes), so a name always fits a file on disk.
 MAX_NAME_BYTES = 255
 
+#: The characters of the Unicode property Bidi_Control (UAX #9, "Explicit Directional
+#: Formatting Characters", and PropList.txt): invisible, they reorder how the rest of a name
+#: is shown, so ``"x\u202etxt.pdf"`` displays as ``xfdp.txt`` (CVE-2021-42574).
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
 
 def check_file_name(name: str) -> str:
     """``name`` trimmed, when it can be a document's file name (intake checks every name with
@@ -223,8 +230,10 @@ def check_file_name(name: str) -> str:
 
     Raises:
         IdentityError: empty; ``.``, ``..`` or only dots; a path (``/`` or ``\\``); a
-            control character (Unicode category Cc: NUL, newline, ...); or over
-            ``MAX_NAME_BYTES`` bytes in UTF-8. The message names the problem.
+            control character (Unicode category Cc: NUL, newline, ...) or line break (Zl, Zp:
+            U+2028, U+2029); a bidirectional control (``BIDI_CONTROLS``); bytes that are not
+            UTF-8 (a file system name Python decoded with ``surrogateescape``: category Cs);
+            or over ``MAX_NAME_BYTES`` bytes in UTF-8. The message names the problem.
     """
     clean = name.strip()
     if not clean:
@@ -234,6 +243,24 @@ def check_file_name(name: str) -> str:
     control = next((ch for ch in clean if unicodedata.category(ch) == "Cc"), None)
     if control is not None:
         raise IdentityError(f"{clean!r} holds a control character (U+{ord(control):04X})")
+    separator = next((ch for ch in clean if unicodedata.category(ch) in ("Zl", "Zp")), None)
+    if separator is not None:
+        raise IdentityError(f"{clean!r} holds a line break (U+{ord(separator):04X})")
+    undecodable = next((ch for ch in clean if unicodedata.category(ch) == "Cs"), None)
+    if undecodable is not None:
+        code = ord(undecodable)
+        what = f"byte 0x{code - 0xDC00:02X}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        raise IdentityError(
+            f"{clean!r} is not UTF-8 text ({what} is no character); rename the file with a "
+            "UTF-8 name"
+        )
+    bidi = next((ch for ch in clean if ch in BIDI_CONTROLS), None)
+    if bidi is not None:
+        raise IdentityError(
+            f"{clean!r} holds an invisible bidirectional control (U+{ord(bidi):04X} "
+            f"{unicodedata.name(bidi)}) that changes how the name is shown; rename the file "
+            "without it"
+        )
     size = len(clean.encode("utf-8"))
     if size > MAX_NAME_BYTES:
         raise IdentityError(

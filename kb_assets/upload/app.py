@@ -190,7 +190,7 @@ async def _check(request: Request, service: UploadService) -> Response:
     files = body.get("files") if isinstance(body, dict) else None
     new_version = body.get("new_version", False) if isinstance(body, dict) else False
     if not isinstance(files, list) or not isinstance(new_version, bool) or not all(
-        isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(f.get("size"), int)
+        isinstance(f, dict) and isinstance(f.get("name"), str) and _is_size(f.get("size"))
         and _is_digest(f.get("sha256"))
         for f in files
     ):
@@ -205,6 +205,12 @@ async def _check(request: Request, service: UploadService) -> Response:
         lambda: service.check(pairs, new_version=new_version, sha256s=digests)
     )
     return JSONResponse({"files": [c.as_dict() for c in checks]})
+
+
+def _is_size(value: object) -> bool:
+    """Whether ``value`` is a file size: a whole number of bytes, 0 or more (JSON ``true`` is
+    no size, though Python counts ``bool`` as ``int``)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _is_digest(value: object) -> bool:
@@ -304,7 +310,9 @@ async def _requests(request: Request, service: UploadService) -> Response:
 
 async def _approve(request: Request, service: UploadService) -> Response:
     body = await request.json() if await request.body() else {}
-    if not isinstance(body, dict):
+    if not isinstance(body, dict) or not all(
+        isinstance(body.get(key), str | None) for key in ("url", "name")
+    ):
         return _error(400, 'send {} or {"url": "https://…", "name": "<document name>"}')
     task = await _call(
         lambda: service.approve(

@@ -35,6 +35,7 @@ from kb_mcp.tools import KbServer
 from kb_shared import layout
 from kb_shared.search.citations import PointPayload
 from kb_shared.errors import EmptyCorpusError, KbError, SchemaMissingError
+from kb_shared.identity import is_doc_id
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import DocumentRow, DocumentStatus
 from kb_shared.stores.vectors import KIND_FIGURE
@@ -111,12 +112,16 @@ def gallery_figure(
 
 
 def read_gallery(state: ServerState, doc_id: str, links: Links) -> Gallery | None:
-    """The gallery of ``doc_id``, or ``None`` when no ready document has that doc_id.
+    """The gallery of ``doc_id``, or ``None`` when no ready document has that doc_id (and,
+    without asking the catalog, when ``doc_id`` is not shaped like one: ``is_doc_id``; a
+    path segment may hold anything, a NUL that Postgres refuses in a query included).
 
     Raises:
         StoreError / StoreUnavailableError / EmbeddingMismatchError: a store failed.
         OSError: the blob store could not list the document's figure renders.
     """
+    if not is_doc_id(doc_id):
+        return None
     try:
         row = state.catalog.find_by_doc_id(doc_id)
     except SchemaMissingError:  # a fresh KB_HOME: nothing added yet

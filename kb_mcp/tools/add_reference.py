@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from kb_mcp.errors import ToolProblem
 from kb_mcp.render import tool_result
 from kb_mcp.tools import KbContext, KbServer, kb_tool, required_text, state_of
-from kb_mcp.tools.request_document import QUEUE_WRITE, check_link
+from kb_mcp.tools.request_document import QUEUE_WRITE, check_link, check_plain_text
 from kb_shared.errors import DuplicateRequestError, QueueFullError
 from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, DESCRIPTION_MAX, TITLE_MAX, URL_MAX
 
@@ -50,6 +50,9 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
         description: required_text(DESCRIPTION_MAX, "What it covers, for routing."),
         ctx: KbContext,
     ) -> Annotated[CallToolResult, AddReferenceOutput]:
+        unplain = "nothing was queued: {reason}."
+        check_plain_text(title, "title", unplain)
+        check_plain_text(description, "description", unplain, lines=True)
         state = state_of(ctx)
         link = check_link(
             state.settings, url,

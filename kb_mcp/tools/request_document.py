@@ -34,6 +34,7 @@ from kb_shared.errors import (
     RequestNotFoundError,
 )
 from kb_shared.fetch.fetcher import FetchPolicy, check_url
+from kb_shared.identity import BIDI_CONTROLS
 from kb_shared.settings import Settings
 from kb_shared.stores.catalog import (
     DEFAULT_MAX_PENDING,
@@ -76,6 +77,34 @@ QUEUE_WRITE = ToolAnnotations(
 )
 
 
+#: The control characters a request's longer texts (a reason, a description) may hold: line
+#: ends (LF, CR) and the tab. Any other (ESC above all) would reach the operator's terminal in
+#: ``kb requests list`` / ``kb references list`` as a command, not as text.
+TEXT_CONTROLS = frozenset("\n\r\t")
+
+
+def check_plain_text(value: str, argument: str, refused: str, *, lines: bool = False) -> str:
+    """``value`` when it holds no control character (Unicode category Cc; with ``lines``,
+    ``TEXT_CONTROLS`` are allowed) and no bidirectional control (``identity.BIDI_CONTROLS``,
+    which reorder how the text around them is shown): what the queue tools store is shown to
+    an operator as it was sent.
+
+    Raises:
+        ToolProblem: ``refused`` with ``{reason}`` filled in ("title holds a control
+            character, U+001B; send plain text"), naming ``argument`` and the character.
+    """
+    allowed = TEXT_CONTROLS if lines else frozenset()
+    for ch in value:
+        if unicodedata.category(ch) == "Cc" and ch not in allowed:
+            what = "a control character"
+        elif ch in BIDI_CONTROLS:
+            what = f"a bidirectional control ({unicodedata.name(ch)})"
+        else:
+            continue
+        reason = f"{argument} holds {what}, U+{ord(ch):04X}; send plain text"
+        raise ToolProblem(refused.format(reason=reason))
+    return value
+
 
 def check_link(settings: Settings, url: str, refused: str) -> str:
     """``url`` stripped, once ``kb_shared.fetch.fetcher.check_url`` accepts its form (nothing is
@@ -85,7 +114,7 @@ def check_link(settings: Settings, url: str, refused: str) -> str:
         ToolProblem: the link is refused; the message is ``refused`` with the reason filled
             in for ``{reason}``.
     """
-    link = url.strip()
+    link = check_plain_text(url.strip(), "the link", refused)
     try:
         check_url(link, FetchPolicy.from_settings(settings))
     except FetchRefusedError as exc:
@@ -347,6 +376,9 @@ def register(server: KbServer, *, max_pending: int = DEFAULT_MAX_PENDING) -> Non
                 "document is absent. Then call request_document again with "
                 "checked_indexed_documents=true."
             )
+        unplain = "nothing was logged: {reason}."
+        check_plain_text(title, "title", unplain)
+        check_plain_text(reason or "", "reason", unplain, lines=True)
         state = state_of(ctx)
         if source_url is not None and source_url.strip():
             check_link(

@@ -348,10 +348,12 @@ class DocumentReads(CatalogBase):
         ``version_key`` of one of its versions), else a file name compared by
         ``normalize_name`` (case and surrounding spaces forgiven), else the same with a
         missing ``.pdf`` extension. One read; the CLI and the MCP tools both
-        resolve through here. An empty ``ref``, or one with no letters or digits, is ``None``.
+        resolve through here. An empty ``ref``, one with no letters or digits, or one holding
+        a NUL (no name does: ``identity.check_file_name``; Postgres refuses it in a query
+        parameter) is ``None``.
         """
         ref = ref.strip()
-        if not ref:
+        if not ref or "\x00" in ref:
             return None
         try:
             keys = [identity.normalize_name(ref)]
