@@ -123,12 +123,20 @@ class AddDocumentsConfig(dg.Config):
     )
 
 
+#: Why the inbox refuses a symbolic link: whoever may drop files there could otherwise have kb
+#: store and serve any file the server can read (a link to its ``.env`` named ``notes.txt``).
+INBOX_LINK_REASON = (
+    "a symbolic link; the inbox takes files only: copy the file itself into the inbox"
+)
+
+
 @dg.op(description="Download the given URLs, apply the intake rules to them and the given paths, "
        "and add the accepted documents.")
 def add_documents_op(
     context: dg.OpExecutionContext, config: AddDocumentsConfig, stores: StoresResource
 ) -> dg.Output[list[str]]:
-    """Admit the files (catalog row, blob and partition each) and report every outcome.
+    """Admit the files (catalog row, blob and partition each) and report every outcome; from
+    the inbox a symbolic link is refused (``INBOX_LINK_REASON``) and filed away unread.
 
     The ``intake_sensor`` then requests a build run for each new (pending) document.
     """
@@ -143,19 +151,27 @@ def add_documents_op(
         previous_edition(stores, config.edition_of, config.new_version)
     except ValueError as error:
         raise dg.Failure(description=f"edition_of refused: {error}; nothing was added") from error
+    paths, links = list(config.paths), []
+    if config.from_inbox:  # a link dropped in the inbox would admit whatever it points to
+        links = [p for p in paths if not is_url(p) and Path(p).is_symlink()]
+        paths = [p for p in paths if p not in links]
     try:
         outcomes = admit_sources(
-            config.paths, stores, context.instance, name=config.name, category=config.category,
+            paths, stores, context.instance, name=config.name, category=config.category,
             new_version=config.new_version, edition_of=config.edition_of,
-        )
+        ) if paths else []
     except ValueError as error:
         fix = "remove name or list exactly one URL" if config.name else "nothing was added"
         raise dg.Failure(description=f"{error}; {fix}") from error
+    outcomes += [
+        IntakeOutcome(link, Path(link).name, IntakeStatus.REFUSED, reason=INBOX_LINK_REASON)
+        for link in links
+    ]
     if config.from_inbox:
         inbox = stores.settings.inbox.resolve()
         for outcome in outcomes:
             path = Path(outcome.path)
-            if path.parent.resolve() == inbox and path.is_file():
+            if path.parent.resolve() == inbox and (path.is_file() or path.is_symlink()):
                 file_away(path, inbox, outcome)
     added = [o.doc_id for o in outcomes if o.status == IntakeStatus.ADDED and o.doc_id]
     for outcome in outcomes:

@@ -112,6 +112,37 @@ def test_the_inbox_files_away_a_name_that_is_not_utf8_and_takes_the_rest(
     assert stored(stores, instance)["rows"] == ["good.pdf"]
 
 
+def test_the_inbox_refuses_a_symbolic_link_and_files_it_away_unread(
+    home: Path, tmp_path: Path, stores: StoresResource, instance: dg.DagsterInstance
+) -> None:
+    # a link dropped in the inbox once had kb store and serve whatever it pointed to
+    inbox = home / "inbox"
+    inbox.mkdir(parents=True)
+    secret = tmp_path / "elsewhere" / "settings.pdf"
+    secret.parent.mkdir()
+    kept = tiny_pdf("not for the corpus")
+    secret.write_bytes(kept)
+    (inbox / "notes.pdf").symlink_to(secret)
+    (inbox / "good.pdf").write_bytes(tiny_pdf("good"))
+    with dg.build_sensor_context(instance=instance, resources={"stores": stores}) as context:
+        (request,) = intake_sensor(context).run_requests
+    defs = dg.Definitions(jobs=[add_documents_job], resources={"stores": stores})
+    run = defs.resolve_job_def(ADD_JOB).execute_in_process(
+        run_config=request.run_config, instance=instance
+    )
+    assert run.success
+    assert stored(stores, instance) == {
+        "rows": ["good.pdf"], "blobs": ["pdfs/good.pdf"], "partitions": ["good.pdf"],
+    }
+    assert (inbox / "refused" / "notes.pdf").is_symlink()  # the link moved, its target kept
+    assert (inbox / "refused" / "notes.pdf.reason.txt").read_text(encoding="utf-8") == (
+        "refused: a symbolic link; the inbox takes files only: copy the file itself into the "
+        "inbox\n"
+    )
+    assert secret.read_bytes() == kept
+    assert (inbox / "added" / "good.pdf").is_file()
+
+
 def make_unreadable(path: Path) -> None:
     """Make ``path`` a file the operating system refuses to read: mode 000, or, for root (whom
     modes do not stop), a link to a write-only sysfs attribute (skips the test when there is
