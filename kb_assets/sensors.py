@@ -15,6 +15,7 @@ what a killed ``kb`` process left half done (``recover``), as ``kb build`` does.
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -31,16 +32,37 @@ from kb_shared.stores.catalog import new_version_waits
 
 def inbox_key(path: Path) -> str:
     """Identity of one inbox file as seen now: ``name:size:mtime_ns``. A file replaced under
-    the same name (new size or time) is a new file."""
-    stat = path.stat()
+    the same name (new size or time) is a new file; a link that leads nowhere is known by
+    the link itself (the intake refuses links)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        stat = path.lstat()
     return f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
-def inbox_files(inbox: Path) -> list[Path]:
-    """The documents (.pdf, .md, .txt) directly in the inbox (its ``added``/``refused`` folders are not scanned)."""
+#: An inbox file last written less than this long ago (seconds) may still be being copied in
+#: (a copy updates the file's modification time as it writes): the sensor leaves it for a
+#: later tick, so a half-copied PDF is not admitted as a truncated document.
+INBOX_SETTLE_SECONDS = 10.0
+
+
+def inbox_files(inbox: Path, now: float | None = None) -> list[Path]:
+    """The documents (.pdf, .md, .txt) directly in the inbox (its ``added``/``refused`` folders
+    are not scanned) that nothing has written to for ``INBOX_SETTLE_SECONDS`` before ``now``
+    (POSIX seconds; default the current time)."""
     if not inbox.is_dir():
         return []
-    return sorted(p for p in inbox.iterdir() if is_document_file(p))
+    now = time.time() if now is None else now
+    return sorted(p for p in inbox.iterdir() if is_document_file(p) and _settled(p, now))
+
+
+def _settled(path: Path, now: float) -> bool:
+    try:
+        written = path.stat().st_mtime
+    except OSError:  # a link that leads nowhere: nothing is being written to it
+        return True
+    return now - written >= INBOX_SETTLE_SECONDS
 
 
 #: A ``deleting`` document whose delete started less than this long ago (seconds) may still

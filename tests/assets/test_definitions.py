@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -17,8 +18,9 @@ from kb_assets.constants import (
 from kb_assets.definitions import defs
 from kb_assets.instance import dagster_instance
 from kb_assets.resources import StoresResource
-from kb_assets.sensors import intake_sensor
+from kb_assets.sensors import INBOX_SETTLE_SECONDS, inbox_files, intake_sensor
 from kb_shared.settings import Settings
+from tests.fakes import settled
 
 PDF = b"%PDF-1.7\n% tiny\n%%EOF\n"
 
@@ -64,12 +66,30 @@ def _run_add(instance: dg.DagsterInstance, home: Path, request: dg.RunRequest) -
     )
 
 
+def test_the_sensor_leaves_a_file_still_being_copied_in_for_a_later_tick(tmp_path: Path) -> None:
+    # a copy updates the file's modification time as it writes: a file written just now may
+    # be half a PDF, which would be admitted truncated
+    home = tmp_path / "kb"
+    settings = Settings(home=home)
+    settings.inbox.mkdir(parents=True)
+    copying = settings.inbox / "Copying.pdf"
+    copying.write_bytes(PDF)
+    instance = dagster_instance(settings)
+    assert _tick(instance, home, None).run_requests == []
+    later = time.time() + INBOX_SETTLE_SECONDS
+    assert inbox_files(settings.inbox, now=later) == [copying]
+    settled(copying)
+    (request,) = _tick(instance, home, None).run_requests
+    assert request.run_config["ops"]["add_documents_op"]["config"]["paths"] == [str(copying)]
+
+
 def test_the_sensor_writes_nothing_and_requests_an_add_run(tmp_path: Path) -> None:
     home = tmp_path / "kb"
     settings = Settings(home=home)
     settings.inbox.mkdir(parents=True)
     (settings.inbox / "Inbox Doc.pdf").write_bytes(PDF)
     (settings.inbox / "notes.docx").write_text("left alone")
+    settled(settings.inbox / "Inbox Doc.pdf")
     instance = dagster_instance(settings)
 
     first = _tick(instance, home, None)
@@ -110,6 +130,7 @@ def test_the_sensor_writes_nothing_and_requests_an_add_run(tmp_path: Path) -> No
 
     # A second file with the same normalised name is moved aside with its reason.
     (settings.inbox / "inbox doc.PDF").write_bytes(b"%PDF-1.7\n% other\n%%EOF\n")
+    settled(settings.inbox / "inbox doc.PDF")
     fourth = _tick(instance, home, third.cursor)
     add, again = fourth.run_requests
     assert add.job_name == ADD_JOB

@@ -27,7 +27,7 @@ from kb_assets.url_intake import admit_sources, url_document_name
 from kb_shared.errors import IdentityError
 from kb_shared.fetch.fetcher import Fetched
 from kb_shared.identity import sha256_bytes
-from tests.fakes import tiny_pdf
+from tests.fakes import settled, tiny_pdf
 
 NOT_UTF8 = (
     "'r\\udcffport.pdf' is not UTF-8 text (byte 0xFF is no character); rename the file with "
@@ -94,6 +94,8 @@ def test_the_inbox_files_away_a_name_that_is_not_utf8_and_takes_the_rest(
     bad = Path(os.fsdecode(os.fsencode(inbox) + b"/r\xffport.pdf"))
     bad.write_bytes(tiny_pdf("bad"))
     (inbox / "good.pdf").write_bytes(tiny_pdf("good"))
+    settled(bad)
+    settled(inbox / "good.pdf")
     with dg.build_sensor_context(instance=instance, resources={"stores": stores}) as context:
         (request,) = intake_sensor(context).run_requests
     assert request.run_config["ops"]["add_documents_op"]["config"]["paths"] == [
@@ -124,6 +126,8 @@ def test_the_inbox_refuses_a_symbolic_link_and_files_it_away_unread(
     secret.write_bytes(kept)
     (inbox / "notes.pdf").symlink_to(secret)
     (inbox / "good.pdf").write_bytes(tiny_pdf("good"))
+    settled(secret)
+    settled(inbox / "good.pdf")
     with dg.build_sensor_context(instance=instance, resources={"stores": stores}) as context:
         (request,) = intake_sensor(context).run_requests
     defs = dg.Definitions(jobs=[add_documents_job], resources={"stores": stores})

@@ -21,6 +21,7 @@ from kb_assets.sensors import intake_sensor
 from kb_shared.errors import StoreUnavailableError
 from kb_shared.settings import Settings
 from kb_shared.stores.blobs import STALE_TEMP_SECONDS, TEMP_PREFIX
+from tests.fakes import settled
 
 PDF = b"%PDF-1.7\n% tiny\n%%EOF\n"
 
@@ -42,6 +43,7 @@ def home(tmp_path: Path) -> Path:
     home = tmp_path / "kb"
     Settings(home=home).inbox.mkdir(parents=True)
     (Settings(home=home).inbox / "New Doc.pdf").write_bytes(PDF)
+    settled(Settings(home=home).inbox / "New Doc.pdf")
     return home
 
 
