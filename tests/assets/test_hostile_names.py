@@ -125,6 +125,7 @@ def test_the_inbox_refuses_a_symbolic_link_and_files_it_away_unread(
     kept = tiny_pdf("not for the corpus")
     secret.write_bytes(kept)
     (inbox / "notes.pdf").symlink_to(secret)
+    (inbox / "gone.pdf").symlink_to(tmp_path / "nowhere.pdf")  # leads nowhere
     (inbox / "good.pdf").write_bytes(tiny_pdf("good"))
     settled(secret)
     settled(inbox / "good.pdf")
@@ -139,6 +140,7 @@ def test_the_inbox_refuses_a_symbolic_link_and_files_it_away_unread(
         "rows": ["good.pdf"], "blobs": ["pdfs/good.pdf"], "partitions": ["good.pdf"],
     }
     assert (inbox / "refused" / "notes.pdf").is_symlink()  # the link moved, its target kept
+    assert (inbox / "refused" / "gone.pdf").is_symlink()
     assert (inbox / "refused" / "notes.pdf.reason.txt").read_text(encoding="utf-8") == (
         "refused: a symbolic link; the inbox takes files only: copy the file itself into the "
         "inbox\n"
