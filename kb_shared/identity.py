@@ -223,6 +223,26 @@ BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
 
+#: Characters that show as nothing in a name (Unicode's Default_Ignorable_Code_Point
+#: characters outside the joiners some scripts need, ZWNJ and ZWJ): soft hyphen, Mongolian
+#: vowel separator, zero width space, word joiner, the invisible operators, and the byte
+#: order mark. ``"report\u200b.pdf"`` looks like ``report.pdf`` but is another document.
+INVISIBLE_CHARACTERS = frozenset("\u00ad\u180e\u200b\u2060\u2061\u2062\u2063\u2064\ufeff")
+
+
+def hidden_character(text: str) -> str | None:
+    """Why the name ``text`` does not show as what it is, or ``None``: the first bidirectional
+    control (``BIDI_CONTROLS``) or invisible character (``INVISIBLE_CHARACTERS``) it holds,
+    named with its effect ("an invisible bidirectional control (U+202E RIGHT-TO-LEFT
+    OVERRIDE) that changes how the name is shown")."""
+    for ch in text:
+        named = f"(U+{ord(ch):04X} {unicodedata.name(ch)})"
+        if ch in BIDI_CONTROLS:
+            return f"an invisible bidirectional control {named} that changes how the name is shown"
+        if ch in INVISIBLE_CHARACTERS:
+            return f"an invisible character {named}, so the name looks like another"
+    return None
+
 
 def check_file_name(name: str) -> str:
     """``name`` trimmed, when it can be a document's file name (intake checks every name with
@@ -231,7 +251,8 @@ def check_file_name(name: str) -> str:
     Raises:
         IdentityError: empty; ``.``, ``..`` or only dots; a path (``/`` or ``\\``); a
             control character (Unicode category Cc: NUL, newline, ...) or line break (Zl, Zp:
-            U+2028, U+2029); a bidirectional control (``BIDI_CONTROLS``); bytes that are not
+            U+2028, U+2029); a bidirectional control or invisible character
+            (``hidden_character``); bytes that are not
             UTF-8 (a file system name Python decoded with ``surrogateescape``: category Cs);
             or over ``MAX_NAME_BYTES`` bytes in UTF-8. The message names the problem.
     """
@@ -254,13 +275,9 @@ def check_file_name(name: str) -> str:
             f"{clean!r} is not UTF-8 text ({what} is no character); rename the file with a "
             "UTF-8 name"
         )
-    bidi = next((ch for ch in clean if ch in BIDI_CONTROLS), None)
-    if bidi is not None:
-        raise IdentityError(
-            f"{clean!r} holds an invisible bidirectional control (U+{ord(bidi):04X} "
-            f"{unicodedata.name(bidi)}) that changes how the name is shown; rename the file "
-            "without it"
-        )
+    hidden = hidden_character(clean)
+    if hidden is not None:
+        raise IdentityError(f"{clean!r} holds {hidden}; rename the file without it")
     size = len(clean.encode("utf-8"))
     if size > MAX_NAME_BYTES:
         raise IdentityError(

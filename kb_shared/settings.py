@@ -283,6 +283,20 @@ class Settings(BaseSettings):
     def _absolute_home(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
+    @field_validator("mcp_tokens", mode="after")
+    @classmethod
+    def _printable_ascii_tokens(cls, value: str | None) -> str | None:
+        # HTTP carries header values as ISO-8859-1 (RFC 9110, 5.5), so a token with any other
+        # character could never match what a client sends: refused here, not ignored there
+        bad = next((ch for ch in value or "" if not (" " <= ch <= "~")), None)
+        if bad is not None:
+            raise ValueError(
+                f"a bearer token holds U+{ord(bad):04X}; use printable ASCII only (letters, "
+                "digits, punctuation), e.g. from `python -c 'import secrets; "
+                "print(secrets.token_urlsafe())'`"
+            )
+        return value
+
     # --- derived locations -------------------------------------------------------------
     @property
     def resolved_blob_url(self) -> str:
@@ -351,6 +365,11 @@ def accepted(settings_type: type[BaseSettings], field: str) -> str:
     return kind if kind != "a value" else ""
 
 
+#: Settings that are secrets without being ``SecretStr`` (read as plain text elsewhere): never
+#: echoed in an error.
+UNECHOED_FIELDS = frozenset({"mcp_tokens"})
+
+
 def describe_errors(settings_type: type[BaseSettings], exc: ValidationError) -> str:
     """One line per invalid setting: ``KB_CHUNK_WORDS=40 is not valid: use an integer from 50
     to 4000.`` Secrets are never echoed."""
@@ -359,11 +378,18 @@ def describe_errors(settings_type: type[BaseSettings], exc: ValidationError) -> 
         field = str(error["loc"][0]) if error.get("loc") else ""
         name = env_name(settings_type, field) if field else "a KB_* setting"
         info = settings_type.model_fields.get(field)
-        secret = info is not None and "SecretStr" in str(info.annotation)
+        secret = info is not None and (
+            "SecretStr" in str(info.annotation) or field in UNECHOED_FIELDS
+        )
         shown = "(hidden)" if secret else repr(error.get("input"))
         if isinstance(error.get("input"), str) and not secret:
             shown = error["input"]
         want = accepted(settings_type, field)
-        reason = f"use {want}" if want else error.get("msg", "invalid value").lower()
+        own = (error.get("ctx") or {}).get("error") if error.get("type") == "value_error" else None
+        reason = (
+            f"use {want}" if want
+            else str(own) if own is not None  # kb's own words, as written
+            else error.get("msg", "invalid value").lower()
+        )
         lines.append(f"{name}={shown} is not valid: {reason}.")
     return "\n".join(lines)

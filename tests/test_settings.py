@@ -99,6 +99,19 @@ def test_a_bad_secret_is_not_echoed() -> None:
     assert str(caught.value).startswith("ANTHROPIC_API_KEY=(hidden) is not valid")
 
 
+def test_a_bearer_token_no_client_could_send_is_refused_without_echoing_the_tokens() -> None:
+    # HTTP header values are ISO-8859-1: "tök" could never match what a client sends, and a
+    # server started with it silently answered 401 to every client
+    with pytest.raises(SettingsError) as caught:
+        Settings(mcp_tokens="s3cret-one,tök")
+    assert str(caught.value) == (
+        "KB_MCP_TOKENS=(hidden) is not valid: a bearer token holds U+00F6; use printable ASCII "
+        "only (letters, digits, punctuation), e.g. from `python -c 'import secrets; "
+        "print(secrets.token_urlsafe())'`."
+    )
+    assert Settings(mcp_tokens="s3cret-one, two~!").token_list == ["s3cret-one", "two~!"]
+
+
 @pytest.mark.parametrize(
     ("command", "status", "prefix"),
     [(["kb", "status"], 1, ""), (["kb-mcp", "serve"], 2, "kb-mcp: ")],

@@ -35,7 +35,7 @@ NOT_UTF8 = (
 )
 
 #: (name, the reason it is refused): a right-to-left override, a right-to-left mark, an
-#: isolate, a line separator.
+#: isolate, a line separator, a zero width space, a byte order mark.
 SPOOFING = [
     (
         "x\u202etxt.pdf",
@@ -53,6 +53,17 @@ SPOOFING = [
         "ISOLATE) that changes how the name is shown; rename the file without it",
     ),
     ("line\u2028break.pdf", "'line\\u2028break.pdf' holds a line break (U+2028)"),
+    # invisible: looks like "report.pdf", is another document
+    (
+        "report\u200b.pdf",
+        "'report\\u200b.pdf' holds an invisible character (U+200B ZERO WIDTH SPACE), so the "
+        "name looks like another; rename the file without it",
+    ),
+    (
+        "\ufeffreport.pdf",
+        "'\\ufeffreport.pdf' holds an invisible character (U+FEFF ZERO WIDTH NO-BREAK SPACE), "
+        "so the name looks like another; rename the file without it",
+    ),
 ]
 
 
@@ -197,7 +208,7 @@ def test_a_name_given_with_a_url_that_is_not_utf8_is_refused_with_the_reason() -
     assert str(caught.value) == NOT_UTF8
 
 
-@pytest.mark.parametrize(("name", "reason"), SPOOFING, ids=["rlo", "rlm", "isolate", "u2028"])
+@pytest.mark.parametrize(("name", "reason"), SPOOFING, ids=["rlo", "rlm", "isolate", "u2028", "zwsp", "bom"])
 def test_a_name_that_displays_as_another_is_refused_and_nothing_stored(
     name: str, reason: str, tmp_path: Path, stores: StoresResource,
     instance: dg.DagsterInstance,

@@ -169,7 +169,8 @@ def normalize_category(value: str | None) -> str | None:
     value with no segment. Case is kept; comparisons ignore it (``in_category``).
 
     Raises:
-        ValueError: not a string, a ``.`` or ``..`` segment, a control character, more than
+        ValueError: not a string, a ``.`` or ``..`` segment, a control character, a hidden
+            one (``identity.hidden_character``), more than
             ``CATEGORY_DEPTH`` segments or over ``CATEGORY_MAX`` characters (issue 12,
             "Categories from folders").
     """
@@ -179,6 +180,9 @@ def normalize_category(value: str | None) -> str | None:
         raise ValueError(f"a category must be text, got {type(value).__name__}")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise ValueError("a category cannot contain control characters")
+    hidden = identity.hidden_character(value)
+    if hidden is not None:
+        raise ValueError(f"category {value!r} holds {hidden}; give folder names without it")
     segments = [part.strip() for part in value.replace("\\", "/").split("/")]
     segments = [part for part in segments if part]
     if any(part in {".", ".."} for part in segments):
