@@ -304,7 +304,13 @@ def _aer_totals(found: AerSearchResult) -> list[str]:
         summed = sum(p.rows for p in found.period_totals)  # National rows are left out
         over = (f"all {found.count:,} matching figures" if summed == found.count
                 else f"{summed:,} of the {found.count:,} matching figures")
-        lines.append(f"Total over {over}: {format_number(found.total)}.")
+        quarters = len(found.period_totals)
+        across = (
+            f" (a sum over {quarters} quarters: right for events such as disconnections; for "
+            "a count at each quarter's end, such as customer numbers, read the per-quarter "
+            "totals)" if quarters > 1 else ""
+        )
+        lines.append(f"Total over {over}: {format_number(found.total)}{across}.")
         lines.append("Per quarter: " + "; ".join(
             f"{p.period} {format_number(p.total)} ({p.rows} figure{'s' if p.rows != 1 else ''})"
             for p in found.period_totals

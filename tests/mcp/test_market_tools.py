@@ -193,7 +193,11 @@ def check_nsw_disconnections(result, cells: list[WrittenCell]) -> None:
     assert {t["period"]: Decimal(t["value"]) for t in structured["region_totals"]} == periods
     assert structured["metric"]["headings"] == [DISCONNECTED, DISCONNECTED_REWORDED]
     text = text_of(result)
-    assert f"Total over all 18 matching figures: {total:,}." in text
+    assert (
+        f"Total over all 18 matching figures: {total:,} (a sum over 6 quarters: right for "
+        "events such as disconnections; for a count at each quarter's end, such as customer "
+        "numbers, read the per-quarter totals)."
+    ) in text
     agl = next(c for c in expected if c.retailer == AGL and c.period == "Q3 2025-26")
     assert (f"[4] Q3 2025-26 · NSW · {AGL} · electricity, residential · 1,852 — "
             f"{agl.file} · {agl.sheet}!{agl.cell} (release Q4 2025-26)") in text
