@@ -8,9 +8,17 @@ text is rendered once, in the text content (mcp-utilities README, "What a respon
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
+
+#: The names and clause numbers a query asks about that no searched passage mentions
+#: (``kb_shared.search.subjects``): search_docs' and search_graph's.
+AbsentNames = Annotated[
+    list[str],
+    Field(description="Names or clause numbers the query asks about that no searched passage "
+          "mentions."),
+]
 
 class ResultRef(BaseModel):
     """One numbered result: where it is and how it scored (its text is in the text content)."""
@@ -83,10 +91,7 @@ class SearchDocsOutput(BaseModel):
             "edition; do not answer from them as if they were the one asked for)."
         ),
     )
-    absent_names: list[str] = Field(
-        default_factory=list,
-        description="Names the query asks about that no searched passage mentions.",
-    )
+    absent_names: AbsentNames = []
 
 
 class SeedRef(BaseModel):
@@ -123,10 +128,7 @@ class SearchGraphOutput(BaseModel):
     relationships: list[RelationshipRef]
     excerpts: list[ResultRef]
     sources: list[SourceRef]
-    absent_names: list[str] = Field(
-        default_factory=list,
-        description="Names the query asks about that no served passage mentions.",
-    )
+    absent_names: AbsentNames = []
 
 
 class ReadDocOutput(BaseModel):
