@@ -26,6 +26,8 @@ from kb_shared.stores.catalog import (
 from kb_shared.stores.catalog.changes import StoredChangeSet
 from kb_shared.stores.catalog.versions import serving_version
 
+#: Version statuses of an issue that was built and served (its comparison is stored).
+_SERVED = (VersionStatus.SERVING, VersionStatus.SUPERSEDED)
 #: Changes listed per call by default, and at most; the summary always counts them all.
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -95,8 +97,9 @@ def find_comparison(
     given; ``against`` names the other edition (either order).
 
     Raises:
-        ToolProblem: unknown document or version; no previous issue (the message says how to
-            add one); a comparison that was not built yet (says how to build it); versions or
+        ToolProblem: unknown document or version; no previous issue (the message names the
+            later version compared with it, or the one being built, or says how to add one); a
+            comparison that was not built yet (says how to build it); versions or
             editions that are not one issue apart (kb compares each issue with the one before).
     """
     row = resolve_document(catalog, document)
@@ -127,6 +130,20 @@ def find_comparison(
                 f"{row.name!r} is the earlier edition: it has no previous issue, and its next "
                 f"edition {later[0].name!r} is compared with it; ask for {later[0].name!r}, or "
                 f"give against={later[0].name!r}"
+            )
+        newer = [v for v in catalog.versions(row.doc_id) if v.version > current.version]
+        built = [v.version for v in newer if v.status in _SERVED]
+        if built:  # an older version asked for: the later one is compared with it
+            raise ToolProblem(
+                f"{row.name!r} version {current.version} has no previous issue: it is the "
+                f"first; version {built[0]} is compared with it: ask for to_version={built[0]}, "
+                "or leave to_version out for the version served"
+            )
+        if newer:  # the next issue is added but not served yet
+            raise ToolProblem(
+                f"{row.name!r} version {current.version} has no previous issue; its version "
+                f"{newer[-1].version} is {newer[-1].status}: it is compared with version "
+                f"{current.version} once it is built"
             )
         raise ToolProblem(
             f"{row.name!r} version {current.version} has no previous issue to compare with; "
@@ -218,7 +235,8 @@ def _side_url(side: Side, issue: Issue, links: Links) -> str | None:
 
 def comparison_text(comparison: Comparison, links: Links, offset: int, limit: int) -> str:
     """The text content: the summary line, then each change from ``offset`` (at most
-    ``limit``) with its before and after text and links."""
+    ``limit``) with its before and after text and links; an ``offset`` past the last change
+    is said."""
     changes = comparison.stored.changes
     lines = [summary_line(comparison)]
     shown = changes[offset:offset + limit]
@@ -227,6 +245,8 @@ def comparison_text(comparison: Comparison, links: Links, offset: int, limit: in
             f"Showing C{offset + 1}–C{offset + len(shown)} of {len(changes)}; call again with "
             f"offset={offset + len(shown)} for the next."
         )
+    elif changes and not shown:  # said, so a page past the end is not read as "no changes"
+        lines.append(f"offset {offset} is past the last of {len(changes)} changes; use offset=0.")
     for change in shown:
         lines += ["", change_header(change, comparison)]
         for name, side, issue in (

@@ -202,6 +202,40 @@ def test_a_sentence_read_into_the_next_section_is_no_change_and_one_taken_far_is
     assert result.summary["unchanged_sections"] == 7
 
 
+def test_a_clause_moved_out_of_its_list_to_a_nearby_section_on_another_page_is_moved() -> None:
+    # the 3.4(c) sentence of a real procedure taken to the end of 3.6 on the next page: within
+    # the neighbourhood, but printed on another page, so no reading-order accident
+    clause = "Staff should contact AEMO when the unit can follow its targets."
+    before = snapshot(1, section("3 Conformance › 3.4 Fast start", "Units may be declared non-conforming.",
+                                 f"- (c) {clause}", page=26),
+                      section("3 Conformance › 3.5 Constraints", "AEMO may apply a constraint.", page=26),
+                      section("3 Conformance › 3.6 Process", "The declaration is logged.", page=27))
+    after = snapshot(2, section("3 Conformance › 3.4 Fast start", "Units may be declared non-conforming.",
+                                page=26),
+                     section("3 Conformance › 3.5 Constraints", "AEMO may apply a constraint.", page=26),
+                     section("3 Conformance › 3.6 Process", "The declaration is logged.", clause, page=27))
+    result = compare(before, after)
+    assert [(c.kind, c.section_before, c.section_after, c.before, c.after, c.obligation)
+            for c in result.changes] == [
+        (MOVED, "3 Conformance › 3.4 Fast start", "3 Conformance › 3.6 Process",
+         Side(f"- (c) {clause}", (26,)), Side(clause, (27,)), True)]
+    assert result.summary["obligations_changed"] == 1
+
+
+def test_a_must_sentence_moved_far_is_an_obligation_change() -> None:
+    filler = [section(f"9 Misc › 9.{k}", f"Filler clause number {k} stays put.", page=20 + k)
+              for k in range(1, 6)]
+    rule = "The retailer must keep each receipt for seven years."
+    before = snapshot(1, section("2 Scope", "Every retailer.", page=3), *filler,
+                      section("9 Misc › 9.9 Records", "Notes are kept.", rule, page=30))
+    after = snapshot(2, section("2 Scope", "Every retailer.", rule, page=3), *filler,
+                     section("9 Misc › 9.9 Records", "Notes are kept.", page=30))
+    (change,) = compare(before, after).changes
+    assert (change.kind, change.obligation) == (MOVED, True)
+    assert (change.before, change.after) == (Side(rule, (30,)), Side(rule, (3,)))
+    assert compare(before, after).summary["obligations_changed"] == 1
+
+
 def test_a_changed_figure_is_flagged_with_its_pair() -> None:
     before = snapshot(1, section("5 Settlement", "Payment is due within 4 business days.",
                                  "The fee is $1,400 plus 10 per cent.", page=12))
@@ -299,11 +333,55 @@ def test_figures_reads_amounts_percentages_dates_years_and_quantities() -> None:
                              "10 business days", "4.2"]
 
 
+def test_an_item_of_a_list_whose_stem_binds_is_an_obligation_change() -> None:
+    def notices(days: str, kept: str) -> SnapshotSection:
+        return section("4.2 Notices", "The retailer must notify the customer:",
+                       f"- (a) within {days} business days of a request; and", "- (b) in writing.",
+                       "The notice lists:", f"- (a) the {kept} of the site.", page=9)
+
+    before, after = snapshot(1, notices("2", "address")), snapshot(2, notices("5", "name"))
+    assert [(c.kind, c.obligation, c.numbers) for c in compare(before, after).changes] == [
+        (CHANGED, True, (("2 business days", "5 business days"),)),
+        (CHANGED, False, ()),  # an item of a stem that binds nobody
+    ]
+
+def test_a_changed_time_of_day_is_flagged_whole() -> None:
+    before = snapshot(1, section("3 Bidding", "Bids must be submitted by 12:30 pm.",
+                                 "The gate opens at 9 a.m. each day.", page=6))
+    after = snapshot(2, section("3 Bidding", "Bids must be submitted by 1:30 pm.",
+                                "The gate opens at 8 a.m. each day.", page=6))
+    assert [c.numbers for c in compare(before, after).changes] == [
+        (("12:30 pm", "1:30 pm"),), (("9 a.m.", "8 a.m."),)]
+    assert figures("by 14:00 AEST, clause 4.2") == ["14:00", "4.2"]
+
 def test_the_comparison_key_ignores_typography_and_list_markers_only() -> None:
     plain = comparison_key("The 'Retailer' - must act.")
     assert comparison_key("- The ‘Retailer’ — must  act .") == plain
     assert comparison_key("2. Notify AEMO.") == comparison_key("3. Notify AEMO.")
+    assert comparison_key("- (c) Notify AEMO.") == comparison_key("Notify AEMO.")
+    assert comparison_key("• (iv) Notify AEMO.") == comparison_key("(b) Notify AEMO.")
     assert comparison_key("Notify AEMO.") != comparison_key("Notify the AER.")
+
+
+def test_paragraphs_re_lettered_after_a_deleted_one_are_no_change() -> None:
+    before = snapshot(1, section("2.6 Conformance", "- (a) Units must conform.",
+                                 "- (b) AEMO may apply a constraint.", "- (c) Staff should call AEMO.",
+                                 page=18))
+    after = snapshot(2, section("2.6 Conformance", "- (a) AEMO may apply a constraint.",
+                                "- (b) Staff should call AEMO.", page=18))
+    (change,) = compare(before, after).changes
+    assert (change.kind, change.before, change.after, change.obligation) == (
+        REMOVED, Side("- (a) Units must conform.", (18,)), Side("", (18,)), True)
+
+
+def test_a_re_flowed_sentence_spaced_otherwise_at_a_bracket_is_no_change() -> None:
+    # a real procedure's page 9 re-set: its converter read "resource (s)" before, "resource(s)" after
+    old = "The Market Participant must ensure its bid reflects the intentions for the resource (s)."
+    new = "The Market Participant must ensure its bid reflects the intentions for the resource(s)."
+    assert comparison_key(old) == comparison_key(new)
+    result = compare(snapshot(1, section("2.1 Content", old)), snapshot(2, section("2.1 Content", new)))
+    assert result.changes == ()
+    assert comparison_key("the resources.") != comparison_key("the resource(s).")
 
 
 # --------------------------------------------------------------------------- a real PDF

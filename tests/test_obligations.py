@@ -132,6 +132,9 @@ def test_a_row_whose_requirement_has_no_subject_binds_the_party_in_its_first_cel
         ("NER clause 4.9.6 requires a Generator to advise AEMO promptly.", "must"),
         ("The Market Participant will need to determine these limits.", "must"),
         ("A rebid must be submitted as soon as practicable.", "must"),
+        ("The Generator will be required to notify AEMO.", "must"),
+        ("AEMO, as the market operator, must publish the schedule.", "must"),
+        ("Customers are prohibited from reselling the rebate.", "must not"),
     ],
 )
 def test_binding_modals_and_their_modality(sentence: str, modality: str) -> None:
@@ -151,6 +154,8 @@ def test_binding_modals_and_their_modality(sentence: str, modality: str) -> None
         "The guide “What installers must know” is available online.",
         "Customers are not required to pay a deposit.",
         "The participant does not need to provide a reason.",
+        "Victorians don’t have to wait if their system breaks down.",  # the notice's page 8
+        "The retailer doesn't need to provide a second quote.",
         "The algorithm must converge within 50 iterations.",
         "Any non-response issue should have already been observed.",
         "This is required to ensure safe operation of the plant.",
@@ -163,6 +168,19 @@ def test_binding_modals_and_their_modality(sentence: str, modality: str) -> None
         "This section lists requirements that retailers and installers, systems and products "
         "must satisfy to be eligible.",
         "This procedure sets out what a Market Participant must do when a unit trips.",
+        # a duty that only may or would arise (10-K risk factors, award agreements)
+        "We may be required to fund into escrow an amount announced by the European Commission.",
+        "If these funds are needed, we would be required to accrue and pay U.S. income taxes.",
+        "Participant understands that he or she may be prohibited from disclosing inside information.",
+        "As a result of a dispute, we may have to develop non-infringing technology.",
+        # "requires X to" whose X is a clause, and a subject that opens with an auxiliary
+        "Operating in international markets requires significant resources and management "
+        "attention and will subject us to regulatory risks.",
+        "We believe we have and will maintain the ability to meet our liquidity needs to support "
+        "ongoing operations.",
+        # the modal in a "where" clause after a comma and a preposition
+        "We launched our service globally, with the exception of territories where U.S. "
+        "companies are not allowed to operate.",
     ],
 )
 def test_what_binds_nobody(sentence: str) -> None:
@@ -495,3 +513,14 @@ def test_a_command_under_a_heading_that_names_its_party_binds_that_party() -> No
     path = ("3. Requirements", "3.1 Solar PV installers – mandatory workforce requirements")
     [found] = find_obligations([chunk("- 3.1.2 Hold a current electrical licence.", path)])
     assert (found.party, found.role, found.reference) == ("Solar PV installers", "Installer", "3.1.2")
+
+
+def test_two_modals_of_a_sentence_binding_one_party_are_one_line_of_the_register() -> None:
+    text = ("## 6 Payments\n\nThe Company shall pay the Executive a bonus. Such bonus shall be paid "
+            "in cash, and the remaining payments shall be made within 30 days.")
+    found = find_obligations([chunk(text, ("6 Payments",))])
+    assert [(o.party, o.modality, o.text, o.deadline) for o in found] == [
+        ("The Company", "must", "The Company shall pay the Executive a bonus.", None),
+        ("The Company", "must", "Such bonus shall be paid in cash, and the remaining payments "
+         "shall be made within 30 days.", "within 30 days"),
+    ]

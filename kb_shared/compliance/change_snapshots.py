@@ -8,8 +8,8 @@ page-number lines ("Page 6 of 40") are no units. The ``changes`` asset stores ea
 snapshot as JSON (``Snapshot.to_json``): a superseded version's chunks and files are deleted.
 
 Units are compared by their ``comparison_key``: whitespace, hyphenation, typographic quotes
-and dashes, list bullets and list numbers aside. ``kb_shared.compliance.changes.compare`` compares two
-snapshots.
+and dashes, spaces at brackets, list bullets, list numbers and paragraph labels aside.
+``kb_shared.compliance.changes.compare`` compares two snapshots.
 """
 
 from __future__ import annotations
@@ -34,12 +34,17 @@ SNAPSHOT_FORMAT = 1
 #: A line that is only page furniture: "12", "Page 6", "Page 6 of 40", "6 / 40".
 _FURNITURE = re.compile(r"^(?:page\s+)?\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
 _HAS_WORD = re.compile(r"\w")
+#: A leading list bullet, paragraph label or list number, or a bullet then a label ("- (c) ").
 _LIST_MARKER = re.compile(
-    r"^(?:[-*+•▪◦]|\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)])\s+", re.IGNORECASE
+    r"^(?:[-*+•▪◦]\s+(?:\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]\s+)?"
+    r"|\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]\s+)",
+    re.IGNORECASE,
 )
 _LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u00ad]\s*(?=[^\W\d_])")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+(?=[,.;:!?)\]])")
 _SPACE_AFTER_OPEN = re.compile(r"(?<=[(\[])\s+")
+#: Space before an opening bracket: converters print "resource (s)" for a re-flowed "resource(s)".
+_SPACE_BEFORE_OPEN = re.compile(r"\s+(?=[(\[])")
 _TYPOGRAPHY = str.maketrans(
     {"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "\u00a0": " "}
 )
@@ -48,13 +53,16 @@ _TYPOGRAPHY = str.maketrans(
 def comparison_key(text: str) -> str:
     """``text`` as units are compared (module docstring): compatibility-normalised,
     typographic quotes and dashes made plain, hyphens inside or breaking a word and soft
-    hyphens dropped, no space before closing punctuation, whitespace collapsed, a leading list
-    bullet or list number dropped."""
+    hyphens dropped, no space before closing punctuation or around an opening bracket
+    ("resource (s)" is "resource(s)"), whitespace collapsed, a leading list bullet, list number
+    or paragraph label dropped (both of "- (c) ": a paragraph moved out of its list is the same
+    text)."""
     flat = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY)
     flat = _LINE_HYPHEN.sub("", flat)
     flat = " ".join(flat.split())
     flat = _SPACE_AFTER_OPEN.sub("", _SPACE_BEFORE_PUNCT.sub("", flat))
-    return _LIST_MARKER.sub("", flat, count=1)
+    flat = _LIST_MARKER.sub("", flat, count=1)
+    return _SPACE_BEFORE_OPEN.sub("", flat)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ when their ``change_snapshots.comparison_key`` is). An insertion is ``added``, a
 ``removed``. A run whose words are the same once joined (a sentence cut differently) is no
 change. Sections without a counterpart are ``added`` / ``removed`` whole. Last, a unit added
 in one place and removed in another is in both versions (``_cancel_moves``): within
-``MOVE_NEIGHBOURHOOD`` sections it is no change (a converter reads the blocks of an edited page
-in another order), farther it is ``moved``.
+``MOVE_NEIGHBOURHOOD`` sections and on the same page it is no change (a converter reads the
+blocks of an edited page in another order), farther or on another page it is ``moved``.
 
 **Sides.** Each change has the text and pages of its units on both sides; a side without
 text (the before side of an addition) names the pages where the change stands in that
@@ -34,9 +34,11 @@ version (the neighbouring unit's), so a reader can open both PDFs at the right p
 text is cut at a unit boundary to ``SIDE_TEXT_CHARS``.
 
 **Flags.** ``obligation``: a unit on either side binds someone
-(``kb_shared.compliance.obligations.modality_of``, the obligations register's one rule). ``numbers``: the
+(``kb_shared.compliance.obligations.modality_of``, the obligations register's one rule; a list
+item binds when the stem it completes does, "The retailer must: - (a) notify …"). ``numbers``: the
 figures of a changed pair that differ ("4 business days" → "5 business days"): amounts,
-percentages, dates, financial years, quantities with a unit or a duration, plain numbers.
+percentages, dates, financial years, times of day ("12:30 pm"), quantities with a unit or a
+duration, plain numbers.
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ _FIGURE = re.compile(
     rf"|\b{_MONTH}\.?\s+\d{{4}}\b"
     r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b"
     r"|\b(?:19|20)\d{2}[-–/](?:\d{2}|(?:19|20)\d{2})\b"
+    r"|\b\d{1,2}(?:[:.]\d{2})?\s?(?i:[ap]\.m\.|[ap]m\b)|\b\d{1,2}:\d{2}\b"
     rf"|\b{_NUMBER}\s?(?:{_UNIT})\b"
     r"|\b\d[\d,]*(?:\.\d+)*\b"
 )
@@ -124,7 +127,7 @@ _FIGURE = re.compile(
 
 def figures(text: str) -> list[str]:
     """The figures in ``text`` in order (module docstring, "Flags"), as written
-    (``"$1,400"``, ``"5 business days"``, ``"1 July 2025"``, ``"90 per cent"``)."""
+    (``"$1,400"``, ``"5 business days"``, ``"1 July 2025"``, ``"90 per cent"``, ``"12:30 pm"``)."""
     return [" ".join(m.group(0).split()) for m in _FIGURE.finditer(text)]
 
 
@@ -452,12 +455,13 @@ def _draft(order: tuple[int, int, int], kind: str, section_before: str | None,
                                 obligation, numbers), units)
 
 
-def _cancel_moves(drafts: list[_Draft]) -> list[_Draft]:
+def _cancel_moves(drafts: list[_Draft], binding: _Binding) -> list[_Draft]:
     """``drafts`` (in order) with each unit added in one place and removed in another (the
     same ``comparison_key``) taken out of both: text in both versions is no addition or
-    removal. Such units within ``MOVE_NEIGHBOURHOOD`` sections of each other are dropped (a
-    converter reads blocks of one page in another order when a page changes); farther ones
-    become one ``moved`` change per addition, at its place."""
+    removal. Such units within ``MOVE_NEIGHBOURHOOD`` sections of each other and on the same
+    page are dropped (a converter reads blocks of one page in another order when a page
+    changes); the others (farther, or printed on another page) become one ``moved`` change per
+    addition, at its place, an obligation when a moved unit binds someone (``binding``)."""
     pool: dict[str, list[tuple[_Draft, SnapshotUnit]]] = {}
     for draft in drafts:
         if draft.change.kind == REMOVED:
@@ -484,12 +488,14 @@ def _cancel_moves(drafts: list[_Draft]) -> list[_Draft]:
         far = [
             move for move in moves.get(id(draft), ())
             if abs(move[0].order[0] - draft.order[0]) > MOVE_NEIGHBOURHOOD
+            or None not in (move[1].page, move[2].page) and move[1].page != move[2].page
         ]
         if far:
             gone, came = [m[1] for m in far], [m[2] for m in far]
             out.append(_draft(
                 draft.order, MOVED, far[0][0].change.section_before, draft.change.section_after,
-                Side(_side_text(gone), _pages(gone)), Side(_side_text(came), _pages(came)), False,
+                Side(_side_text(gone), _pages(gone)), Side(_side_text(came), _pages(came)),
+                _binds(gone, binding) or _binds(came, binding),
             ))
         left = [u for u in draft.units if id(u) not in found]
         if left:
@@ -499,18 +505,51 @@ def _cancel_moves(drafts: list[_Draft]) -> list[_Draft]:
                 draft.order, was.kind, was.section_before, was.section_after,
                 was.before if was.kind == ADDED else side,
                 side if was.kind == ADDED else was.after,
-                _binds(left), (), tuple(left),
+                _binds(left, binding), (), tuple(left),
             ))
     return out
 
 
-def _binds(chosen: Iterable[SnapshotUnit]) -> bool:
-    return any(modality_of(u.text) is not None for u in chosen)
+#: A unit that is a list item: a bullet, or a paragraph label or list number.
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•▪◦]\s|\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]\s)", re.IGNORECASE)
 
 
-def _unit_changes(old: SnapshotSection, new: SnapshotSection, position: int) -> list[_Draft]:
+class _Binding:
+    """The units that bind someone (module docstring, "Flags"), read one section at a time
+    when a change needs them (``read``): a unit ``modality_of`` reads a modality in, and each
+    list item after a binding stem ending in ":" ("The retailer must not: - (a) charge …"), as
+    the obligations register joins them. ``ids`` holds the ids of those units."""
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+        self.read_sections: set[int] = set()
+
+    def read(self, section: SnapshotSection) -> None:
+        """Add ``section``'s binding units to ``ids`` (once per section)."""
+        if id(section) in self.read_sections:
+            return
+        self.read_sections.add(id(section))
+        stem = False
+        for unit in section.units:
+            binds = modality_of(unit.text) is not None
+            item = _LIST_ITEM.match(unit.text) is not None
+            if not item:
+                stem = binds and unit.text.rstrip().endswith(":")
+            if binds or (stem and item):
+                self.ids.add(id(unit))
+
+
+def _binds(chosen: Iterable[SnapshotUnit], binding: _Binding) -> bool:
+    """Whether a unit of ``chosen`` binds (its section was ``read`` by ``binding``)."""
+    return any(id(u) in binding.ids for u in chosen)
+
+
+def _unit_changes(
+    old: SnapshotSection, new: SnapshotSection, position: int, binding: _Binding
+) -> list[_Draft]:
     """The unit-level changes inside one matched pair of sections, in reading order
-    (``position``: the after section's index)."""
+    (``position``: the after section's index; ``binding`` reads both sections when one
+    changed)."""
     drafts: list[_Draft] = []
 
     def add(kind: str, gone: Sequence[SnapshotUnit], came: Sequence[SnapshotUnit],
@@ -518,11 +557,13 @@ def _unit_changes(old: SnapshotSection, new: SnapshotSection, position: int) -> 
         numbers = ()
         if kind == CHANGED and len(gone) == len(came) == 1:
             numbers = _number_changes(gone[0].text, came[0].text)
+        binding.read(old)
+        binding.read(new)
         drafts.append(_draft(
             (position, 0, len(drafts)), kind, old.label, new.label,
             Side(_side_text(gone), _pages(gone) or _anchor(old.units, at_before)),
             Side(_side_text(came), _pages(came) or _anchor(new.units, at_after)),
-            _binds(gone) or _binds(came), numbers,
+            _binds(gone, binding) or _binds(came, binding), numbers,
             tuple(came or gone) if kind != CHANGED else (),
         ))
 
@@ -573,12 +614,13 @@ def compare(before: Snapshot, after: Snapshot) -> ChangeSet:
     reading order (a removed section where it stood: after the changes of the matched section
     it followed)."""
     pairs = match_sections(before.sections, after.sections)
+    binding = _Binding()
     kept = _kept_in_order(pairs)
     relocated = _moved_parents(before.sections, after.sections, pairs)
     drafts: list[_Draft] = []
     for i, j in pairs.items():
         old, new = before.sections[i], after.sections[j]
-        found = _unit_changes(old, new, j)
+        found = _unit_changes(old, new, j, binding)
         drafts.extend(found)
         if found:
             continue
@@ -602,10 +644,11 @@ def compare(before: Snapshot, after: Snapshot) -> ChangeSet:
             anchor = _anchor(last, len(last) - 1)
         else:
             anchor = ()
+        binding.read(section)
         drafts.append(_draft(
             (previous, 1, i), REMOVED, section.label, None,
             Side(_side_text(section.units), _pages(section.units)), Side("", anchor),
-            _binds(section.units), (), section.units,
+            _binds(section.units, binding), (), section.units,
         ))
     inverse = {j: i for i, j in pairs.items()}
     for j, section in enumerate(after.sections):
@@ -618,12 +661,13 @@ def compare(before: Snapshot, after: Snapshot) -> ChangeSet:
             anchor = _anchor(old_units, len(old_units) - 1)
         elif before.sections:
             anchor = _anchor(before.sections[0].units, 0)
+        binding.read(section)
         drafts.append(_draft(
             (j, 0, -1), ADDED, None, section.label,
             Side("", anchor), Side(_side_text(section.units), _pages(section.units)),
-            _binds(section.units), (), section.units,
+            _binds(section.units, binding), (), section.units,
         ))
-    drafts = _cancel_moves(sorted(drafts, key=lambda d: d.order))
+    drafts = _cancel_moves(sorted(drafts, key=lambda d: d.order), binding)
     touched = {d.order[0] for d in drafts if d.order[1] == 0}  # after sections with a change
     unchanged = sum(1 for j in pairs.values() if j not in touched)
     return ChangeSet(

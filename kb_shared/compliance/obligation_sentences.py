@@ -41,10 +41,15 @@ MODALITIES = (MUST, MUST_NOT, SHOULD, SHOULD_NOT)
 #: Binding modals, longest forms first; the group names the modality (``_MODALITY_OF``).
 #: "required from" is "a reply is required from the participant"; "requires" is the active
 #: "NER clause 4.9.6 requires a Generator to …" (its party stands between "requires" and "to").
+#: A duty that only may or would arise ("we may be required to pay", "might be prohibited
+#: from", "would have to") binds nobody yet, as "may need to" and "may require" do not.
 _MODAL = re.compile(
     r"\b(?:"
     r"(?P<exempt>(?:is|are|was|were|be|being)\s+not\s+(?:required|obliged|obligated)\s+to"
-    r"|(?:do|does|did|will)\s+not\s+(?:need|have)\s+to|need\s+not|(?:may|might|could)\s+(?:also\s+)?(?:need\s+to|require[sd]?))"
+    r"|(?:(?:do|does|did|will)\s+not|(?:don|doesn|didn|won)[’']t)\s+(?:need|have)\s+to|need\s+not"
+    r"|(?:may|might|could)\s+(?:also\s+)?(?:need\s+to|require[sd]?)"
+    r"|(?:may|might|could|would)\s+(?:also\s+|not\s+)?(?:have\s+to|be\s+(?:required|obliged|obligated)\s+to"
+    r"|be\s+(?:prohibited|forbidden)\s+from))"
     r"|(?P<forbid>(?:is|are|be)\s+(?:not\s+(?:permitted|allowed|authori[sz]ed)\s+to|prohibited\s+from|forbidden\s+(?:to|from)))"
     r"|(?P<must_not>(?:must|shall)\s+(?:not|never)|mustn[’']t|shan[’']t)"
     r"|(?P<may_not>may\s+not)"
@@ -243,6 +248,8 @@ _COMPLEMENT_VERBS = frozenset(
 _SUBORDINATE_START = re.compile(r"^(?:where|if|when|unless|once|while|whilst|although|because|since)\b", re.I)
 _MAIN_AFTER = re.compile(r",\s+(?:[A-Z][\w-]*|the\s+[\w-]+)(?:\s+[\w-]+){0,3}\s+(?:will|must|shall|is|are|can|may|should)\b")
 _PREPOSITION_START = re.compile(r"^(?:in|at|on|for|during|under|from|with|after|before|within|as|to|by|upon|following)\b", re.I)
+#: An auxiliary verb: a "requires X to" whose X holds one is two clauses, not a party.
+_AUXILIARY = re.compile(r"\b(?:will|would|shall|should|must|can|could|may|might)\b", re.I)
 _NOT_AN_AGENT = re.compile(r"^(?:by|or|and|in|of|for|to|from|with|on|at|as|than|that|it)\b", re.I)
 _LEADING_JUNK = re.compile(r"^(?:(?:then|and|but|so|also|however|thus|therefore)\b[\s,]*)+", re.I)
 
@@ -326,6 +333,25 @@ def role_of(party: str, defined: dict[str, str] | None = None) -> str | None:
         return None
     head = _head_phrase(_core(party)) or head
     return " ".join(w if w.isupper() else w[:1].upper() + w[1:] for w in head.split())
+
+
+def party_filter(text: str) -> str:
+    """A party filter as the register's rows are matched by (``search_obligations``'s
+    ``party``): leading determiners dropped ("the", "all", ``LEADING_DROP``); a filter that is
+    wholly a name of one of ``ROLE_RULES``' roles becomes that role ("DNSPs", "distribution
+    network service providers" -> "Distributor"; "retailers" -> "Retailer"); else its last
+    word singular ("Market Participants" -> "Market Participant"), so a phrase matches its
+    plural too. ``""`` for a blank filter."""
+    words = text.split()
+    while len(words) > 1 and words[0].lower() in LEADING_DROP:
+        words = words[1:]
+    if not words:
+        return ""
+    phrase = " ".join(words)
+    for rule, role in ROLE_RULES:
+        if rule.fullmatch(phrase):
+            return role
+    return " ".join([*words[:-1], singular(words[-1])])
 
 
 #: Words of a definition that hold its head noun ("a person who …", "the retailer that …").
@@ -436,6 +462,8 @@ def _subject(text: str, start: int, end: int) -> str | None:
     if not subject.strip() and len(pieces) >= 3 and re.match(r"\s*(?:or|and|and/or)\s", pieces[-2]):
         subject = f"{pieces[-3]}{pieces[-2]}"  # "X, or parties acting on behalf of X, must not"
     if len(pieces) > 1 and _PREPOSITION_START.match(subject.strip()) and pieces[-2].strip():
+        if _EMBEDDING.search(subject):
+            return None  # "…, with the exception of territories where companies are not allowed to"
         subject = pieces[-2]  # "AEMO, as the operator, must"
     words = _CLAUSE_WORDS.split(subject)
     subject = words[-1]
@@ -486,8 +514,9 @@ def read_clause(text: str, defined: dict[str, str] | None = None) -> list[Readin
             subject = rest[: to.start()].strip()
             action = "must " + rest[to.end():].strip().rstrip(" ;,.")
             requirer = _subject(text, previous_end, match.start())
-            if requirer is None or _NOT_AN_AGENT.match(subject):
-                continue  # "if organizations require users to …", "required by customers"
+            if requirer is None or _NOT_AN_AGENT.match(subject) or _AUXILIARY.search(subject):
+                continue  # "if organizations require users to …", "required by customers",
+                # "requires significant resources and will subject us to …" (a clause, no party)
             parties = parties_of(subject, defined)
             if not parties:
                 continue
@@ -557,6 +586,8 @@ def _binds_a_thing(subject: str, passive: bool, kind: str | None, after: str) ->
         return False
     if _INTERPRETIVE.match(after) or words[0].lower() in ("no", "none", "nothing"):
         return False  # "should not be interpreted as …", "no pre-processing is required to …"
+    if _AUXILIARY.fullmatch(words[0]):
+        return False  # "we have and will maintain … our liquidity needs to …": a verb, no thing
     if kind == "may_not":
         return False  # "the flag may not be set": possibility as often as prohibition
     head = _head_phrase(_core(subject)).lower().split()

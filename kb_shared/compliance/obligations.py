@@ -7,10 +7,11 @@ Each chunk is cut into sentences, list clauses and table rows by
 (b) …", gives one clause per item, stem joined; a list of parties followed by the modal, "(i)
 scheduled loads; (ii) … must ramp", one per listed party). A clause is an obligation when it
 holds a binding modal (``modality_of``) outside quotes, is not a definition, question, heading,
-table-of-contents line, figure marker, exemption ("is not required to") or a version-history
-row, and the modal is in its main clause (not "the limits that a unit must operate within",
-"whether …", "Where … is required to …, X will"). A numbered requirement stated as a command,
-in a heading or a list item of its own section of requirements ("3.1.1 Limit system access to
+table-of-contents line, figure marker, exemption ("is not required to", "don't have to"), duty
+that only may arise ("we may be required to") or version-history row, and the modal is in its
+main clause (not "the limits that a unit must operate within", "whether …", "Where … is
+required to …, X will"). A numbered requirement stated as a command, in a heading or a list
+item of its own section of requirements ("3.1.1 Limit system access to
 authorized users …." under "THE REQUIREMENTS › 3.1 ACCESS CONTROL": NIST SP 800-171 states all
 110 of its requirements so), is a must too (``numbered_command``); it binds the party its
 section heading names, else no named party: the reader who applies the document.
@@ -232,7 +233,7 @@ class _Document:
             self._chunk(chunk, cut)
         self._close_stem()
         self._infer_from_section()
-        return self.found
+        return _one_per_line(self.found)
 
     def _infer_from_section(self) -> None:
         """An obligation whose sentence names no party takes, in this order: the party of the
@@ -539,6 +540,23 @@ class _Document:
             self.named.add(len(self.found))
             self.found.append(Obligation(party=party, role=role, **common))
             self.keys.append((chunk.heading_path, clause.number))
+
+
+def _one_per_line(found: list[Obligation]) -> list[Obligation]:
+    """``found`` without the repeats of an obligation already listed: the same sentence, party,
+    modality and page (two modals of one sentence whose subjects resolve to one party, "the
+    Company shall pay … and such payments shall be made …"), which the register would print
+    as the same line twice; the first is kept, with the first deadline found among them."""
+    kept: dict[tuple[str, str, str, str, int | None], int] = {}
+    out: list[Obligation] = []
+    for ob in found:
+        key = (ob.chunk_id, ob.text, ob.party, ob.modality, ob.page)
+        if key not in kept:
+            kept[key] = len(out)
+            out.append(ob)
+        elif out[kept[key]].deadline is None and ob.deadline is not None:
+            out[kept[key]] = replace(out[kept[key]], deadline=ob.deadline)
+    return out
 
 
 def _nearest_first(found: list[Obligation], indices: list[int], index: int) -> list[tuple[str, str | None]]:

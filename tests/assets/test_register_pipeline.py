@@ -239,3 +239,41 @@ async def test_versions_given_in_the_wrong_order_are_refused_with_the_rule(
         "before it"
     ) in reversed_.content[0].text
     assert "'Fake Procedure.pdf' version 1 has no previous issue" in older.content[0].text
+
+
+@pytest.mark.anyio
+async def test_an_older_version_asked_for_names_the_version_compared_with_it(
+    two_versions: StoresResource, providers: FakeProviders
+) -> None:
+    async with Client(_server(two_versions, providers)) as client:
+        older = await client.call_tool("compare_versions", {"document": NAME, "to_version": 1})
+    assert older.is_error is True
+    text = older.content[0].text
+    assert (
+        "version 1 has no previous issue: it is the first; version 2 is compared with it: ask "
+        "for to_version=2"
+    ) in text
+    assert "kb add" not in text  # a second issue exists: adding one is no advice
+
+
+@pytest.mark.anyio
+async def test_a_new_version_not_built_yet_is_named_not_asked_to_be_added(
+    tmp_path: Path, stores: StoresResource, providers: FakeProviders, instance
+) -> None:
+    first = tmp_path / "v1" / NAME
+    first.parent.mkdir()
+    first.write_bytes(tiny_pdf("first"))
+    providers.converter_.markdown = V1
+    admit([first], stores, instance)
+    _build(stores, providers, instance)
+    second = tmp_path / "v2" / NAME
+    second.parent.mkdir()
+    second.write_bytes(tiny_pdf("second"))
+    assert admit([second], stores, instance, new_version=True)[0].version == 2  # not built
+    async with Client(_server(stores, providers)) as client:
+        result = await client.call_tool("compare_versions", {"document": DOC})
+    assert result.is_error is True
+    assert result.content[0].text.endswith(
+        "'Fake Procedure.pdf' version 1 has no previous issue; its version 2 is pending: it is "
+        "compared with version 1 once it is built"
+    )

@@ -145,6 +145,22 @@ async def test_filters_modality_deadline_words_and_document(server) -> None:
     assert only["filters"] == {}
 
 
+@pytest.mark.parametrize(
+    ("party", "by_party"),
+    [
+        # a plural, an article, another spelling of a role: the register's own roles
+        ("Retailers", {"Retailer": 3}),
+        ("the retailer", {"Retailer": 3}),
+        ("distribution network service providers", {"Distributor": 1}),
+        ("DNSPs", {"Distributor": 1}),
+        ("Scheduled Generators", {"Generator": 1}),
+        ("solar retailers", {"Retailer": 1}),  # a phrase of the document's own words
+    ],
+)
+async def test_a_party_asked_for_in_other_words_finds_the_same_rows(server, party, by_party) -> None:
+    data = (await call(server, party=party)).structured_content
+    assert (data["count"], data["by_party"]) == (sum(by_party.values()), by_party)
+
 async def test_nothing_matching_is_said_plainly(server) -> None:
     result = await call(server, party="auditor")
     assert result.structured_content["count"] == 0

@@ -6,8 +6,9 @@ Rows are filed under the version's key (``identity.version_key``) like points an
 new version's register is built beside the served one; searches name the served keys
 (``kb_mcp.documents.serving_keys``). Matching rules of ``search_obligations``:
 
-* ``party``: equal to the normalised role, or a phrase inside the party as the document names
-  it, ignoring case ("retailer" finds role ``Retailer`` and "Solar Retailers").
+* ``party``: read by ``obligation_sentences.party_filter`` ("the retailers" is "Retailer"),
+  then equal to the normalised role, or a phrase inside the party as the document names it,
+  ignoring case ("retailer" finds role ``Retailer`` and "Solar Retailers").
 * ``modality``: one of ``kb_shared.compliance.obligations.MODALITIES``.
 * ``query``: every word (``query_words``) appears in the obligation's sentence, ignoring case.
 * ``has_deadline``: a deadline or condition was found (``True``) or not (``False``).
@@ -23,6 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from kb_shared.errors import QueryError
+from kb_shared.compliance.obligation_sentences import party_filter
 from kb_shared.compliance.obligations import MODALITIES, Obligation, ObligationStatement
 from kb_shared.stores.catalog.common import CATALOG_METADATA, CatalogBase, clean_filters, to_row
 
@@ -151,7 +153,7 @@ class ObligationReads(CatalogBase):
             raise QueryError(f"has_deadline must be true or false, got {has_deadline!r}")
         where: list[sa.ColumnElement[bool]] = [obligations.c.version_key.in_(sorted(keys))]
         if texts["party"] is not None:
-            wanted = texts["party"].lower()
+            wanted = party_filter(texts["party"]).lower()
             where.append(sa.or_(
                 sa.func.lower(obligations.c.role) == wanted,
                 sa.func.lower(obligations.c.party).contains(wanted, autoescape=True),
