@@ -71,6 +71,23 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+def test_counts_by_party_take_a_name_in_other_case_as_the_same_party(tmp_path: Path) -> None:
+    # "You must" at a sentence's start and "you must" inside one were two parties
+    settings = corpus_settings(tmp_path)
+    write_corpus(settings, HashingEmbedder(256), graph=False)
+    catalog = factory.open_catalog(settings)
+    try:
+        catalog.replace_obligations(RETAIL_ID, 1, RETAIL_ID, [
+            ob("You", None, "must", "You must keep the records for 7 years.", page=1),
+            ob("you", None, "must", "Each year you must report the count.", page=2),
+            ob("The Retailer", "Retailer", "must", "The Retailer must notify us.", page=2),
+        ])
+        found = catalog.search_obligations([RETAIL_ID])
+    finally:
+        catalog.close()
+    assert (found.count, found.by_party) == (3, (("You", 2), ("Retailer", 1)))
+
+
 @pytest.fixture(scope="module")
 def server(home: Path):
     """The server on ``home``, one per module: each client session opens the stores

@@ -89,7 +89,8 @@ class ObligationSearchResult:
         rows: the matches from ``offset``, at most ``limit``, ordered by document (doc_id),
             then reading order.
         count: every match, counted in SQL.
-        by_party: matches per party (the role, else the party as named), most first.
+        by_party: matches per party (the role, else the party as named; names that differ only
+            in case counted as one), most first.
         by_document: matches per doc_id, most first.
         offset: the offset asked for; ``next_offset`` the one that continues (``None`` at
             the end).
@@ -177,9 +178,10 @@ class ObligationReads(CatalogBase):
                 .order_by(obligations.c.doc_id, obligations.c.number)
                 .offset(offset).limit(limit)
             ).all()
+            shown = sa.func.min(party_key)  # "You" and "you" are one party, shown once
             by_party = conn.execute(
-                sa.select(party_key, sa.func.count()).where(*where)
-                .group_by(party_key).order_by(sa.func.count().desc(), party_key)
+                sa.select(shown, sa.func.count()).where(*where)
+                .group_by(sa.func.lower(party_key)).order_by(sa.func.count().desc(), shown)
             ).all()
             by_document = conn.execute(
                 sa.select(obligations.c.doc_id, sa.func.count()).where(*where)
