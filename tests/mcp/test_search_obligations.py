@@ -157,6 +157,10 @@ async def test_filters_modality_deadline_words_and_document(server) -> None:
     ]
     assert (await call(server, has_deadline=False)).structured_content["count"] == 3
     assert (await call(server, query="life support")).structured_content["count"] == 2
+    # a clause number is one word: "2.3" is not a "2" and a "3" anywhere (the bid deadline's
+    # "12:30 pm" has both and was found)
+    assert (await call(server, query="2.3")).structured_content["count"] == 0
+    assert (await call(server, query="12")).structured_content["count"] == 1
     only = (await call(server, document="Dispatch Procedure")).structured_content
     assert (only["count"], only["by_document"]) == (2, {DISPATCH_ID: 2})
     assert only["filters"] == {}

@@ -62,7 +62,9 @@ obligations = sa.Table(
 )
 sa.Index("ix_obligations_doc_id", obligations.c.doc_id)
 
-_WORD = re.compile(r"[0-9a-z]+")
+#: A query word: a clause number kept whole ("4.2", "3.1.5": its parts "4" and "2" are in
+#: any sentence with a figure), else a run of letters and digits.
+_WORD = re.compile(r"\d+(?:\.\d+)+|[0-9a-z]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +115,9 @@ class ObligationSearchResult:
 
 
 def query_words(query: str) -> list[str]:
-    """The words of a ``query`` filter: lower-case ``[0-9a-z]`` runs, each matched anywhere in
-    the sentence (so "notif" finds "notify" and "notification")."""
+    """The words of a ``query`` filter: clause numbers whole, else lower-case ``[0-9a-z]``
+    runs, each matched anywhere in the sentence (so "notif" finds "notify" and
+    "notification"). ``"clause 4.2 notify"`` -> ``["clause", "4.2", "notify"]``."""
     return _WORD.findall(query.lower())
 
 
