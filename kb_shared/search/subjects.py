@@ -100,8 +100,9 @@ def absent_subjects(
     absent = []
     for name in names:
         if _CLAUSE.fullmatch(name):
+            whole = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\.?\d)")  # not 13.1.5, 3.1.50
             hits = index.sparse_search(name, CLAUSE_HITS, documents, kinds)
-            if not any(name in tokenize(hit.point.text) for hit in hits):
+            if not any(whole.search(hit.point.text) for hit in hits):
                 absent.append(name)
         elif tokenize(name) and not index.sparse_search(name, 1, documents, kinds):
             absent.append(name)
