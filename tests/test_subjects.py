@@ -132,9 +132,12 @@ def test_a_clause_number_no_passage_holds_whole_is_absent(index: SqliteVectorInd
 
 
 def test_absent_message_names_each_missing_name() -> None:
-    assert absent_message(["Tesla"]).startswith(
+    assert absent_message(["Tesla"]) == (
         "Not in the corpus: no indexed passage searched mentions 'Tesla', so the passages below "
-        "are about something else. Tell the user the indexed documents do not cover this name;"
+        "are about something else. Tell the user the indexed documents do not cover 'Tesla', "
+        "and do not answer from these passages. Call list_documents to check what is indexed, "
+        "or request_document to ask for the document they need."
     )
-    assert "mentions 'Ofgem', 'Ausgrid', so" in absent_message(["Ofgem", "Ausgrid"])
-    assert "do not cover these names;" in absent_message(["Ofgem", "Ausgrid"])
+    two = absent_message(["Ofgem", "4.2.7"], shown="relationships")
+    assert "mentions 'Ofgem', '4.2.7', so the relationships below" in two
+    assert "do not cover 'Ofgem', '4.2.7', and do not answer from these relationships." in two

@@ -503,9 +503,17 @@ def ui(
     upload = _upload_page(settings, upload_host, upload_port, dagster_url, upload_public)
     console.print(
         f"Dagster UI: {dagster_url}\nUpload page: {_url(upload_host, upload_port)}  "
-        "(Ctrl-C stops both; each says when it is up)"
+        f"(Ctrl-C stops both; each says when it is up)\n{_inbox_line(settings)}",
+        soft_wrap=True,
     )
     _serve([serve.dagster_ui(settings, host=host, port=port), upload])
+
+
+def _inbox_line(settings: Settings) -> str:
+    """Create ``settings.inbox`` (the folder the intake sensor of ``kb ui``/``kb demo`` reads;
+    nothing else makes it) and say where it is."""
+    settings.inbox.mkdir(parents=True, exist_ok=True)
+    return f"Inbox: {settings.inbox}  (drop documents here: they are added and built)"
 
 
 def _url(host: str, port: int) -> str:
@@ -592,6 +600,7 @@ def demo(
         f"Figure galleries: {mcp_base}/documents/<doc_id>/figures{galleries}\n"
         f"Dagster UI: {dagster_url}\n"
         f"Upload page: {_url(UPLOAD_HOST, upload_port)}  (Ctrl-C stops them all)\n"
+        f"{_inbox_line(settings)}\n"
         "Starting them; each prints '… is up' when it answers (the Dagster UI takes a minute "
         "or two).",
         soft_wrap=True,

@@ -113,10 +113,9 @@ def absent_message(names: Sequence[str], shown: str = "passages") -> str:
     """The sentence search_docs (and search_graph, with ``shown`` naming what it lists) leads
     with when ``names`` (non-empty) appear in no searched passage."""
     quoted = ", ".join(f"'{name}'" for name in names)
-    which = "this name" if len(names) == 1 else "these names"
     return (
         f"Not in the corpus: no indexed passage searched mentions {quoted}, so the {shown} "
         f"below are about something else. Tell the user the indexed documents do not cover "
-        f"{which}; do not answer from them. Call list_documents to check what is indexed, "
-        "or request_document to ask for the document they need."
+        f"{quoted}, and do not answer from these {shown}. Call list_documents to check what is "
+        "indexed, or request_document to ask for the document they need."
     )

@@ -190,6 +190,9 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, int, Pa
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_to_kb_stops_every_server_and_frees_the_ports(demo, number: int) -> None:
     process, ui_port, mcp_port, log = demo
+    # the folder the README tells a user to drop documents into exists, and the demo says where
+    inbox = log.parent / "kb" / "inbox"
+    assert inbox.is_dir() and f"Inbox: {inbox}" in log.read_text(), log.read_text()[-3000:]
     children = descendants(process.pid)
     # dagster dev, its webserver and daemon, the code server, and the MCP server at least
     assert len(children) >= 4, json.dumps(sorted(children))

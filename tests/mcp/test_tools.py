@@ -278,7 +278,8 @@ async def test_a_question_naming_what_no_passage_mentions_is_low_confidence_and_
     text = text_of(result)
     assert text.startswith(
         "Not in the corpus: no indexed passage searched mentions 'Ofgem', so the passages below "
-        "are about something else. Tell the user the indexed documents do not cover this name;"
+        "are about something else. Tell the user the indexed documents do not cover 'Ofgem', "
+        "and do not answer from these passages."
     )
     assert "Closest passages (they do not mention it; probably unrelated):" in text
     # the same question about a party the rules name is answered as before
