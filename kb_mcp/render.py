@@ -262,9 +262,6 @@ def docs_result(
             "to see what is indexed (a file name rarely matches a document's title), try other "
             "words, or tell the user it is not in the indexed documents. Do not invent an answer."
         )
-    elif answer.absent_names:
-        parts.append(absent_message(answer.absent_names))
-        parts.append("Closest passages (they do not mention it; probably unrelated):")
     elif answer.edition_note is not None:
         parts.append(answer.edition_note)
         parts.append("Closest passages (another edition; for reference only):")
@@ -283,6 +280,8 @@ def docs_result(
         first, last = shown[0].number, shown[-1].number
         how = "reranked" if answer.reranked else "hybrid dense + keyword search, fused by rank"
         parts.append(f"Results {first}–{last} ({how}). Cite them by their [n] headers and pages.")
+    if answer.absent_names and shown:
+        parts.insert(0, absent_message(answer.absent_names))
     parts += [render_passage(passage, links) for passage in shown]
     source_lines, source_refs = sources(shown, links)
     if source_lines:

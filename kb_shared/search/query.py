@@ -177,5 +177,5 @@ def analyse(query: str, acronyms: AcronymTable | None = None) -> AnalysedQuery:
         spells_out=spells_out,
         shape=shape,
         editions=editions,
-        subjects=subjects_of(query, shape.section_numbers),
+        subjects=subjects_of(query),
     )

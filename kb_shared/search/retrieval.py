@@ -30,9 +30,10 @@ the bottom runs the stages in order; each is a function from typed values to a t
    contains ``MIN_TERM_COVERAGE`` of the query's terms, the answer is ``low_confidence`` ("the
    corpus has nothing on this"). So is an answer to a question naming an edition (a financial
    year, a version) that its top documents lack while holding another
-   (``kb_shared.search.editions``); ``edition_note`` then says which they hold. So is an
-   answer to a question naming a subject ("… of Tesla?") that no searched passage mentions
-   (``kb_shared.search.subjects``; looked up in stage 2): ``absent_names`` lists them.
+   (``kb_shared.search.editions``); ``edition_note`` then says which they hold. The names and
+   clause numbers a question asks about that no searched passage mentions ("… of Tesla?",
+   looked up in stage 2: ``kb_shared.search.subjects``) are listed in ``absent_names``, a
+   caveat the answer leads with, not a reason for low confidence.
 5. **Pages and quotes** (``cite``): the page of ``top_k`` results from ``offset``, each citing
    every page its passage is on and carrying a verbatim quote of its best row or sentence with
    that quote's own page (``kb_shared.search.quotes``).
@@ -250,8 +251,8 @@ class DocsAnswer:
         edition_note: why, when the query asks for an edition the corpus lacks
             (``kb_shared.search.editions.EditionMismatch.message``); ``None`` otherwise.
         reranked: a reranker that re-orders ordered the results.
-        absent_names: names the query asks about that no searched passage mentions
-            (``kb_shared.search.subjects``); the answer is then low confidence.
+        absent_names: names and clause numbers the query asks about that no searched passage
+            mentions (``kb_shared.search.subjects``): a caveat, low confidence aside.
     """
 
     results: list[Passage]
@@ -641,8 +642,8 @@ def judge(
     query: AnalysedQuery, found: Candidates, ordered: Ordered, payload_of: PayloadsOf
 ) -> Confidence:
     """Stage 4: the confidence rule over every ordered result (not only the page asked for),
-    the edition check over the documents of the first ``EDITION_DOCUMENTS`` and the names
-    stage 2 found in no searched passage (``Candidates.absent``)."""
+    the edition check over the documents of the first ``EDITION_DOCUMENTS``; the names stage 2
+    found in no searched passage (``Candidates.absent``) are passed on as a caveat."""
     hits = ordered.hits
     coverage = max(
         (term_coverage(query, hit.point, payload_of(hit.point)) for hit in hits), default=0.0
@@ -657,9 +658,7 @@ def judge(
         query.editions, [_held(payload_of(hit.point)) for hit in hits[:EDITION_DOCUMENTS]]
     )
     note = mismatch.message() if mismatch is not None else None
-    return Confidence(
-        coverage, low or mismatch is not None or bool(found.absent), note, found.absent
-    )
+    return Confidence(coverage, low or mismatch is not None, note, found.absent)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -264,30 +264,26 @@ async def test_an_unrelated_query_says_the_corpus_has_nothing_on_it(server) -> N
     assert [b.type for b in result.content] == ["text"]  # no images for junk
 
 
-async def test_a_question_naming_what_no_passage_mentions_is_low_confidence_and_says_so(
-    server,
-) -> None:
+async def test_a_question_naming_what_no_passage_mentions_leads_with_a_caveat(server) -> None:
     # close in meaning to the notification rule, but about a regulator no document names
     result = await call(
         server, "search_docs", query="When must the Distributor notify Ofgem about life support?"
     )
     structured = result.structured_content
-    assert structured["low_confidence"] is True
     assert structured["absent_names"] == ["Ofgem"]
-    assert structured["next_offset"] is None
+    assert structured["low_confidence"] is False  # the caveat leaves confidence to the rules
     text = text_of(result)
     assert text.startswith(
-        "Not in the corpus: no indexed passage searched mentions 'Ofgem', so the passages below "
-        "are about something else. Tell the user the indexed documents do not cover 'Ofgem', "
-        "and do not answer from these passages."
+        "No indexed passage searched mentions 'Ofgem'. If the question is about it, the "
+        "indexed documents do not cover it: tell the user so rather than answer from the "
+        "passages below, which are about something else."
     )
-    assert "Closest passages (they do not mention it; probably unrelated):" in text
-    # the same question about a party the rules name is answered as before
+    assert "\n\nResults 1–" in text  # the results follow, cited as always
+    # the same question about a party the rules name has no caveat
     named = await call(
         server, "search_docs", query="When must the Retailer notify the Distributor about life support?"
     )
     assert named.structured_content["absent_names"] == []
-    assert named.structured_content["low_confidence"] is False
     assert text_of(named).startswith("Results 1–")
 
 
@@ -297,8 +293,9 @@ async def test_search_graph_says_when_no_passage_mentions_a_name_the_query_asks_
     result = await call(server, "search_graph", query="Who must notify Ofgem?")
     assert result.structured_content["absent_names"] == ["Ofgem"]
     assert text_of(result).startswith(
-        "Not in the corpus: no indexed passage searched mentions 'Ofgem', so the relationships "
-        "and excerpts below are about something else."
+        "No indexed passage searched mentions 'Ofgem'. If the question is about it, the "
+        "indexed documents do not cover it: tell the user so rather than answer from the "
+        "relationships and excerpts below"
     )
     named = await call(server, "search_graph", query="Who must notify the Distributor?")
     assert named.structured_content["absent_names"] == []
