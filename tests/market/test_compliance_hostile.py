@@ -6,24 +6,14 @@ Postgres (``catalog`` fixture)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
-import respx
 
 from kb_shared.errors import NotionSchemaError, QueryError
 from kb_shared.market.notion import NotionTracker, sync_notion
 from kb_shared.stores.catalog import Catalog
 from tests.market.notion_server import API_URL, DATA_SOURCE_ID, TOKEN, FakeNotion, tracker_page
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeNotion]:
-    server = FakeNotion()
-    with respx.mock(assert_all_mocked=True, assert_all_called=False) as router:
-        router.route(host="notion.test").mock(side_effect=server.handle)
-        yield server
 
 
 def _tracker() -> NotionTracker:

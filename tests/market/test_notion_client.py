@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import respx
 import yaml
 
 from kb_shared.errors import NotionSyncError
@@ -44,14 +42,6 @@ CASSETTE = "notion-sdk-py__test_data_sources_query.cassette.HEAD.yaml"
 
 def notion_corpus() -> Path:
     return corpus_dir() / "notion"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeNotion]:
-    server = FakeNotion()
-    with respx.mock(assert_all_mocked=True, assert_all_called=False) as router:
-        router.route(host="notion.test").mock(side_effect=server.handle)
-        yield server
 
 
 def tracker(ident: str = DATA_SOURCE_ID, **kwargs) -> tuple[NotionTracker, list[float]]:

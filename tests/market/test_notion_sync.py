@@ -5,11 +5,9 @@ apply, on SQLite and Postgres. Seed rows: the real FERC civil penalties in
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
-import respx
 
 from kb_shared.errors import NotionSchemaError, NotionSyncError, SyncRefusedError
 from kb_shared.market.notion import NotionTracker, sync_notion
@@ -30,14 +28,6 @@ SEED = "notion/seed_enforcement_actions/ferc_cleaned-ferc-civil-penalties.csv"
 RECORDED_2025 = (
     "notion/notion_data_sources_query_response_3rows__api-2025-09-03__notion-sdk-py.json"
 )
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeNotion]:
-    server = FakeNotion()
-    with respx.mock(assert_all_mocked=True, assert_all_called=False) as router:
-        router.route(host="notion.test").mock(side_effect=server.handle)
-        yield server
 
 
 def tracker() -> NotionTracker:
