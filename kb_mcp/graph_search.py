@@ -24,7 +24,7 @@ from kb_shared.search.graph_relevance import (
 from kb_shared.identity import chunk_index
 from kb_shared.providers.base import Embedder
 from kb_shared.search.retrieval import Passage
-from kb_shared.search.subjects import absent_subjects, named_subjects
+from kb_shared.search.subjects import absent_subjects, subjects_of
 from kb_shared.stores.graph import EdgeFilter, EntityHit, GraphPath
 from kb_shared.stores.readers import GraphReader, VectorReader
 from kb_shared.stores.vectors import DOCUMENT_KINDS
@@ -80,8 +80,8 @@ class GraphAnswer:
     """What search_graph found: seeds, relationships (best first) and their excerpts.
 
     ``closest`` is the best entity when none reached ``GRAPH_SEED_MIN_SIMILARITY`` (then
-    ``seeds`` is empty and nothing was walked). ``absent_names``: the names the query asks
-    about that no served passage mentions (``kb_shared.search.subjects``), so whatever was
+    ``seeds`` is empty and nothing was walked). ``absent_names``: the names and clause numbers
+    the query asks about that no served passage mentions (``kb_shared.search.subjects``), so whatever was
     walked is about something else.
     """
 
@@ -229,7 +229,7 @@ def search_graph(
     """
     vector = embedder.embed_query(query)
     scope = sorted(only) if only is not None else None
-    absent = absent_subjects(index, named_subjects(query), scope, list(DOCUMENT_KINDS))
+    absent = absent_subjects(index, subjects_of(query), scope, list(DOCUMENT_KINDS))
     try:
         candidates = graph.similar_entities(vector, GRAPH_SEEDS + GRAPH_CANDIDATES)
     except EmbeddingMismatchError as exc:

@@ -445,7 +445,8 @@ def find_candidates(
     payload_of: PayloadsOf,
 ) -> Candidates:
     """Stage 2 (module docstring): the identifier and named-subject look-ups and, offline, the
-    definition look-ups (keyword only, while ``vector`` is computed), then the fused candidates: the pool
+    definition look-ups (keyword only, while ``vector`` is computed), then the fused
+    candidates: the pool
     stage 3 re-orders (``RERANK_CANDIDATES`` for a reranker that ``reorders``, else
     ``FEATURE_CANDIDATES`` plus the pull-ins, each point once) and, below it, the fused rest
     up to ``wanted`` in all. The pool is the same for every ``wanted``, so a deeper page is

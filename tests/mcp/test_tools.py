@@ -297,6 +297,9 @@ async def test_search_graph_says_when_no_passage_mentions_a_name_the_query_asks_
         "indexed documents do not cover it: tell the user so rather than answer from the "
         "relationships and excerpts below"
     )
+    # clause numbers as search_docs reads them
+    clause = await call(server, "search_graph", query="Who must notify under clause 9.8.7?")
+    assert clause.structured_content["absent_names"] == ["9.8.7"]
     named = await call(server, "search_graph", query="Who must notify the Distributor?")
     assert named.structured_content["absent_names"] == []
     assert text_of(named).startswith("Seed entities (similarity to the query):")
