@@ -34,8 +34,9 @@ SNAPSHOT_FORMAT = 1
 #: A line that is only page furniture: "12", "Page 6", "Page 6 of 40", "6 / 40".
 _FURNITURE = re.compile(r"^(?:page\s+)?\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
 _HAS_WORD = re.compile(r"\w")
-#: A leading list bullet, paragraph label or list number, or a bullet then a label ("- (c) ").
-_LIST_MARKER = re.compile(
+#: A leading list bullet, paragraph label or list number, or a bullet then a label ("- (c) "):
+#: what ``comparison_key`` drops, and what makes a unit a list item (``changes``).
+LIST_MARKER = re.compile(
     r"^(?:[-*+•▪◦]\s+(?:\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]\s+)?"
     r"|\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]\s+)",
     re.IGNORECASE,
@@ -61,7 +62,7 @@ def comparison_key(text: str) -> str:
     flat = _LINE_HYPHEN.sub("", flat)
     flat = " ".join(flat.split())
     flat = _SPACE_AFTER_OPEN.sub("", _SPACE_BEFORE_PUNCT.sub("", flat))
-    flat = _LIST_MARKER.sub("", flat, count=1)
+    flat = LIST_MARKER.sub("", flat, count=1)
     return _SPACE_BEFORE_OPEN.sub("", flat)
 
 

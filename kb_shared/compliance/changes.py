@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kb_shared.compliance.change_snapshots import (
+    LIST_MARKER,
     Snapshot,
     SnapshotSection,
     SnapshotUnit,
@@ -510,10 +511,6 @@ def _cancel_moves(drafts: list[_Draft], binding: _Binding) -> list[_Draft]:
     return out
 
 
-#: A unit that is a list item: a bullet, or a paragraph label or list number.
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+•▪◦]\s|\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]\s)", re.IGNORECASE)
-
-
 class _Binding:
     """The units that bind someone (module docstring, "Flags"), read one section at a time
     when a change needs them (``read``): a unit ``modality_of`` reads a modality in, and each
@@ -532,7 +529,7 @@ class _Binding:
         stem = False
         for unit in section.units:
             binds = modality_of(unit.text) is not None
-            item = _LIST_ITEM.match(unit.text) is not None
+            item = LIST_MARKER.match(unit.text.lstrip()) is not None
             if not item:
                 stem = binds and unit.text.rstrip().endswith(":")
             if binds or (stem and item):
