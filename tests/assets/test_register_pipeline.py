@@ -78,19 +78,24 @@ def _build(stores: StoresResource, providers: FakeProviders, instance) -> None:
 def two_versions(
     tmp_path: Path, stores: StoresResource, providers: FakeProviders, instance
 ) -> StoresResource:
-    first = tmp_path / "v1" / NAME
-    first.parent.mkdir()
-    first.write_bytes(tiny_pdf("first"))
-    providers.converter_.markdown = V1
-    assert admit([first], stores, instance)[0].version == 1
+    _add_version(tmp_path, stores, providers, instance, 1, V1)
     _build(stores, providers, instance)
-    second = tmp_path / "v2" / NAME
-    second.parent.mkdir()
-    second.write_bytes(tiny_pdf("second"))
-    providers.converter_.markdown = V2
-    assert admit([second], stores, instance, new_version=True)[0].version == 2
+    _add_version(tmp_path, stores, providers, instance, 2, V2)
     _build(stores, providers, instance)
     return stores
+
+
+def _add_version(
+    tmp_path: Path, stores: StoresResource, providers: FakeProviders, instance, number: int,
+    markdown: str,
+) -> None:
+    """Admit version ``number`` of the document (a tiny PDF of its own), which the fake
+    converter will read as ``markdown``."""
+    path = tmp_path / f"v{number}" / NAME
+    path.parent.mkdir()
+    path.write_bytes(tiny_pdf(("first", "second")[number - 1]))
+    providers.converter_.markdown = markdown
+    assert admit([path], stores, instance, new_version=number > 1)[0].version == number
 
 
 def _server(stores: StoresResource, providers: FakeProviders):
@@ -260,16 +265,9 @@ async def test_an_older_version_asked_for_names_the_version_compared_with_it(
 async def test_a_new_version_not_built_yet_is_named_not_asked_to_be_added(
     tmp_path: Path, stores: StoresResource, providers: FakeProviders, instance
 ) -> None:
-    first = tmp_path / "v1" / NAME
-    first.parent.mkdir()
-    first.write_bytes(tiny_pdf("first"))
-    providers.converter_.markdown = V1
-    admit([first], stores, instance)
+    _add_version(tmp_path, stores, providers, instance, 1, V1)
     _build(stores, providers, instance)
-    second = tmp_path / "v2" / NAME
-    second.parent.mkdir()
-    second.write_bytes(tiny_pdf("second"))
-    assert admit([second], stores, instance, new_version=True)[0].version == 2  # not built
+    _add_version(tmp_path, stores, providers, instance, 2, V2)  # not built
     async with Client(_server(stores, providers)) as client:
         result = await client.call_tool("compare_versions", {"document": DOC})
     assert result.is_error is True

@@ -3,11 +3,14 @@ straight into the stores (once per module), a deterministic embedder, and server
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kb_mcp.server import build_server
+from kb_shared.stores import factory
+from kb_shared.stores.catalog import Catalog, document_requests, reference_requests
 from tests.mcp.corpus import HashingEmbedder, corpus_settings, write_corpus
 
 
@@ -38,3 +41,14 @@ def server(corpus_home: Path, embedder: HashingEmbedder):
     stores anew, so the tests share only its tools and settings, whose building was a large
     share of an MCP test's CPU (benchmarks/results/test-lanes.md, 2026-12-07)."""
     return build_server(corpus_settings(corpus_home), embedder=embedder, warm=False)
+
+
+@pytest.fixture
+def writer(corpus_home: Path) -> Iterator[Catalog]:
+    """The corpus catalog as the pipeline opens it; empties both request queues afterwards."""
+    catalog = factory.open_catalog(corpus_settings(corpus_home))
+    yield catalog
+    with catalog.engine.begin() as conn:
+        conn.execute(document_requests.delete())
+        conn.execute(reference_requests.delete())
+    catalog.close()

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -81,17 +80,6 @@ REFUSED = [
         "the publisher's site.",
     ),
 ]
-
-
-@pytest.fixture
-def writer(corpus_home: Path) -> Iterator[Catalog]:
-    """The corpus catalog as the pipeline opens it; empties both queues afterwards."""
-    catalog = factory.open_catalog(corpus_settings(corpus_home))
-    yield catalog
-    with catalog.engine.begin() as conn:
-        conn.execute(document_requests.delete())
-        conn.execute(reference_requests.delete())
-    catalog.close()
 
 
 @pytest.mark.anyio

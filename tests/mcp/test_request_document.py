@@ -32,7 +32,6 @@ from kb_mcp.tools.request_document import (
     title_tokens,
 )
 from kb_shared.settings import Settings
-from kb_shared.stores import factory
 from kb_shared.stores.catalog import DEFAULT_MAX_PENDING, Catalog, DocumentRow, document_requests
 from kb_shared.stores.sql import make_engine
 from tests.assets.test_requests import fake_builds  # noqa: F401 - fixture
@@ -122,16 +121,6 @@ def test_another_version_is_not_a_likely_match_and_weak_overlap_is_none() -> Non
 
 
 # --- the tool on the test corpus -----------------------------------------------------------
-
-
-@pytest.fixture
-def writer(corpus_home: Path) -> Iterator[Catalog]:
-    """The corpus catalog as the pipeline opens it; empties the request queue afterwards."""
-    catalog = factory.open_catalog(corpus_settings(corpus_home))
-    yield catalog
-    with catalog.engine.begin() as conn:
-        conn.execute(document_requests.delete())
-    catalog.close()
 
 
 async def test_listing_says_the_tool_writes_and_bounds_every_field(server) -> None:
